@@ -1,0 +1,1 @@
+"""hwmodels: parameterized hardware models (memory tiers, compute, copy paths, 2LM cache)."""

@@ -1,0 +1,17 @@
+"""Exceptions tmsim raises for bad input.
+
+Every error a user can cause derives from :class:`TmsimError`; the CLI turns these into a
+one-line message and a non-zero exit, never a traceback.
+"""
+
+
+class TmsimError(Exception):
+    """Base class of every error caused by bad input to tmsim."""
+
+
+class GraphError(TmsimError, ValueError):
+    """A graph is malformed; the message names the kernel or tensor at fault."""
+
+
+class GraphFileError(TmsimError, ValueError):
+    """A graph file cannot be read; the message names the file and the field or tensor."""
