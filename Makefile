@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/tmsim graph resnet50 --batch 32
+	$(BIN)/tmsim graph resnet200 --batch 512
 
 test: $(STAMP)
 	$(BIN)/ruff check .

@@ -7,7 +7,7 @@ at construction, with numpy index arrays beside the names, in time near-linear i
 Lifetime rules (the contract every planner and the simulator rely on):
 
 - A tensor with role ``input`` exists when the step starts and is live from kernel 0 to its
-  last user.
+  last user (at kernel 0 only if no kernel reads it).
 - Weights and optimizer state exist before the step and after it: they are live at every
   kernel. A kernel may overwrite them in place (``Kernel.updates``); nothing else is mutable.
 - Every other tensor is live from its producer to its last user, inclusive; a produced tensor

@@ -1,0 +1,89 @@
+"""The ``tmsim`` command line for the zoo and graphs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tmsim import __version__
+from tmsim.cli import main
+from tmsim.zoo import training_graph_of
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert __version__ in capsys.readouterr().out
+
+
+def test_models_lists_the_zoo(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["models"]) == 0
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert names == [
+        "vgg19", "vgg416", "resnet50", "resnet200", "inception_v4", "densenet121", "densenet264",
+    ]  # fmt: skip
+
+
+def test_graph_json_matches_the_graph(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["graph", "resnet50", "--batch", "8", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    g = training_graph_of("resnet50", 8)
+    assert info["kernels"] == len(g.kernels)
+    assert info["tensors"] == len(g.tensors)
+    assert info["peak_live_bytes"] == g.peak_live_bytes
+    assert info["flops"] == g.flops
+    assert info["params"] == 25_557_032
+    assert all(
+        isinstance(info[k], int)
+        for k in ("kernels", "tensors", "peak_live_bytes", "flops", "params")
+    )
+
+
+def test_save_then_load_gives_the_same_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "g.json"
+    assert main(["graph", "densenet121", "--batch", "2", "--save", str(path), "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert main(["graph", "--file", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == first
+
+
+def test_human_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["graph", "vgg19", "--batch", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "parameters       143,667,240" in out
+    assert "peak live" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["graph", "alexnet"], "unknown model 'alexnet'"),
+        (["graph", "resnet50", "--batch", "0"], "batch must be positive"),
+        (["graph"], "give either a zoo MODEL or --file PATH"),
+        (["graph", "--file", "/nonexistent/g.json"], "No such file or directory"),
+    ],
+)
+def test_errors_are_one_line_and_exit_nonzero(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err
+    assert err.startswith("tmsim: error:")
+    assert len(err.splitlines()) == 1
+
+
+def test_bad_graph_file_exits_nonzero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "g.json"
+    path.write_text(
+        '{"format": "tmsim-graph", "version": 1, "name": "x", "tensors": [], "kernels": 3}'
+    )
+    assert main(["graph", "--file", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: field 'kernels' must be a list" in err
+    assert "Traceback" not in err

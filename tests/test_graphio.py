@@ -1,0 +1,107 @@
+"""Graph files: exact round trip of zoo graphs and one-line errors for every kind of bad file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tmsim.errors import GraphFileError
+from tmsim.graph import Graph
+from tmsim.graphio import graph_to_dict, load_graph, save_graph
+from tmsim.zoo import training_graph_of
+
+
+def test_zoo_graph_round_trip(tmp_path: Path) -> None:
+    g = training_graph_of("inception_v4", 4)
+    save_graph(g, tmp_path / "g.json")
+    back = load_graph(tmp_path / "g.json")
+    assert back == g
+    assert back.peak_live_bytes == g.peak_live_bytes
+    assert not list(tmp_path.glob(".*.tmp"))  # the temporary file was renamed away
+
+
+def _write(tmp_path: Path, doc: Any) -> Path:
+    path = tmp_path / "bad.json"
+    path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    return path
+
+
+def _doc(diamond: Graph) -> dict[str, Any]:
+    return graph_to_dict(diamond)
+
+
+def _set(doc: dict[str, Any], where: str, index: int, key: str, value: Any) -> dict[str, Any]:
+    doc[where][index][key] = value
+    return doc
+
+
+def _drop(doc: dict[str, Any], where: str, index: int, key: str) -> dict[str, Any]:
+    del doc[where][index][key]
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: "{not json", "not valid JSON"),
+        (lambda d: [1, 2], "top level must be a JSON object"),
+        (lambda d: {**d, "format": "onnx"}, "field 'format' must be 'tmsim-graph'"),
+        (lambda d: {**d, "version": 7}, "field 'version' is 7"),
+        (lambda d: {**d, "extra": 1}, "unknown field 'extra'"),
+        (lambda d: {**d, "tensors": {}}, "field 'tensors' must be a list"),
+        (
+            lambda d: _drop(d, "tensors", 1, "size_bytes"),
+            "tensors[1] ('b'): missing field 'size_bytes'",
+        ),
+        (
+            lambda d: _set(d, "tensors", 1, "size_bytes", "16"),
+            "tensors[1] ('b'): field 'size_bytes' must be int, got str",
+        ),
+        (
+            lambda d: _set(d, "tensors", 1, "size_bytes", True),
+            "field 'size_bytes' must be int, got bool",
+        ),
+        (
+            lambda d: _set(d, "tensors", 1, "size_bytes", -3),
+            "tensor 'b': size_bytes must be a positive integer",
+        ),
+        (
+            lambda d: _set(d, "tensors", 2, "role", "activations"),
+            "tensors[2] ('c'): unknown role 'activations'",
+        ),
+        (
+            lambda d: _set(d, "tensors", 2, "colour", "red"),
+            "tensors[2] ('c'): unknown field 'colour'",
+        ),
+        (lambda d: _set(d, "tensors", 2, "shape", [2, "x"]), "field 'shape' must list integers"),
+        (
+            lambda d: _set(d, "kernels", 0, "phase", "fwd"),
+            "kernels[0] ('split'): unknown phase 'fwd'",
+        ),
+        (
+            lambda d: _set(d, "kernels", 3, "inputs", ["c", 4]),
+            "kernels[3] ('join'): field 'inputs' must list strings",
+        ),
+        (
+            lambda d: _set(d, "kernels", 1, "inputs", ["e"]),
+            "kernel 'left': reads tensor 'e' before any kernel produces it",
+        ),
+        (
+            lambda d: _set(d, "kernels", 1, "inputs", ["zz"]),
+            "kernel 'left': operand 'zz' is not a tensor",
+        ),
+    ],
+)
+def test_bad_files_get_one_line_errors(
+    tmp_path: Path, diamond: Graph, mutate: Any, message: str
+) -> None:
+    path = _write(tmp_path, mutate(_doc(diamond)))
+    with pytest.raises(GraphFileError) as info:
+        load_graph(path)
+    text = str(info.value)
+    assert text.startswith(str(path))
+    assert message in text
+    assert "\n" not in text

@@ -1,0 +1,104 @@
+"""The model zoo against published parameter counts, compute and AutoTM's footprints."""
+
+from __future__ import annotations
+
+import pytest
+
+from tmsim.layers import Op
+from tmsim.training import training_graph
+from tmsim.zoo import MODELS, model, training_graph_of
+from tmsim.zoo.densenet import densenet264
+from tmsim.zoo.inception import inception_v4
+
+GB = 1e9
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        # torchvision's model documentation (resnet50, vgg19, densenet121 at 1000 classes)
+        ("resnet50", 25_557_032),
+        ("vgg19", 143_667_240),
+        ("densenet121", 7_978_856),
+    ],
+)
+def test_published_parameter_counts(name: str, params: int) -> None:
+    assert model(name)(1).params == params
+    assert training_graph_of(name, 1).params == params
+
+
+def test_inception_v4_parameters_within_one_percent() -> None:
+    # Szegedy et al. 2017 / timm: 42.7 M parameters
+    for batch_norm in (False, True):
+        assert inception_v4(1, batch_norm=batch_norm).params == pytest.approx(42.7e6, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("name", "gmacs"),
+    # torchvision's documented GFLOPS (multiply-adds) per 224x224 image
+    [("resnet50", 4.09), ("vgg19", 19.63), ("densenet121", 2.83)],
+)
+def test_forward_compute_matches_published(name: str, gmacs: float) -> None:
+    m = model(name)(1)
+    flops = sum(layer.flops for layer in m.layers if layer.op in (Op.CONV2D, Op.LINEAR))
+    assert flops / 2 / 1e9 == pytest.approx(gmacs, rel=0.005)
+
+
+@pytest.mark.parametrize(
+    ("name", "batch", "footprint_gb"),
+    # Hildebrand et al., AutoTM, ASPLOS 2020: the conventional workloads' footprints
+    [
+        ("inception_v4", 1024, 111),
+        ("vgg19", 2048, 143),
+        ("resnet200", 512, 132),
+        ("densenet264", 512, 115),
+    ],
+)
+def test_autotm_footprints_within_25_percent(name: str, batch: int, footprint_gb: float) -> None:
+    peak = training_graph_of(name, batch).peak_live_bytes / GB
+    assert peak == pytest.approx(footprint_gb, rel=0.25)
+
+
+def test_autotm_densenet_variant_matches_its_footprint_closely() -> None:
+    # AutoTM's DenseNet shrinks every transition to 64 channels (src/zoo/densenet.jl)
+    peak = training_graph(densenet264(512, transition_channels=64)).peak_live_bytes / GB
+    assert peak == pytest.approx(115, rel=0.05)
+
+
+def test_inception_with_batch_norm_saves_more() -> None:
+    plain = training_graph(inception_v4(1024)).peak_live_bytes
+    with_bn = training_graph(inception_v4(1024, batch_norm=True)).peak_live_bytes
+    assert 1.5 < with_bn / plain < 1.6
+
+
+@pytest.mark.parametrize(
+    ("name", "batch", "footprint_gb"),
+    # AutoTM's large workloads (darchr/AutoTM, src/experiments/models.jl comments)
+    [("vgg416", 320, 658), ("resnet200", 2560, 651)],
+)
+def test_large_workloads(name: str, batch: int, footprint_gb: float) -> None:
+    peak = training_graph_of(name, batch).peak_live_bytes / GB
+    assert peak == pytest.approx(footprint_gb, rel=0.1)
+
+
+def test_architecture_shapes() -> None:
+    r50 = model("resnet50")(2)
+    assert next(layer for layer in r50.layers if layer.name == "fc").inputs
+    pooled = [layer for layer in r50.layers if layer.op is Op.AVG_POOL][-1]
+    assert pooled.shape == (2, 2048, 1, 1)
+    inc = inception_v4(2)
+    assert [layer for layer in inc.layers if layer.op is Op.CONCAT][-1].shape == (2, 1536, 8, 8)
+    dn = model("densenet121")(2)
+    assert [layer for layer in dn.layers if layer.op is Op.CONCAT][-1].shape == (2, 1024, 7, 7)
+    vgg416 = model("vgg416")(1)
+    assert sum(layer.op is Op.CONV2D for layer in vgg416.layers) == 413
+    assert sum(layer.op is Op.LINEAR for layer in vgg416.layers) == 3
+
+
+def test_zoo_names_and_dtype() -> None:
+    assert list(MODELS) == [
+        "vgg19", "vgg416", "resnet50", "resnet200", "inception_v4", "densenet121", "densenet264",
+    ]  # fmt: skip
+    half = training_graph_of("resnet50", 4, dtype="fp16")
+    full = training_graph_of("resnet50", 4)
+    assert half.tensor("stem/conv2d1").size_bytes * 2 == full.tensor("stem/conv2d1").size_bytes
