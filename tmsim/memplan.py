@@ -1,0 +1,159 @@
+"""Static memory planning: give every buffer an address from the live ranges.
+
+Buffers whose live ranges (inclusive kernel intervals) intersect must not overlap in address;
+buffers that are never live at the same time may share addresses. The pool is the smallest
+contiguous region that holds every buffer at its offset. Its size is at least the peak of live
+bytes; the excess is fragmentation.
+
+Two offline strategies, both placing buffers largest first (ties by start, then index):
+
+- ``first-fit``: the lowest aligned offset where the buffer fits;
+- ``best-fit``: the smallest gap between conflicting buffers that fits it (lowest offset on a
+  tie), else on top of them.
+
+Each placement scans only the buffers already placed, with numpy: O(n^2) element work in all,
+well under a second for the 5,000 buffers of the largest zoo graphs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+import numpy.typing as npt
+
+from tmsim.errors import TmsimError
+
+IntArray = npt.NDArray[np.int64]
+DEFAULT_ALIGNMENT_BYTES = 64
+
+
+class Strategy(StrEnum):
+    """How a buffer's offset is chosen among the places it fits."""
+
+    FIRST_FIT = "first-fit"
+    BEST_FIT = "best-fit"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Offsets of buffers in one pool.
+
+    ``offsets_bytes[i]`` is the offset of buffer ``i`` (in the order given to
+    :func:`plan_memory`); ``pool_bytes`` the pool size; ``peak_live_bytes`` the maximum over
+    kernels of the bytes of buffers live there (aligned sizes), a lower bound on the pool.
+    """
+
+    offsets_bytes: IntArray
+    pool_bytes: int
+    peak_live_bytes: int
+    strategy: Strategy
+
+    @property
+    def fragmentation(self) -> float:
+        """Share of the pool that is never needed at the peak: ``1 - peak / pool`` (0 if empty)."""
+        return 1.0 - self.peak_live_bytes / self.pool_bytes if self.pool_bytes else 0.0
+
+
+def _align(values: IntArray, alignment: int) -> IntArray:
+    return -(-values // alignment) * alignment
+
+
+def plan_memory(
+    sizes_bytes: npt.ArrayLike,
+    first: npt.ArrayLike,
+    last: npt.ArrayLike,
+    strategy: Strategy | str = Strategy.FIRST_FIT,
+    alignment_bytes: int = DEFAULT_ALIGNMENT_BYTES,
+) -> Layout:
+    """Lay out buffers of ``sizes_bytes`` live over kernels ``[first, last]`` (inclusive).
+
+    Every offset is a multiple of ``alignment_bytes`` and every size is rounded up to it.
+    Raises :class:`~tmsim.errors.TmsimError` for arrays of different lengths, a non-positive
+    size or alignment, ``first > last``, or an unknown strategy.
+    """
+    try:
+        strat = Strategy(strategy)
+    except ValueError:
+        known = [s.value for s in Strategy]
+        raise TmsimError(f"unknown memory-planning strategy {strategy!r}; known: {known}") from None
+    size = np.asarray(sizes_bytes, dtype=np.int64)
+    lo = np.asarray(first, dtype=np.int64)
+    hi = np.asarray(last, dtype=np.int64)
+    if not (size.shape == lo.shape == hi.shape) or size.ndim != 1:
+        raise TmsimError("sizes, first and last must be 1-D arrays of one length")
+    if alignment_bytes <= 0:
+        raise TmsimError(f"alignment_bytes must be positive, got {alignment_bytes}")
+    if np.any(size <= 0):
+        raise TmsimError(f"buffer {int(np.argmax(size <= 0))}: size must be positive")
+    if np.any(lo > hi):
+        raise TmsimError(f"buffer {int(np.argmax(lo > hi))}: first kernel after last kernel")
+    n = size.size
+    aligned = _align(size, alignment_bytes)
+    offsets = np.full(n, -1, dtype=np.int64)
+    if n == 0:
+        return Layout(offsets, 0, 0, strat)
+    order = np.lexsort((np.arange(n), lo, -aligned))
+    placed = np.zeros(n, dtype=bool)
+    for i in order:
+        conflict = placed & (lo <= hi[i]) & (hi >= lo[i])
+        offsets[i] = _place(
+            offsets[conflict], aligned[conflict], int(aligned[i]), strat, alignment_bytes
+        )
+        placed[i] = True
+    pool = int((offsets + aligned).max())
+    return Layout(offsets, pool, _peak(aligned, lo, hi), strat)
+
+
+def _place(starts: IntArray, sizes: IntArray, need: int, strategy: Strategy, alignment: int) -> int:
+    """Offset for a buffer of ``need`` bytes among occupied ``[start, start + size)`` ranges."""
+    if starts.size == 0:
+        return 0
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], starts[order] + sizes[order]
+    # Free gaps lie between the running maximum end of earlier ranges and the next start.
+    ends_so_far = np.maximum.accumulate(e)
+    gap_lo = np.concatenate(([0], ends_so_far))
+    gap_hi = np.concatenate((s, [np.iinfo(np.int64).max]))
+    gap_lo = _align(gap_lo, alignment)
+    fits = gap_hi - gap_lo >= need
+    candidates = np.flatnonzero(fits[:-1])  # gaps below the top of the occupied ranges
+    if candidates.size == 0:
+        return int(gap_lo[-1])
+    if strategy is Strategy.FIRST_FIT:
+        return int(gap_lo[candidates[0]])
+    room = (gap_hi - gap_lo)[candidates]
+    return int(gap_lo[candidates[np.argmin(room)]])
+
+
+def _peak(sizes: IntArray, lo: IntArray, hi: IntArray) -> int:
+    n_k = int(hi.max()) + 2
+    delta = np.zeros(n_k, dtype=np.int64)
+    np.add.at(delta, lo, sizes)
+    np.add.at(delta, hi + 1, -sizes)
+    return int(np.cumsum(delta).max())
+
+
+def check_layout(
+    layout: Layout, sizes_bytes: npt.ArrayLike, first: npt.ArrayLike, last: npt.ArrayLike
+) -> None:
+    """Raise :class:`TmsimError` naming two buffers that are live together and overlap.
+
+    Independent of how the layout was made: a sweep over kernels, comparing the address
+    ranges of the buffers live at each, sorted by offset.
+    """
+    size = np.asarray(sizes_bytes, dtype=np.int64)
+    lo = np.asarray(first, dtype=np.int64)
+    hi = np.asarray(last, dtype=np.int64)
+    off = layout.offsets_bytes
+    if np.any(off < 0) or np.any(off + size > layout.pool_bytes):
+        raise TmsimError("a buffer lies outside the pool")
+    for k in np.unique(lo):
+        live = np.flatnonzero((lo <= k) & (hi >= k))
+        by_offset = live[np.argsort(off[live], kind="stable")]
+        reach = np.maximum.accumulate(off[by_offset] + size[by_offset])
+        clash = np.flatnonzero(off[by_offset][1:] < reach[:-1])
+        if clash.size:
+            a, b = by_offset[clash[0]], by_offset[clash[0] + 1]
+            raise TmsimError(f"buffers {a} and {b} overlap in address at kernel {k}")
