@@ -1,1 +1,69 @@
-"""hwmodels: parameterized hardware models (memory tiers, compute, copy paths, 2LM cache)."""
+"""hwmodels: parameterized hardware models (memory tiers, compute, copy paths, 2LM cache).
+
+Pure values (frozen dataclasses, SI units, the unit in every field name) and pure, numpy-
+vectorized cost functions; presets are TOML files under ``hwmodels/presets/``. The one mutable
+object is :class:`CacheState`, the explicit state of the 2LM cache simulator.
+"""
+
+from hwmodels.cache import DramCache
+from hwmodels.cachesim import CacheState, CacheTraffic, new_cache_state, simulate_accesses
+from hwmodels.compute import ClassEfficiency, Compute, OpClass, canonical_dtype, op_class
+from hwmodels.cost import (
+    KernelTimes,
+    MoveMode,
+    Overlap,
+    PlacementProfile,
+    cache_traffic_by_tier,
+    move_time_s,
+    placement_profile,
+    roofline,
+)
+from hwmodels.errors import HardwareModelError
+from hwmodels.paths import CopyPath
+from hwmodels.platform import Platform
+from hwmodels.presets import (
+    load_platform,
+    load_preset,
+    platform_from_toml,
+    platform_to_toml,
+    preset_descriptions,
+    preset_names,
+    save_platform,
+)
+from hwmodels.serialize import platform_from_dict, platform_to_dict
+from hwmodels.tiers import Interference, MemoryTier
+
+__all__ = [
+    "CacheState",
+    "CacheTraffic",
+    "ClassEfficiency",
+    "Compute",
+    "CopyPath",
+    "DramCache",
+    "HardwareModelError",
+    "Interference",
+    "KernelTimes",
+    "MemoryTier",
+    "MoveMode",
+    "OpClass",
+    "Overlap",
+    "PlacementProfile",
+    "Platform",
+    "cache_traffic_by_tier",
+    "canonical_dtype",
+    "load_platform",
+    "load_preset",
+    "move_time_s",
+    "new_cache_state",
+    "op_class",
+    "placement_profile",
+    "platform_from_dict",
+    "platform_from_toml",
+    "platform_to_dict",
+    "platform_to_toml",
+    "preset_descriptions",
+    "preset_names",
+    "roofline",
+    "save_platform",
+    "simulate_accesses",
+]

@@ -1,10 +1,108 @@
-"""``tmsim platforms`` and ``tmsim platform``: placeholder until the hardware models land."""
+"""``tmsim platforms`` and ``tmsim platform``: the hardware presets and platform files."""
 
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
+
+from hwmodels import Platform, load_platform, platform_to_dict, preset_descriptions
 
 
 def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
-    """Register the platform subcommands on ``sub``."""
+    """Register ``platforms`` and ``platform`` on ``sub``."""
+    p = sub.add_parser("platforms", help="list the platform presets")
+    p.set_defaults(func=_platforms)
+
+    p = sub.add_parser("platform", help="show a platform preset or platform TOML file")
+    p.add_argument("platform", metavar="NAME_OR_FILE", help="preset name or path to a TOML file")
+    p.add_argument("--json", action="store_true", help="print the platform as JSON (SI units)")
+    p.set_defaults(func=_platform)
+
+
+def _platforms(args: argparse.Namespace) -> int:
+    descriptions = preset_descriptions()
+    width = max(len(n) for n in descriptions)
+    for name, text in descriptions.items():
+        print(f"{name:{width}s}  {text}")
+    return 0
+
+
+def _platform(args: argparse.Namespace) -> int:
+    platform = load_platform(args.platform)
+    if args.json:
+        print(json.dumps(platform_to_dict(platform), indent=2))
+    else:
+        print("\n".join(describe(platform)))
+    return 0
+
+
+def _gb(bytes_per_s: float) -> str:
+    return f"{bytes_per_s / 1e9:g} GB/s"
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 2**30:g} GiB"
+
+
+def describe(platform: Platform) -> list[str]:
+    """Readable lines describing ``platform`` (GB/s = 10^9 B/s, GiB = 2^30 B)."""
+    p = platform
+    lines = [f"{p.name}: {p.description}" if p.description else p.name]
+    if p.source:
+        lines.append(f"  source: {p.source}")
+    lines.append("tiers (fastest first):")
+    for t in p.tiers:
+        role = []
+        if t.name in p.kernel_tiers:
+            role.append("kernels")
+        if p.cache is not None and t.name == p.cache.cache_tier:
+            role.append(f"cache of {p.cache.backing_tier}")
+        lines.append(
+            f"  {t.name}: {_size(t.capacity_bytes)}, read {_gb(t.read_bw_bytes_per_s)}, "
+            f"write {_gb(t.write_bw_bytes_per_s)}, latency read {t.read_latency_s * 1e9:g} ns "
+            f"/ write {t.write_latency_s * 1e9:g} ns, granule {t.access_granularity_bytes} B"
+            + (f" [{', '.join(role)}]" if role else "")
+        )
+        i = t.interference
+        if i.mix_penalty or i.write_falloff_per_writer:
+            lines.append(
+                f"    interference: 1:1 mix x{1 + i.mix_penalty:g} (exponent {i.mix_exponent:g}); "
+                f"write bw / (1 + {i.write_falloff_per_writer:g} per writer beyond "
+                f"{i.write_falloff_onset_writers})"
+            )
+        if t.source:
+            lines.append(f"    source: {t.source}")
+    c = p.compute
+    peaks = ", ".join(f"{d} {v / 1e12:g} TFLOP/s" for d, v in c.peak_flop_per_s)
+    lines.append(
+        f"compute: {c.name}, {c.cores} cores, {peaks}, launch {c.launch_overhead_s * 1e6:g} us"
+    )
+    for e in c.efficiencies:
+        lines.append(
+            f"  {e.op_class.value}: {e.compute:g} of peak FLOP/s, {e.memory:g} of bandwidth"
+        )
+    if c.source:
+        lines.append(f"  source: {c.source}")
+    lines.append("copy paths:" if p.copy_paths else "copy paths: none")
+    for cp in p.copy_paths:
+        lines.append(
+            f"  {cp.src} -> {cp.dst}: sync {_gb(cp.sync_bw_bytes_per_s)}, "
+            f"async {_gb(cp.async_bw_bytes_per_s)}, {cp.copy_engines} engine(s)"
+            f"{', duplex' if cp.duplex else ''}"
+        )
+        if cp.source:
+            lines.append(f"    source: {cp.source}")
+    if p.cache is not None:
+        k = p.cache
+        ways = "direct-mapped" if k.associativity == 1 else f"{k.associativity}-way LRU"
+        policy = ("write-back" if k.write_back else "write-through") + (
+            ", write-allocate" if k.write_allocate else ", no write-allocate"
+        )
+        lines.append(
+            f"cache: {k.cache_tier} caches {k.backing_tier}, {_size(k.capacity_bytes)}, "
+            f"{k.line_bytes} B lines, {ways}, {policy}, miss +{k.miss_latency_s * 1e9:g} ns"
+        )
+        if k.source:
+            lines.append(f"  source: {k.source}")
+    return lines

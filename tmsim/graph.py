@@ -271,7 +271,8 @@ class Graph:
             _csr(np.asarray(op_k, np.int64), np.asarray(op_t, np.int64), n_k),
         )
         set_(self, "_live_bytes", live)
-        for arr in (size, producer, first, last, live, users.ptr, users.index):
+        ops = self._kernel_operands
+        for arr in (size, producer, first, last, live, users.ptr, users.index, ops.ptr, ops.index):
             arr.flags.writeable = False
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -333,6 +334,11 @@ class Graph:
     def kernel_operands(self, kernel: int) -> IntArray:
         """Distinct tensor indices kernel ``kernel`` touches, in operand order."""
         return self._kernel_operands.row(kernel)
+
+    @property
+    def operand_csr(self) -> tuple[IntArray, IntArray]:
+        """``(ptr, index)``: kernel ``k``'s distinct operands are ``index[ptr[k]:ptr[k + 1]]``."""
+        return self._kernel_operands.ptr, self._kernel_operands.index
 
     def live_range(self, tensor: str) -> tuple[int, int]:
         """``(first, last)`` kernel indices, inclusive, at which ``tensor`` is live."""

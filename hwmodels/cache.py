@@ -1,0 +1,101 @@
+"""The 2LM hardware cache value: DRAM as a cache of a slower tier (Optane memory mode).
+
+The state machine that replays accesses against it is in :mod:`hwmodels.cachesim`.
+
+Traffic rule per cache line (reference/hardware.md, after the gem5 model of Cascade Lake in
+darchr/dram-cache-model), for the default write-back, write-allocate cache:
+
+- every access first reads the cache tier (tag and data, or the tag alone for a write);
+- a read miss adds a read of the backing tier and a fill write into the cache tier;
+- a write (hit or miss) writes the cache tier; the backing tier is not read, because a line
+  is written whole;
+- a miss whose victim is dirty adds a write-back to the backing tier.
+
+``write_back=False`` (write-through) also writes every written line to the backing tier and
+never leaves a line dirty; ``write_allocate=False`` sends a write miss to the backing tier
+without installing the line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hwmodels._checks import finite_nonnegative, positive_int
+from hwmodels.errors import HardwareModelError
+
+
+@dataclass(frozen=True, slots=True)
+class DramCache:
+    """A hardware-managed cache of ``backing_tier`` held in ``cache_tier``.
+
+    - ``capacity_bytes``: bytes of ``cache_tier`` used as cache; a positive multiple of
+      ``line_bytes * associativity``.
+    - ``line_bytes``: the cache line (64 B on Cascade Lake).
+    - ``associativity``: ways per set; 1 (direct-mapped, the default and Cascade Lake's) or
+      more, with least-recently-used replacement.
+    - ``write_back``: dirty lines are written to the backing tier only when evicted (True), or
+      every write also goes to the backing tier (False, write-through).
+    - ``write_allocate``: a write miss installs the line (True) or bypasses the cache (False).
+    - ``miss_latency_s``: latency a miss adds over a direct access to the backing tier (>= 0).
+    - ``source``: where the numbers come from.
+
+    Raises :class:`HardwareModelError` naming the field if a value is bad.
+    """
+
+    cache_tier: str
+    backing_tier: str
+    capacity_bytes: int
+    line_bytes: int = 64
+    associativity: int = 1
+    write_back: bool = True
+    write_allocate: bool = True
+    miss_latency_s: float = 0.0
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        where = "cache"
+        for name in ("cache_tier", "backing_tier"):
+            value = getattr(self, name)
+            if not (isinstance(value, str) and value.strip()):
+                raise HardwareModelError(f"{where}: {name} must be a non-empty tier name")
+        if self.cache_tier == self.backing_tier:
+            raise HardwareModelError(f"{where}: cache_tier and backing_tier are the same tier")
+        for name in ("capacity_bytes", "line_bytes", "associativity"):
+            if not positive_int(getattr(self, name)):
+                raise HardwareModelError(
+                    f"{where}: {name} must be a positive integer, got {getattr(self, name)!r}"
+                )
+        if self.capacity_bytes % (self.line_bytes * self.associativity):
+            raise HardwareModelError(
+                f"{where}: capacity_bytes {self.capacity_bytes} is not a multiple of "
+                f"line_bytes * associativity = {self.line_bytes * self.associativity}"
+            )
+        for name in ("write_back", "write_allocate"):
+            if not isinstance(getattr(self, name), bool):
+                raise HardwareModelError(f"{where}: {name} must be true or false")
+        if not finite_nonnegative(self.miss_latency_s):
+            raise HardwareModelError(f"{where}: miss_latency_s must be a finite number >= 0")
+
+    @property
+    def n_sets(self) -> int:
+        """Number of sets at line granularity."""
+        return self.capacity_bytes // (self.line_bytes * self.associativity)
+
+    def check_block_bytes(self, block_bytes: int) -> int:
+        """Sets of the cache simulated with blocks of ``block_bytes``; validates the block.
+
+        A block must be a positive multiple of ``line_bytes`` and divide
+        ``capacity_bytes / associativity``. Raises :class:`HardwareModelError` otherwise.
+        """
+        if not positive_int(block_bytes) or block_bytes % self.line_bytes:
+            raise HardwareModelError(
+                f"cache: block_bytes must be a positive multiple of line_bytes "
+                f"{self.line_bytes}, got {block_bytes!r}"
+            )
+        way_bytes = self.capacity_bytes // self.associativity
+        if way_bytes % block_bytes:
+            raise HardwareModelError(
+                f"cache: block_bytes {block_bytes} does not divide the capacity of one way "
+                f"({way_bytes} bytes)"
+            )
+        return way_bytes // block_bytes

@@ -1,0 +1,60 @@
+"""Copy paths: how fast bytes move from one tier to another, synchronously or asynchronously."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hwmodels._checks import finite_positive, positive_int
+from hwmodels.errors import HardwareModelError
+
+
+@dataclass(frozen=True, slots=True)
+class CopyPath:
+    """One direction of data movement between two tiers, ``src`` to ``dst``.
+
+    - ``sync_bw_bytes_per_s``: rate of a blocking copy that has the machine to itself (all
+      cores copying between kernels on a CPU; a DMA the host waits for on a GPU). > 0.
+    - ``async_bw_bytes_per_s``: rate of one copy running beside a kernel (a helper thread on a
+      CPU, a copy engine on a GPU). > 0.
+    - ``copy_engines``: how many asynchronous copies in this direction may be in flight at once
+      (copy engines or helper threads); they share the path's asynchronous rate. >= 1.
+    - ``duplex``: whether a copy in this direction runs at full rate while a copy in the
+      reverse direction runs (separate engines on a full-duplex link). When False, the two
+      directions share the engines and one copy runs at a time.
+    - ``source``: where the numbers come from.
+
+    Raises :class:`HardwareModelError` naming the path and the field if a value is bad.
+    """
+
+    src: str
+    dst: str
+    sync_bw_bytes_per_s: float
+    async_bw_bytes_per_s: float
+    copy_engines: int = 1
+    duplex: bool = True
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        where = f"copy path {self.src!r} -> {self.dst!r}"
+        for name in ("src", "dst"):
+            value = getattr(self, name)
+            if not (isinstance(value, str) and value.strip()):
+                raise HardwareModelError(f"{where}: {name} must be a non-empty tier name")
+        if self.src == self.dst:
+            raise HardwareModelError(f"{where}: source and destination are the same tier")
+        for name in ("sync_bw_bytes_per_s", "async_bw_bytes_per_s"):
+            value = getattr(self, name)
+            if not finite_positive(value):
+                raise HardwareModelError(
+                    f"{where}: {name} must be a finite number > 0, got {value!r}"
+                )
+        if not positive_int(self.copy_engines):
+            raise HardwareModelError(
+                f"{where}: copy_engines must be an integer >= 1, got {self.copy_engines!r}"
+            )
+        if not isinstance(self.duplex, bool):
+            raise HardwareModelError(f"{where}: duplex must be true or false, got {self.duplex!r}")
+
+    def bw_bytes_per_s(self, asynchronous: bool) -> float:
+        """The asynchronous rate if ``asynchronous``, else the synchronous one (bytes/s)."""
+        return float(self.async_bw_bytes_per_s if asynchronous else self.sync_bw_bytes_per_s)

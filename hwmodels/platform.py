@@ -1,0 +1,153 @@
+"""The platform: memory tiers, a compute device, copy paths and an optional 2LM cache."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hwmodels.cache import DramCache
+from hwmodels.compute import Compute
+from hwmodels.errors import HardwareModelError
+from hwmodels.paths import CopyPath
+from hwmodels.tiers import MemoryTier
+
+
+@dataclass(frozen=True, slots=True)
+class Platform:
+    """A machine as the planner and simulator see it.
+
+    - ``tiers``: memory tiers ordered fastest first (non-increasing read bandwidth).
+    - ``compute``: the compute device.
+    - ``copy_paths``: directed copy paths between tiers (at most one per ordered pair).
+    - ``kernel_tiers``: names of the tiers kernels may read and write directly (every tier on
+      a CPU with PMM; only device memory on a GPU; only the backing tier in 2LM mode).
+    - ``cache``: with a :class:`DramCache`, the cache tier is hidden from software (memory
+      mode): it is neither a kernel tier nor a copy endpoint, and all data lives in the
+      backing tier.
+    - ``name``, ``description``, ``source``: identification and provenance.
+
+    Raises :class:`HardwareModelError` for: no tiers; duplicate tier names; tiers not ordered
+    fastest first; a copy path, kernel tier or cache naming an unknown tier; two copy paths for
+    the same ordered pair; the two directions of a pair disagreeing on ``duplex``; no kernel
+    tier; a cache larger than its tier, or whose tier is visible to kernels or copies.
+    """
+
+    name: str
+    tiers: tuple[MemoryTier, ...]
+    compute: Compute
+    copy_paths: tuple[CopyPath, ...]
+    kernel_tiers: tuple[str, ...]
+    cache: DramCache | None = None
+    description: str = ""
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        where = f"platform {self.name!r}"
+        if not (isinstance(self.name, str) and self.name.strip()):
+            raise HardwareModelError("platform: name must be a non-empty string")
+        if not self.tiers:
+            raise HardwareModelError(f"{where}: no memory tiers")
+        names = [t.name for t in self.tiers]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise HardwareModelError(f"{where}: duplicate tier name(s) {', '.join(dupes)}")
+        for prev, tier in zip(self.tiers, self.tiers[1:], strict=False):
+            if tier.read_bw_bytes_per_s > prev.read_bw_bytes_per_s:
+                raise HardwareModelError(
+                    f"{where}: tiers must be ordered fastest first, but tier {tier.name!r} "
+                    f"reads faster ({tier.read_bw_bytes_per_s:g} B/s) than tier {prev.name!r} "
+                    f"before it ({prev.read_bw_bytes_per_s:g} B/s)"
+                )
+        known = set(names)
+        seen: dict[tuple[str, str], CopyPath] = {}
+        for path in self.copy_paths:
+            for end in (path.src, path.dst):
+                if end not in known:
+                    raise HardwareModelError(
+                        f"{where}: copy path {path.src!r} -> {path.dst!r} names unknown tier "
+                        f"{end!r}; tiers are {', '.join(names)}"
+                    )
+            key = (path.src, path.dst)
+            if key in seen:
+                raise HardwareModelError(f"{where}: two copy paths {path.src!r} -> {path.dst!r}")
+            seen[key] = path
+            reverse = seen.get((path.dst, path.src))
+            if reverse is not None and reverse.duplex != path.duplex:
+                raise HardwareModelError(
+                    f"{where}: copy paths {path.src!r} -> {path.dst!r} and back disagree on duplex"
+                )
+        if not self.kernel_tiers:
+            raise HardwareModelError(f"{where}: kernel_tiers is empty")
+        for t in self.kernel_tiers:
+            if t not in known:
+                raise HardwareModelError(
+                    f"{where}: kernel_tiers names unknown tier {t!r}; tiers are {', '.join(names)}"
+                )
+        if len(set(self.kernel_tiers)) != len(self.kernel_tiers):
+            raise HardwareModelError(f"{where}: kernel_tiers lists a tier twice")
+        if self.cache is not None:
+            self._check_cache(where, known)
+
+    def _check_cache(self, where: str, known: set[str]) -> None:
+        cache = self.cache
+        assert cache is not None
+        for field_name in ("cache_tier", "backing_tier"):
+            t = getattr(cache, field_name)
+            if t not in known:
+                raise HardwareModelError(f"{where}: cache {field_name} names unknown tier {t!r}")
+        holder = self.tier(cache.cache_tier)
+        if cache.capacity_bytes > holder.capacity_bytes:
+            raise HardwareModelError(
+                f"{where}: cache capacity_bytes {cache.capacity_bytes} exceeds tier "
+                f"{holder.name!r} ({holder.capacity_bytes} bytes)"
+            )
+        if cache.cache_tier in self.kernel_tiers:
+            raise HardwareModelError(
+                f"{where}: the cache tier {cache.cache_tier!r} is hidden in memory mode and "
+                "cannot be a kernel tier"
+            )
+        for path in self.copy_paths:
+            if cache.cache_tier in (path.src, path.dst):
+                raise HardwareModelError(
+                    f"{where}: the cache tier {cache.cache_tier!r} is hidden in memory mode "
+                    f"and cannot be a copy endpoint ({path.src!r} -> {path.dst!r})"
+                )
+
+    @property
+    def tier_names(self) -> tuple[str, ...]:
+        """Names of all tiers, fastest first."""
+        return tuple(t.name for t in self.tiers)
+
+    @property
+    def addressable_tiers(self) -> tuple[MemoryTier, ...]:
+        """Tiers software can place data in: all but a 2LM cache tier, fastest first."""
+        hidden = self.cache.cache_tier if self.cache is not None else None
+        return tuple(t for t in self.tiers if t.name != hidden)
+
+    def tier(self, name: str) -> MemoryTier:
+        """The tier called ``name``. Raises :class:`HardwareModelError` if there is none."""
+        for t in self.tiers:
+            if t.name == name:
+                return t
+        raise HardwareModelError(
+            f"platform {self.name!r}: no tier {name!r}; tiers are {', '.join(self.tier_names)}"
+        )
+
+    def tier_index(self, name: str) -> int:
+        """Position of tier ``name`` in ``tiers`` (0 = fastest). Raises if unknown."""
+        return self.tiers.index(self.tier(name))
+
+    def copy_path(self, src: str, dst: str) -> CopyPath:
+        """The copy path from ``src`` to ``dst``.
+
+        Raises :class:`HardwareModelError` if either tier is unknown or no path joins them.
+        """
+        self.tier(src)
+        self.tier(dst)
+        for p in self.copy_paths:
+            if p.src == src and p.dst == dst:
+                return p
+        raise HardwareModelError(f"platform {self.name!r}: no copy path from {src!r} to {dst!r}")
+
+    def kernel_tier_mask(self) -> tuple[bool, ...]:
+        """For each tier (fastest first), whether kernels may access it directly."""
+        return tuple(t.name in self.kernel_tiers for t in self.tiers)
