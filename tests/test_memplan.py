@@ -62,7 +62,13 @@ def test_bad_input(args: tuple[list[int], list[int], list[int]], message: str) -
 
 
 def test_checker_catches_an_overlap() -> None:
-    bad = Layout(np.array([0, 8], dtype=np.int64), 20, 20, Strategy.FIRST_FIT)
+    bad = Layout(
+        np.array([0, 8], dtype=np.int64),
+        np.array([10, 10], dtype=np.int64),
+        20,
+        20,
+        Strategy.FIRST_FIT,
+    )
     with pytest.raises(TmsimError, match="overlap in address at kernel 1"):
         check_layout(bad, [10, 10], [0, 1], [1, 2])
 

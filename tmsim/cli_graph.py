@@ -23,13 +23,18 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(func=_models)
 
     p = sub.add_parser("graph", help="build or load a training-step graph and summarize it")
+    add_graph_arguments(p)
+    p.add_argument("--save", metavar="PATH", help="write the graph as JSON to PATH")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=_graph)
+
+
+def add_graph_arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments that name a graph: a zoo model with batch and dtype, or a file."""
     p.add_argument("model", nargs="?", help=f"zoo model: {', '.join(MODELS)}")
     p.add_argument("--batch", type=int, default=DEFAULT_BATCH, help="batch size (default 32)")
     p.add_argument("--dtype", default="fp32", choices=sorted(DTYPE_BYTES), help="element type")
     p.add_argument("--file", help="load the graph from this JSON file instead of the zoo")
-    p.add_argument("--save", metavar="PATH", help="write the graph as JSON to PATH")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.set_defaults(func=_graph)
 
 
 def graph_from_args(args: argparse.Namespace) -> Graph:

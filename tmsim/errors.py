@@ -15,3 +15,15 @@ class GraphError(TmsimError, ValueError):
 
 class GraphFileError(TmsimError, ValueError):
     """A graph file cannot be read; the message names the file and the field or tensor."""
+
+
+class NoPlanError(TmsimError):
+    """A planner found no plan within the fast-memory limit; the message names the kernel."""
+
+
+class InfeasibleError(NoPlanError):
+    """No plan can exist: the message names the kernel and the bytes of fast memory missing."""
+
+
+class PlanError(TmsimError, ValueError):
+    """A plan breaks the rules of :mod:`tmsim.plan`; the message names what is at fault."""

@@ -41,14 +41,21 @@ class Layout:
     """Offsets of buffers in one pool.
 
     ``offsets_bytes[i]`` is the offset of buffer ``i`` (in the order given to
-    :func:`plan_memory`); ``pool_bytes`` the pool size; ``peak_live_bytes`` the maximum over
+    :func:`plan_memory`) and ``aligned_bytes[i]`` its size rounded up to the alignment;
+    ``pool_bytes`` the pool size; ``peak_live_bytes`` the maximum over
     kernels of the bytes of buffers live there (aligned sizes), a lower bound on the pool.
     """
 
     offsets_bytes: IntArray
+    aligned_bytes: IntArray
     pool_bytes: int
     peak_live_bytes: int
     strategy: Strategy
+
+    @property
+    def ends_bytes(self) -> IntArray:
+        """End address (exclusive) of every buffer."""
+        return self.offsets_bytes + self.aligned_bytes
 
     @property
     def fragmentation(self) -> float:
@@ -93,7 +100,7 @@ def plan_memory(
     aligned = _align(size, alignment_bytes)
     offsets = np.full(n, -1, dtype=np.int64)
     if n == 0:
-        return Layout(offsets, 0, 0, strat)
+        return Layout(offsets, aligned, 0, 0, strat)
     order = np.lexsort((np.arange(n), lo, -aligned))
     placed = np.zeros(n, dtype=bool)
     for i in order:
@@ -103,7 +110,7 @@ def plan_memory(
         )
         placed[i] = True
     pool = int((offsets + aligned).max())
-    return Layout(offsets, pool, _peak(aligned, lo, hi), strat)
+    return Layout(offsets, aligned, pool, _peak(aligned, lo, hi), strat)
 
 
 def _place(starts: IntArray, sizes: IntArray, need: int, strategy: Strategy, alignment: int) -> int:

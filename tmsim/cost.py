@@ -1,0 +1,200 @@
+"""The cost model: kernel and move times for one graph on one platform.
+
+This is the "profile" AutoTM measured, computed from the hardware models. A kernel's operands
+are its distinct tensors (:attr:`tmsim.graph.Graph.operand_csr` order); an operand that is an
+input is read once, an output written once, an in-place update read and written once, on the
+tier where the plan places it. Kernel time is the roofline of :func:`hwmodels.cost.roofline`:
+``combine(compute, sum over operands of bytes x seconds-per-byte of its tier) + launch``.
+Because the memory part is linear in the placement, :attr:`read_s_per_byte` and
+:attr:`write_s_per_byte` give the MILP its coefficients directly.
+
+Measured tables (CSV with header ``kernel,placement,seconds``; ``placement`` is the tier name
+of every operand, in operand order, joined by ``|``) override the roofline for the kernels and
+placements they list.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from hwmodels.compute import op_class
+from hwmodels.cost import MoveMode, Overlap, move_time_s, roofline
+from hwmodels.platform import Platform
+from tmsim.errors import TmsimError
+from tmsim.graph import Graph
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+#: ``(kernel index, tier index of every operand)`` -> seconds.
+MeasuredTable = Mapping[tuple[int, tuple[int, ...]], float]
+
+
+class CostModel:
+    """Kernel and move times of ``graph`` on ``platform``.
+
+    Arrays (read-only, numpy): ``op_kernel``/``op_tensor`` [n_ops] give each operand's kernel
+    and tensor; ``op_read_bytes``/``op_write_bytes`` [n_ops]; ``compute_s`` [n_kernels];
+    ``read_s_per_byte``/``write_s_per_byte`` [n_kernels, n_tiers], ``inf`` on tiers the
+    kernels may not access; ``launch_s``. Raises :class:`TmsimError` if the platform has a
+    dtype the graph needs missing (through :class:`hwmodels.HardwareModelError`).
+    """
+
+    def __init__(
+        self,
+        graph: Graph,
+        platform: Platform,
+        overlap: Overlap = Overlap.MAX,
+        measured: MeasuredTable | None = None,
+    ) -> None:
+        self.graph = graph
+        self.platform = platform
+        self.overlap = Overlap(overlap)
+        self.measured: MeasuredTable = dict(measured or {})
+        ptr, tensor = graph.operand_csr
+        n_k, n_t = len(graph.kernels), len(platform.tiers)
+        self.op_ptr = ptr
+        self.op_tensor = tensor
+        self.op_kernel = np.repeat(np.arange(n_k, dtype=np.int64), np.diff(ptr))
+        reads = np.zeros(tensor.size)
+        writes = np.zeros(tensor.size)
+        index = {name: i for i, name in enumerate(t.name for t in graph.tensors)}
+        for k, kern in enumerate(graph.kernels):
+            read = {index[n] for n in kern.inputs + kern.updates}
+            written = {index[n] for n in kern.outputs + kern.updates}
+            for j in range(int(ptr[k]), int(ptr[k + 1])):
+                t = int(tensor[j])
+                reads[j] = graph.sizes_bytes[t] if t in read else 0
+                writes[j] = graph.sizes_bytes[t] if t in written else 0
+        self.op_read_bytes = reads
+        self.op_write_bytes = writes
+        classes = [op_class(k.op) for k in graph.kernels]
+        dtypes = [_kernel_dtype(graph, k) for k in range(n_k)]
+        flops = np.array([k.flops for k in graph.kernels], dtype=np.float64)
+        zero = np.zeros((n_k, n_t))
+        base = roofline(platform, flops, classes, zero, zero, dtype=dtypes, overlap=self.overlap)
+        self.compute_s = base.compute_s
+        self.launch_s = float(base.launch_s)
+        allowed = np.array(platform.kernel_tier_mask())
+        unit = np.where(allowed, 1.0, 0.0)[None, :].repeat(n_k, axis=0)
+        per_read = roofline(platform, flops, classes, unit, zero, dtype=dtypes).memory_by_tier_s
+        per_write = roofline(platform, flops, classes, zero, unit, dtype=dtypes).memory_by_tier_s
+        self.read_s_per_byte = np.where(allowed, per_read, np.inf)
+        self.write_s_per_byte = np.where(allowed, per_write, np.inf)
+        self.tier_allowed = allowed
+        for arr in (self.op_kernel, reads, writes, self.compute_s):
+            arr.flags.writeable = False
+
+    # ------------------------------------------------------------------ kernels
+    def memory_s(self, op_tiers: npt.ArrayLike) -> FloatArray:
+        """Memory time of every kernel when operand ``j`` is on tier ``op_tiers[j]``."""
+        tiers = np.asarray(op_tiers, dtype=np.int64)
+        k = self.op_kernel
+        # Multiply only where bytes move: 0 bytes x inf (a tier kernels may not access) would
+        # be nan, and a kernel on such a tier must cost inf, not nan.
+        per_op = np.zeros(k.size)
+        writes = np.zeros(k.size)
+        read, written = self.op_read_bytes, self.op_write_bytes
+        np.multiply(read, self.read_s_per_byte[k, tiers], out=per_op, where=read > 0)
+        np.multiply(written, self.write_s_per_byte[k, tiers], out=writes, where=written > 0)
+        per_op += writes
+        out = np.bincount(k, weights=per_op, minlength=len(self.graph.kernels))
+        return out.astype(np.float64)
+
+    def kernel_times_s(self, op_tiers: npt.ArrayLike) -> FloatArray:
+        """Time of every kernel (seconds) under the operand placement ``op_tiers`` [n_ops].
+
+        Measured entries replace the roofline where they cover the kernel and placement.
+        A placement on a tier kernels may not access gives ``inf``.
+        """
+        tiers = np.asarray(op_tiers, dtype=np.int64)
+        if tiers.shape != self.op_tensor.shape:
+            raise TmsimError(f"op_tiers needs {self.op_tensor.size} entries, got {tiers.size}")
+        mem = self.memory_s(tiers)
+        if self.overlap is Overlap.MAX:
+            times = np.maximum(self.compute_s, mem) + self.launch_s
+        else:
+            times = self.compute_s + mem + self.launch_s
+        for (k, placement), seconds in self.measured.items():
+            lo, hi = int(self.op_ptr[k]), int(self.op_ptr[k + 1])
+            if tuple(int(x) for x in tiers[lo:hi]) == placement:
+                times[k] = seconds
+        return times
+
+    # ------------------------------------------------------------------ moves
+    def move_s(self, src: int, dst: int, mode: MoveMode | str) -> FloatArray:
+        """Seconds to copy every tensor (indexed like ``graph.tensors``) from ``src`` to ``dst``.
+
+        Tiers are platform indices. Raises :class:`hwmodels.HardwareModelError` if no copy
+        path joins them.
+        """
+        names = self.platform.tier_names
+        return move_time_s(
+            self.platform, self.graph.sizes_bytes, names[src], names[dst], MoveMode(mode)
+        )
+
+    def has_path(self, src: int, dst: int) -> bool:
+        """Whether the platform can copy from tier ``src`` to tier ``dst``."""
+        names = self.platform.tier_names
+        return any(p.src == names[src] and p.dst == names[dst] for p in self.platform.copy_paths)
+
+
+def _kernel_dtype(graph: Graph, k: int) -> str:
+    """The dtype a kernel computes in: that of its largest floating-point operand."""
+    ptr, tensor = graph.operand_csr
+    best, best_size = "fp32", -1
+    for t in tensor[ptr[k] : ptr[k + 1]]:
+        tt = graph.tensors[int(t)]
+        if tt.dtype.startswith(("fp", "bf")) and tt.size_bytes > best_size:
+            best, best_size = tt.dtype, tt.size_bytes
+    return best
+
+
+def load_measured(
+    path: str | os.PathLike[str], graph: Graph, platform: Platform
+) -> dict[tuple[int, tuple[int, ...]], float]:
+    """Read a measured-times CSV (see the module documentation) for ``graph`` on ``platform``.
+
+    Raises :class:`TmsimError` naming the file and line for a missing column, an unknown
+    kernel or tier, a placement of the wrong length, or seconds that are not a positive number.
+    """
+    kernels = {k.name: i for i, k in enumerate(graph.kernels)}
+    tiers = {name: i for i, name in enumerate(platform.tier_names)}
+    ptr, _ = graph.operand_csr
+    table: dict[tuple[int, tuple[int, ...]], float] = {}
+    with Path(path).open(newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        missing = {"kernel", "placement", "seconds"} - set(reader.fieldnames or [])
+        if missing:
+            raise TmsimError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+        for line, row in enumerate(reader, start=2):
+            where = f"{path}:{line}"
+            k = kernels.get(row["kernel"])
+            if k is None:
+                raise TmsimError(f"{where}: unknown kernel {row['kernel']!r}")
+            names = row["placement"].split("|") if row["placement"] else []
+            if len(names) != ptr[k + 1] - ptr[k]:
+                raise TmsimError(
+                    f"{where}: kernel {row['kernel']!r} has {ptr[k + 1] - ptr[k]} operands, "
+                    f"placement lists {len(names)}"
+                )
+            unknown = [n for n in names if n not in tiers]
+            if unknown:
+                raise TmsimError(f"{where}: unknown tier {unknown[0]!r}")
+            try:
+                seconds = float(row["seconds"])
+            except ValueError:
+                seconds = math.nan
+            if not (math.isfinite(seconds) and seconds > 0):
+                raise TmsimError(
+                    f"{where}: seconds must be a positive number, got {row['seconds']!r}"
+                )
+            table[(k, tuple(tiers[n] for n in names))] = seconds
+    return table

@@ -1,0 +1,53 @@
+"""Laying a plan's fast-tier buffers out in addresses, and where the layout overflows.
+
+The MILP counts bytes; buffers need addresses. :func:`fast_layout` gives every fast-tier
+residency range of a plan an offset with :func:`tmsim.memplan.plan_memory`;
+:func:`overflow_bytes` says, per kernel, by how much the buffers live there reach past the
+limit, which is what AutoTM's loop subtracts from the limit at those kernels before solving
+again.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from hwmodels.platform import Platform
+from tmsim.graph import Graph
+from tmsim.memplan import Layout, Strategy, plan_memory
+from tmsim.plan import Plan
+
+IntArray = npt.NDArray[np.int64]
+
+
+def fast_buffers(
+    plan: Plan, graph: Graph, platform: Platform
+) -> tuple[IntArray, IntArray, IntArray]:
+    """``(sizes, first, last)`` of every residency range on the fastest tier."""
+    fast = platform.tiers[0].name
+    ranges = [r for r in plan.residency if r.tier == fast]
+    sizes = np.array([graph.tensor(r.tensor).size_bytes for r in ranges], dtype=np.int64)
+    first = np.array([r.first for r in ranges], dtype=np.int64)
+    last = np.array([r.last for r in ranges], dtype=np.int64)
+    return sizes, first, last
+
+
+def fast_layout(
+    plan: Plan, graph: Graph, platform: Platform, strategy: Strategy = Strategy.FIRST_FIT
+) -> Layout:
+    """Addresses of the plan's fast-tier buffers (in :func:`fast_buffers` order)."""
+    return plan_memory(*fast_buffers(plan, graph, platform), strategy=strategy)
+
+
+def overflow_bytes(
+    plan: Plan, graph: Graph, platform: Platform, limit_bytes: int, layout: Layout | None = None
+) -> IntArray:
+    """Per kernel, how far the highest buffer live there ends past ``limit_bytes`` (or 0)."""
+    sizes, first, last = fast_buffers(plan, graph, platform)
+    lay = layout if layout is not None else plan_memory(sizes, first, last)
+    out = np.zeros(len(graph.kernels), dtype=np.int64)
+    top = lay.ends_bytes
+    for i in np.flatnonzero(top > limit_bytes):
+        span = slice(int(first[i]), int(last[i]) + 1)
+        out[span] = np.maximum(out[span], top[i] - limit_bytes)
+    return out

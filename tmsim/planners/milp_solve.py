@@ -1,0 +1,197 @@
+"""Solving the placement MILP: solver options, a warm start, and lifting solutions.
+
+Each formulation contains the one before it (static < sync < async: more gadgets, more
+edges), so a solution of the smaller problem *lifts* to the larger one: at every gadget the
+larger problem has and the smaller lacks, the tensor stays in the state it was in. The lifted
+solution is handed to HiGHS as its first incumbent, through cvxpy's problem data (the column
+of each variable comes from cvxpy's own mapping), so the larger solve starts no worse than the
+smaller one ended.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Protocol
+
+import cvxpy as cp
+import numpy as np
+import numpy.typing as npt
+from cvxpy.settings import PARAM_PROB
+
+from tmsim.plan import SolverStats
+from tmsim.planners.milp_model import AFTER, Edge, Gadgets, Variables
+
+
+def solve_stats(
+    problem: cp.Problem, solver: str, build_s: float, solve_s: float, variables: int,
+    constraints: int,
+) -> SolverStats:  # fmt: skip
+    """Statistics of a solved problem; the bound is HiGHS's dual bound where it reports one.
+
+    cvxpy reports the objective with its constant offset but HiGHS's bound without it, so
+    the bound is shifted by their difference.
+    """
+    status = str(problem.status)
+    objective = float(problem.value)
+    bound = math.nan
+    info = problem.solver_stats.extra_stats if problem.solver_stats else None
+    dual = getattr(info, "mip_dual_bound", None)
+    raw = getattr(info, "objective_function_value", None)
+    if dual is not None and raw is not None and math.isfinite(dual):
+        bound = float(dual) + (objective - float(raw))
+    if status == cp.OPTIMAL and math.isnan(bound):
+        bound = objective
+    finite = objective != 0 and math.isfinite(bound)
+    gap = max(0.0, objective - bound) / abs(objective) if finite else math.nan
+    return SolverStats(
+        solver=solver,
+        status=status,
+        objective=objective,
+        bound=bound,
+        gap=gap,
+        build_s=build_s,
+        solve_s=solve_s,
+        variables=variables,
+        constraints=constraints,
+    )
+
+
+BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
+
+_STAY = (Edge.STAY_F, Edge.STAY_FS, Edge.STAY_S)
+_KEEP = (Edge.KEEP_F, Edge.KEEP_FS, Edge.KEEP_S)
+
+
+class SolvableModel(Protocol):
+    """What :func:`solve` needs of a built model."""
+
+    @property
+    def problem(self) -> cp.Problem: ...
+    @property
+    def x(self) -> cp.Variable: ...
+    @property
+    def u(self) -> cp.Variable: ...
+    @property
+    def c(self) -> cp.Variable: ...
+    @property
+    def gadgets(self) -> Gadgets: ...
+    @property
+    def vars(self) -> Variables: ...
+
+    def complete(self, x: FloatArray) -> tuple[FloatArray, FloatArray]: ...
+
+
+def solver_options(solver: str, gap: float, time_limit_s: float | None) -> dict[str, Any]:
+    """Keyword arguments for ``cvxpy.Problem.solve`` that set the gap and time limit.
+
+    HiGHS, SCIP and Gurobi get both; other solvers get none (they run to optimality).
+    """
+    name = solver.upper()
+    if name == "HIGHS":
+        out: dict[str, Any] = {"mip_rel_gap": gap}
+        if time_limit_s is not None:
+            out["time_limit"] = float(time_limit_s)
+        return out
+    if name == "SCIP":
+        params: dict[str, Any] = {"limits/gap": gap}
+        if time_limit_s is not None:
+            params["limits/time"] = float(time_limit_s)
+        return {"scip_params": params}
+    if name == "GUROBI":
+        out = {"MIPGap": gap}
+        if time_limit_s is not None:
+            out["TimeLimit"] = float(time_limit_s)
+        return out
+    return {}
+
+
+def lift(small: SolvableModel, x_small: BoolArray, large: SolvableModel) -> BoolArray | None:
+    """Binaries of ``large`` equivalent to ``x_small``, or None if they cannot be expressed."""
+    gs, vs = small.gadgets, small.vars
+    gl, vl = large.gadgets, large.vars
+    n_k = int(max(gs.kernel.max(initial=0), gl.kernel.max(initial=0))) + 1
+    key_s = gs.tensor * (n_k + 1) + gs.kernel
+    key_l = gl.tensor * (n_k + 1) + gl.kernel
+    pos = np.searchsorted(key_s, key_l)
+    pos = np.minimum(pos, max(key_s.size - 1, 0))
+    known = (key_s.size > 0) & (key_s[pos] == key_l) if key_s.size else np.zeros(key_l.size, bool)
+    chosen = np.zeros((gs.tensor.size, len(Edge)), dtype=bool)
+    chosen[
+        vs.edge_gadget[x_small[: vs.edge_gadget.size]], vs.edge_type[x_small[: vs.edge_gadget.size]]
+    ] = True
+    init_small = _init_states(vs, x_small)
+    # state after each large gadget: copied where known, else carried forward
+    after = np.full(gl.tensor.size, -1, dtype=np.int64)
+    for s, edges in enumerate(AFTER):
+        hit = chosen[pos][:, list(edges)].any(axis=1) & known
+        after[hit] = s
+    fill_first = gl.first & ~known
+    after[fill_first] = init_small[gl.tensor[fill_first]]
+    if np.any(after[gl.first] < 0):
+        return None
+    idx = np.where(after >= 0, np.arange(after.size), -1)
+    idx = np.maximum.accumulate(idx)
+    carried = after[idx]
+    out = np.zeros(vl.count, dtype=bool)
+    rows = np.flatnonzero(known)
+    g_src, e_src = np.nonzero(chosen[pos[rows]])
+    target = vl.edge_index[rows[g_src], e_src]
+    unknown = np.flatnonzero(~known)
+    stay = vl.edge_index[unknown, np.array(_STAY)[carried[unknown]]]
+    keep = vl.edge_index[unknown, np.array(_KEEP)[carried[unknown]]]
+    every = np.concatenate((target, stay, keep))
+    if np.any(every < 0):
+        return None
+    out[every] = True
+    pre = np.flatnonzero(vl.init_index.max(axis=1) >= 0)
+    states = init_small[pre]
+    if np.any(states < 0):
+        return None
+    cols = vl.init_index[pre, states]
+    if np.any(cols < 0):
+        return None
+    out[cols] = True
+    return out
+
+
+def _init_states(v: Variables, x: BoolArray) -> npt.NDArray[np.int64]:
+    """Initial state (0=F, 1=FS, 2=S) of every tensor, -1 where it has none."""
+    n_t = v.init_index.shape[0]
+    out = np.full(n_t, -1, dtype=np.int64)
+    n_e = v.edge_gadget.size
+    on = x[n_e:]
+    out[v.init_tensor[on]] = v.init_state[on]
+    return out
+
+
+def solve(
+    model: SolvableModel,
+    solver: str,
+    options: dict[str, Any],
+    verbose: bool,
+    start: BoolArray | None = None,
+) -> None:
+    """Solve ``model.problem`` in place, from incumbent ``start`` when the solver is HiGHS.
+
+    Raises ``cvxpy.error.SolverError`` as cvxpy does.
+    """
+    if start is None or solver.upper() != "HIGHS":
+        model.problem.solve(solver=solver, verbose=verbose, **options)
+        return
+    import highspy
+
+    data, chain, inverse = model.problem.get_problem_data(cp.HIGHS)
+    columns = data[PARAM_PROB].var_id_to_col
+    values = np.zeros(data["c"].shape[0])
+    x0 = start.astype(np.float64)
+    u0, c0 = model.complete(x0)
+    for var, val in ((model.x, x0), (model.u, u0), (model.c, c0)):
+        first = columns[var.id]
+        values[first : first + var.size] = val
+    incumbent = highspy.HighsSolution()
+    incumbent.col_value = values.tolist()
+    incumbent.value_valid = True
+    cache = {cp.HIGHS: (None, None, {"model_status": "kOptimal", "solution": incumbent})}
+    raw = chain.solver.solve_via_data(data, True, verbose, dict(options), solver_cache=cache)
+    model.problem.unpack_results(raw, chain, inverse)
