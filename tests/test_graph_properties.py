@@ -22,8 +22,13 @@ from tmsim.graphio import graph_from_dict, graph_to_dict, load_graph, save_graph
 
 
 @st.composite
-def graphs(draw: st.DrawFn) -> Graph:
-    """Random valid graphs: pre-existing tensors, then kernels reading what exists so far."""
+def graphs(
+    draw: st.DrawFn, dtypes: tuple[str, ...] = tuple(sorted(DTYPE_BYTES)), unit_bytes: int = 0
+) -> Graph:
+    """Random valid graphs: pre-existing tensors, then kernels reading what exists so far.
+
+    With ``unit_bytes``, every size is a whole number (1 to 64) of units and has no shape.
+    """
     tensors: list[Tensor] = []
     kernels: list[Kernel] = []
     available: list[str] = []
@@ -31,8 +36,11 @@ def graphs(draw: st.DrawFn) -> Graph:
 
     def new_tensor(role: Role) -> str:
         name = f"t{len(tensors)}"
-        dtype = draw(st.sampled_from(sorted(DTYPE_BYTES)))
-        if draw(st.booleans()):
+        dtype = draw(st.sampled_from(dtypes))
+        if unit_bytes:
+            shape = ()
+            size = unit_bytes * draw(st.integers(1, 64))
+        elif draw(st.booleans()):
             shape = tuple(draw(st.lists(st.integers(1, 6), min_size=1, max_size=3)))
             size = DTYPE_BYTES[dtype]
             for d in shape:

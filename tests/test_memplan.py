@@ -103,7 +103,24 @@ def test_equal_sizes_are_packed_optimally(spans: list[tuple[int, int]]) -> None:
 
 def test_zoo_graph_layout_is_close_to_peak() -> None:
     g = training_graph_of("resnet50", 8)
-    for strategy in Strategy:
+    for strategy in Strategy:  # every one, including the pick of the smallest
         layout = plan_memory(g.sizes_bytes, g.live_first, g.live_last, strategy)
         check_layout(layout, g.sizes_bytes, g.live_first, g.live_last)
         assert layout.fragmentation < 0.25
+
+
+def test_start_order_beats_size_order_where_lifetimes_chain() -> None:
+    # Largest first: the 12 (kernel 3) and the 11 (kernels 0-1) both at 0, the 7 (kernels
+    # 2-4) above the 12 at 12, and the 3 (kernels 0-2) fits neither below nor between: on top,
+    # 22 bytes. In order of first use the 11 and 3 go first and the 7 reuses the dead 11's
+    # addresses: 19, the peak.
+    sizes = [12, 11, 3, 7]
+    first = [3, 0, 0, 2]
+    last = [3, 1, 2, 4]
+    by_size = plan_memory(sizes, first, last, Strategy.FIRST_FIT, alignment_bytes=1)
+    by_start = plan_memory(sizes, first, last, Strategy.FIRST_FIT_START, alignment_bytes=1)
+    best = plan_memory(sizes, first, last, Strategy.SMALLEST, alignment_bytes=1)
+    assert by_size.pool_bytes == 22
+    assert by_start.pool_bytes == 19 == by_start.peak_live_bytes
+    assert best.pool_bytes == 19 and best.strategy is Strategy.FIRST_FIT_START
+    check_layout(best, sizes, first, last)

@@ -42,12 +42,30 @@ def fast_layout(
 def overflow_bytes(
     plan: Plan, graph: Graph, platform: Platform, limit_bytes: int, layout: Layout | None = None
 ) -> IntArray:
-    """Per kernel, how far the highest buffer live there ends past ``limit_bytes`` (or 0)."""
+    """Per kernel, how far the highest buffer live there ends past ``limit_bytes`` (or 0).
+
+    Without a ``layout``, buffers are laid out by the best of the strategies, with no
+    alignment padding.
+    """
     sizes, first, last = fast_buffers(plan, graph, platform)
-    lay = layout if layout is not None else plan_memory(sizes, first, last)
+    # Byte-exact: the MILP counts bytes, so only fragmentation, not alignment, is corrected.
+    if layout is None:
+        layout = plan_memory(sizes, first, last, Strategy.SMALLEST, alignment_bytes=1)
+    lay = layout
     out = np.zeros(len(graph.kernels), dtype=np.int64)
     top = lay.ends_bytes
     for i in np.flatnonzero(top > limit_bytes):
         span = slice(int(first[i]), int(last[i]) + 1)
         out[span] = np.maximum(out[span], top[i] - limit_bytes)
     return out
+
+
+def resident_overflow_bytes(
+    plan: Plan, graph: Graph, platform: Platform, limit_bytes: int
+) -> IntArray:
+    """Per kernel, the bytes resident on the fastest tier beyond ``limit_bytes`` (or 0)."""
+    sizes, first, last = fast_buffers(plan, graph, platform)
+    delta = np.zeros(len(graph.kernels) + 1, dtype=np.int64)
+    np.add.at(delta, first, sizes)
+    np.add.at(delta, last + 1, -sizes)
+    return np.maximum(np.cumsum(delta[:-1]) - limit_bytes, 0)

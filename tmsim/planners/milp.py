@@ -7,7 +7,10 @@ installed cvxpy MILP solver by name), and reads the plan back:
 
 - flow conservation: ``A_eq x = b_eq``;
 - fast-tier capacity in difference form: ``u_k - u_{k-1} = (bytes arriving at k) - (bytes
-  leaving after k - 1)`` with ``0 <= u_k <= limit``, in GB so coefficients stay near 1;
+  leaving after k - 1)`` with ``0 <= u_k <= limit``, in units of the limit itself so the
+  coefficients stay near 1 (in bytes HiGHS stalls; GB fails tiny graphs); the solver's
+  tolerance lets the rounded plan overshoot by a few millionths of the limit, which the
+  layout loop below takes back;
 - kernel cost ``c_k >= compute_k + launch``, ``c_k >= memory_k(x) + launch`` (the roofline;
   ``c_k >=`` their sum with the ``sum`` overlap rule), ``c_k >= `` the asynchronous copies
   beside kernel ``k``;
@@ -30,7 +33,7 @@ import scipy.sparse as sp
 from hwmodels.cost import MoveMode, Overlap
 from hwmodels.platform import Platform
 from tmsim.cost import CostModel
-from tmsim.errors import InfeasibleError, TmsimError
+from tmsim.errors import InfeasibleError, NoPlanError, TmsimError
 from tmsim.graph import Graph
 from tmsim.plan import Plan, SolverStats
 from tmsim.planners.common import (
@@ -41,7 +44,7 @@ from tmsim.planners.common import (
     check_operands_fit,
     fast_limit_bytes,
 )
-from tmsim.planners.layout import overflow_bytes
+from tmsim.planners.layout import overflow_bytes, resident_overflow_bytes
 from tmsim.planners.milp_model import (
     GB,
     Edge,
@@ -74,8 +77,10 @@ class MilpOptions:
     its gap); ``gap``: relative optimality gap at which the solver stops; ``window``: kernels
     either side of a user where asynchronous copies may run; ``lp_bound``: also solve the LP
     relaxation and report its bound; ``warm_start``: first solve the formulation this one
-    contains and start from its solution (HiGHS); ``layout_rounds``: most solves of AutoTM's
-    loop that lowers the limit where the fast-tier layout overflowed; ``verbose``: solver log.
+    contains and start from its solution (HiGHS); ``layout``: lay the fast-tier buffers out
+    (:mod:`tmsim.memplan`) and, as AutoTM does, solve again with the limit lowered where the
+    layout overflowed (without it, only the bytes are checked and the plan may not lay out);
+    ``max_rounds``: most solves of that loop; ``verbose``: solver log on stdout.
     """
 
     formulation: Formulation = Formulation.SYNC
@@ -87,7 +92,8 @@ class MilpOptions:
     window: int = AUTOTM_WINDOW
     lp_bound: bool = False
     warm_start: bool = True
-    layout_rounds: int = 10
+    layout: bool = True
+    max_rounds: int = 10
     verbose: bool = False
 
 
@@ -142,7 +148,7 @@ def plan_milp(graph: Graph, platform: Platform, options: MilpOptions | None = No
     deadline = None if opts.time_limit_s is None else time.perf_counter() + opts.time_limit_s
     limits = np.full(len(graph.kernels), limit, dtype=np.int64)
     build_total = solve_total = 0.0
-    for rounds in range(1, opts.layout_rounds + 1):
+    for rounds in range(1, opts.max_rounds + 1):
         model, build_s, solve_s = _solve(cost, opts, opts.formulation, limits, gpu, deadline)
         build_total += build_s
         solve_total += solve_s
@@ -152,15 +158,22 @@ def plan_milp(graph: Graph, platform: Platform, options: MilpOptions | None = No
             rounds=rounds,
         )  # fmt: skip
         plan = _extract(cost, model, opts, limit, stats)
-        overflow = overflow_bytes(plan, graph, platform, limit)
+        if opts.layout:
+            overflow = overflow_bytes(plan, graph, platform, limit)
+        else:
+            overflow = resident_overflow_bytes(plan, graph, platform, limit)
         if not overflow.any():
             break
         # AutoTM's loop: take what the layout lost at each kernel off that kernel's limit
-        limits = limits - overflow
+        # (or, without a layout, what the solver's tolerance let through), plus a millionth of
+        # the limit, ten times the solver's feasibility tolerance
+        margin = np.where(overflow > 0, overflow + int(np.ceil(limit * 1e-6)), 0)
+        limits = limits - margin
     else:
-        raise InfeasibleError(
-            f"the fast-tier layout still overflows {limit} bytes after {opts.layout_rounds} "
-            "rounds of lowering the limit"
+        what = "the fast-tier layout" if opts.layout else "the plan"
+        raise NoPlanError(
+            f"{what} still overflows {limit} bytes of fast memory after {opts.max_rounds} "
+            "rounds of lowering the limit where it overflowed"
         )
     if opts.lp_bound:
         relaxed = _build(cost, opts, opts.formulation, limits, gpu, relax=True).problem
@@ -251,8 +264,8 @@ def _build(
     c = cp.Variable(n_k)
 
     # capacity, difference form: rows k get +size*flag at a segment's start, - after its end
-    size_gb = graph.sizes_bytes[seg.tensor] / GB
-    scaled = sp.diags(size_gb) @ seg.expr
+    unit = float(max(int(limits.max()), 1))
+    scaled = sp.diags(graph.sizes_bytes[seg.tensor] / unit) @ seg.expr
     n_seg = seg.tensor.size
     arrive = sp.csr_matrix((np.ones(n_seg), (seg.start, np.arange(n_seg))), shape=(n_k + 1, n_seg))
     leave = sp.csr_matrix((np.ones(n_seg), (seg.end + 1, np.arange(n_seg))), shape=(n_k + 1, n_seg))
@@ -267,7 +280,7 @@ def _build(
         cost.op_write_bytes * cost.write_s_per_byte[k, FAST]
     )
     base_s = cost.compute_s + cost.launch_s
-    constraints = [flow.a_eq @ x == flow.b_eq, diff @ u == delta @ x, u >= 0, u <= limits / GB]
+    constraints = [flow.a_eq @ x == flow.b_eq, diff @ u == delta @ x, u >= 0, u <= limits / unit]
     rows: list[tuple[np.ndarray, sp.csr_matrix | None]] = []
     if gpu:
         rows.append((cost.kernel_times_s(np.full(k.size, FAST, dtype=np.int64)), None))

@@ -89,7 +89,8 @@ def solver_options(solver: str, gap: float, time_limit_s: float | None) -> dict[
     """
     name = solver.upper()
     if name == "HIGHS":
-        out: dict[str, Any] = {"mip_rel_gap": gap}
+        # HiGHS also stops at an absolute gap of 1e-6 by default: 5% of a 20 us step
+        out: dict[str, Any] = {"mip_rel_gap": gap, "mip_abs_gap": 0.0}
         if time_limit_s is not None:
             out["time_limit"] = float(time_limit_s)
         return out
@@ -113,9 +114,12 @@ def lift(small: SolvableModel, x_small: BoolArray, large: SolvableModel) -> Bool
     n_k = int(max(gs.kernel.max(initial=0), gl.kernel.max(initial=0))) + 1
     key_s = gs.tensor * (n_k + 1) + gs.kernel
     key_l = gl.tensor * (n_k + 1) + gl.kernel
-    pos = np.searchsorted(key_s, key_l)
-    pos = np.minimum(pos, max(key_s.size - 1, 0))
-    known = (key_s.size > 0) & (key_s[pos] == key_l) if key_s.size else np.zeros(key_l.size, bool)
+    if key_s.size:
+        pos = np.minimum(np.searchsorted(key_s, key_l), key_s.size - 1)
+        known = key_s[pos] == key_l
+    else:
+        pos = np.zeros(key_l.size, dtype=np.int64)
+        known = np.zeros(key_l.size, dtype=bool)
     chosen = np.zeros((gs.tensor.size, len(Edge)), dtype=bool)
     chosen[
         vs.edge_gadget[x_small[: vs.edge_gadget.size]], vs.edge_type[x_small[: vs.edge_gadget.size]]
@@ -123,9 +127,10 @@ def lift(small: SolvableModel, x_small: BoolArray, large: SolvableModel) -> Bool
     init_small = _init_states(vs, x_small)
     # state after each large gadget: copied where known, else carried forward
     after = np.full(gl.tensor.size, -1, dtype=np.int64)
+    rows_known = np.flatnonzero(known)
     for s, edges in enumerate(AFTER):
-        hit = chosen[pos][:, list(edges)].any(axis=1) & known
-        after[hit] = s
+        hit = chosen[pos[rows_known]][:, list(edges)].any(axis=1)
+        after[rows_known[hit]] = s
     fill_first = gl.first & ~known
     after[fill_first] = init_small[gl.tensor[fill_first]]
     if np.any(after[gl.first] < 0):
@@ -187,6 +192,8 @@ def solve(
     x0 = start.astype(np.float64)
     u0, c0 = model.complete(x0)
     for var, val in ((model.x, x0), (model.u, u0), (model.c, c0)):
+        if var.id not in columns:
+            continue  # cvxpy dropped it (empty, or unused by the problem)
         first = columns[var.id]
         values[first : first + var.size] = val
     incumbent = highspy.HighsSolution()
