@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/tmsim graph resnet200 --batch 512
+	$(BIN)/tmsim plan resnet200 --batch 512 --ratio 4:1 --mode sync
 
 test: $(STAMP)
 	$(BIN)/ruff check .
