@@ -23,10 +23,11 @@ def add_plan_arguments(p: argparse.ArgumentParser) -> None:
     cap = p.add_mutually_exclusive_group()
     cap.add_argument("--ratio", help="slow:fast capacity ratio, e.g. 4:1 (fast = peak / 5)")
     cap.add_argument("--fast-bytes", type=int, help="fast-tier capacity in bytes")
-    p.add_argument("--solver", default="HIGHS", help="cvxpy MILP solver (default HIGHS)")
-    p.add_argument("--time-limit", type=float, default=300.0, help="MILP time limit, seconds")
-    p.add_argument("--gap", type=float, default=0.01, help="MILP relative gap (default 0.01)")
-    p.add_argument("--window", type=int, default=PlanSettings.window, help="async window")
+    d = PlanSettings()
+    p.add_argument("--solver", default=d.solver, help=f"cvxpy MILP solver ({d.solver})")
+    p.add_argument("--time-limit", type=float, default=d.time_limit_s, help="MILP seconds")
+    p.add_argument("--gap", type=float, default=d.gap, help=f"MILP relative gap ({d.gap})")
+    p.add_argument("--window", type=int, default=d.window, help=f"async window ({d.window})")
 
 
 def settings_from_args(args: argparse.Namespace) -> PlanSettings:

@@ -15,13 +15,12 @@ one-line message naming the file and the field or tensor.
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 from typing import Any
 
 from tmsim.errors import GraphError, GraphFileError
 from tmsim.graph import Graph, Kernel, Phase, Role, Tensor
+from tmsim.jsonio import read_json, write_json_atomic
 
 FORMAT = "tmsim-graph"
 VERSION = 1
@@ -75,11 +74,7 @@ def graph_to_dict(graph: Graph) -> dict[str, Any]:
 
 def save_graph(graph: Graph, path: str | os.PathLike[str]) -> None:
     """Write ``graph`` to ``path`` as JSON, atomically (a temporary file, then a rename)."""
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        json.dump(graph_to_dict(graph), f, separators=(",", ":"))
-    tmp.replace(target)
+    write_json_atomic(graph_to_dict(graph), path)
 
 
 def load_graph(path: str | os.PathLike[str]) -> Graph:
@@ -89,11 +84,7 @@ def load_graph(path: str | os.PathLike[str]) -> Graph:
     graph of a supported version, has a missing, unknown or mistyped field, or describes an
     invalid graph; ``OSError`` when it cannot be read at all.
     """
-    text = Path(path).read_text(encoding="utf-8")
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise GraphFileError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    doc = read_json(path, GraphFileError)
     return graph_from_dict(doc, source=str(path))
 
 

@@ -32,16 +32,15 @@ above for its graph and platform is :func:`tmsim.validate.validate`'s business.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from hwmodels.cost import MoveMode
 from tmsim.errors import TmsimError
+from tmsim.jsonio import read_json, write_json_atomic
 
 FORMAT = "tmsim-plan"
 VERSION = 1
@@ -204,18 +203,10 @@ def _typed(doc: dict[str, Any], key: str, kind: type, source: str) -> Any:
 
 def save_plan(plan: Plan, path: str | os.PathLike[str]) -> None:
     """Write ``plan`` to ``path`` as JSON, atomically (a temporary file, then a rename)."""
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        json.dump(plan_to_dict(plan), f, separators=(",", ":"))
-    tmp.replace(target)
+    write_json_atomic(plan_to_dict(plan), path)
 
 
 def load_plan(path: str | os.PathLike[str]) -> Plan:
     """Read a plan file; raises :class:`PlanFileError` naming ``path`` when malformed."""
-    text = Path(path).read_text(encoding="utf-8")
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PlanFileError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    doc = read_json(path, PlanFileError)
     return plan_from_dict(doc, source=str(path))

@@ -14,7 +14,7 @@ from tmsim.errors import TmsimError
 from tmsim.graph import Graph
 from tmsim.plan import Plan
 from tmsim.planners.heuristics import REGISTRY, HeuristicOptions
-from tmsim.planners.milp import AUTOTM_WINDOW, MilpOptions, plan_milp
+from tmsim.planners.milp import MilpOptions, plan_milp
 from tmsim.planners.milp_model import Formulation
 
 #: Every planner name: the heuristics, then the MILP formulations.
@@ -29,11 +29,11 @@ class PlanSettings:
 
     ratio: str | None = None
     fast_bytes: int | None = None
-    solver: str = "HIGHS"
-    time_limit_s: float | None = 300.0
-    gap: float = 0.01
-    window: int = AUTOTM_WINDOW
-    lp_bound: bool = False
+    solver: str = MilpOptions.solver
+    time_limit_s: float | None = MilpOptions.time_limit_s
+    gap: float = MilpOptions.gap
+    window: int = MilpOptions.window
+    lp_bound: bool = MilpOptions.lp_bound
 
 
 def plan(mode: str, graph: Graph, platform: Platform, settings: PlanSettings | None = None) -> Plan:
