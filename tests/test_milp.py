@@ -114,3 +114,33 @@ def test_milp_matches_exhaustive_search_on_random_graphs(
     opts = MilpOptions(formulation=formulation, fast_bytes=limit, gap=1e-9, layout=False)
     plan = plan_milp(graph, plat, opts)
     assert plan.predicted_s == pytest.approx(best, rel=1e-6)
+
+
+def test_static_start_reproduces_the_heuristic_it_comes_from() -> None:
+    import numpy as np
+
+    from tmsim.planners.heuristics import HeuristicOptions, plan_greedy
+    from tmsim.planners.milp import _build
+    from tmsim.planners.milp_model import Formulation
+    from tmsim.planners.milp_solve import best_heuristic_fast, static_start
+
+    graph = tiny_step()
+    plat = load_preset("cascadelake-optane")
+    cost = CostModel(graph, plat)
+    limit = 100 * MB
+    model = _build(cost, MilpOptions(), Formulation.STATIC, np.full(4, limit), False, False)
+    fast = best_heuristic_fast(cost, limit)
+    start = static_start(model, fast)
+    assert start is not None
+    x = start.astype(float)
+    u, c = model.complete(x)
+    assert u.max() <= 1 + 1e-12  # capacity is in units of the limit
+    greedy = plan_greedy(graph, plat, HeuristicOptions(fast_bytes=limit))
+    assert c.sum() == pytest.approx(greedy.predicted_s, rel=1e-9)
+    # the start satisfies every constraint of the problem: pinning x to it stays feasible
+    import cvxpy as cp
+
+    pinned = cp.Problem(model.problem.objective, [*model.problem.constraints, model.x == x])
+    pinned.solve(solver="HIGHS")
+    assert pinned.status == "optimal"
+    assert pinned.value == pytest.approx(greedy.predicted_s, rel=1e-6)

@@ -58,10 +58,12 @@ from tmsim.planners.milp_model import (
     move_costs,
 )
 from tmsim.planners.milp_solve import (
+    best_heuristic_fast,
     lift,
     solve,
     solve_stats,
     solver_options,
+    static_start,
 )
 
 #: AutoTM's asynchronous window: kernels either side of a user where a copy may run.
@@ -76,8 +78,9 @@ class MilpOptions:
     solver name; ``time_limit_s``: wall-clock cap of the solve (the incumbent is returned with
     its gap); ``gap``: relative optimality gap at which the solver stops; ``window``: kernels
     either side of a user where asynchronous copies may run; ``lp_bound``: also solve the LP
-    relaxation and report its bound; ``warm_start``: first solve the formulation this one
-    contains and start from its solution (HiGHS); ``layout``: lay the fast-tier buffers out
+    relaxation and report its bound; ``warm_start``: start HiGHS from the solution of the
+    formulation this one contains, solved first (static: from the better of the greedy and
+    first-touch heuristics); ``layout``: lay the fast-tier buffers out
     (:mod:`tmsim.memplan`) and, as AutoTM does, solve again with the limit lowered where the
     layout overflowed (without it, only the bytes are checked and the plan may not lay out);
     ``max_rounds``: most solves of that loop; ``verbose``: solver log on stdout.
@@ -210,6 +213,8 @@ def _solve(
     build_s += time.perf_counter() - started
     if prev is not None:
         start = lift(prev, np.asarray(prev.x.value) > 0.5, model)
+    elif opts.warm_start and formulation is Formulation.STATIC and not gpu:
+        start = static_start(model, best_heuristic_fast(cost, int(limits.min())))
     remaining = None if deadline is None else max(1.0, deadline - time.perf_counter())
     options = solver_options(opts.solver, opts.gap, remaining)
     started = time.perf_counter()

@@ -18,7 +18,10 @@ import numpy as np
 import numpy.typing as npt
 from cvxpy.settings import PARAM_PROB
 
+from tmsim.cost import CostModel
 from tmsim.plan import SolverStats
+from tmsim.planners.common import FAST
+from tmsim.planners.heuristics import HeuristicOptions, plan_first_touch, plan_greedy
 from tmsim.planners.milp_model import AFTER, Edge, Gadgets, Variables
 
 
@@ -157,6 +160,41 @@ def lift(small: SolvableModel, x_small: BoolArray, large: SolvableModel) -> Bool
     if np.any(cols < 0):
         return None
     out[cols] = True
+    return out
+
+
+def best_heuristic_fast(cost: CostModel, limit: int) -> np.ndarray:
+    """Which tensors the better of greedy and first-touch keeps in fast memory at ``limit``."""
+    graph, platform = cost.graph, cost.platform
+    options = HeuristicOptions(fast_bytes=max(limit, 1))
+    best = min(
+        (plan_greedy(graph, platform, options), plan_first_touch(graph, platform, options)),
+        key=lambda p: p.predicted_s,
+    )
+    fast = np.zeros(len(graph.tensors), dtype=bool)
+    fast_tier = platform.tiers[FAST].name
+    for r in best.residency:
+        if r.tier == fast_tier:
+            fast[graph.tensor_index(r.tensor)] = True
+    return fast
+
+
+def static_start(model: SolvableModel, fast: BoolArray) -> BoolArray | None:
+    """Binaries of a static model that keep tensor ``t`` in fast memory iff ``fast[t]``,
+    or None if the model cannot express that (e.g. a GPU kernel's operand left slow)."""
+    g, v = model.gadgets, model.vars
+    state = np.where(fast, 0, 2)  # F or S: nothing moves, so no slow copy beside a fast one
+    rows = np.arange(g.tensor.size)
+    st = state[g.tensor]
+    every = np.concatenate(
+        (v.edge_index[rows, np.array(_STAY)[st]], v.edge_index[rows, np.array(_KEEP)[st]])
+    )
+    pre = np.flatnonzero(v.init_index.max(axis=1) >= 0)
+    every = np.concatenate((every, v.init_index[pre, state[pre]]))
+    if np.any(every < 0):
+        return None
+    out = np.zeros(v.count, dtype=bool)
+    out[every] = True
     return out
 
 
