@@ -120,7 +120,7 @@ def test_static_start_reproduces_the_heuristic_it_comes_from() -> None:
     import numpy as np
 
     from tmsim.planners.heuristics import HeuristicOptions, plan_greedy
-    from tmsim.planners.milp import _build
+    from tmsim.planners.milp_build import build_model
     from tmsim.planners.milp_model import Formulation
     from tmsim.planners.milp_solve import best_heuristic_fast, static_start
 
@@ -128,7 +128,7 @@ def test_static_start_reproduces_the_heuristic_it_comes_from() -> None:
     plat = load_preset("cascadelake-optane")
     cost = CostModel(graph, plat)
     limit = 100 * MB
-    model = _build(cost, MilpOptions(), Formulation.STATIC, np.full(4, limit), False, False)
+    model = build_model(cost, 1, Formulation.STATIC, np.full(4, limit), False, False)
     fast = best_heuristic_fast(cost, limit)
     start = static_start(model, fast)
     assert start is not None

@@ -1,23 +1,13 @@
-"""AutoTM's placement MILP in cvxpy: static, synchronous and asynchronous formulations.
+"""AutoTM's placement MILP: static, synchronous and asynchronous formulations, solved.
 
-The flow networks, gadgets and fast-memory segments come from
-:mod:`tmsim.planners.milp_model`. This module writes the problem once, with a few sparse
-matrix constraints (no per-row cvxpy objects), hands it to a solver (HiGHS by default, any
-installed cvxpy MILP solver by name), and reads the plan back:
-
-- flow conservation: ``A_eq x = b_eq``;
-- fast-tier capacity in difference form: ``u_k - u_{k-1} = (bytes arriving at k) - (bytes
-  leaving after k - 1)`` with ``0 <= u_k <= limit``, in units of the limit itself so the
-  coefficients stay near 1 (in bytes HiGHS stalls; GB fails tiny graphs); the solver's
-  tolerance lets the rounded plan overshoot by a few millionths of the limit, which the
-  layout loop below takes back;
-- kernel cost ``c_k >= compute_k + launch``, ``c_k >= memory_k(x) + launch`` (the roofline;
-  ``c_k >=`` their sum with the ``sum`` overlap rule), ``c_k >= `` the asynchronous copies
-  beside kernel ``k``;
-- objective: ``sum_k c_k +`` the synchronous copies.
-
-The plan goes through :func:`~tmsim.planners.common.assemble_plan`, whose predicted time is
-recomputed from the cost model in exact bytes.
+:mod:`tmsim.planners.milp_model` builds the flow networks, gadgets and fast-memory segments;
+:mod:`tmsim.planners.milp_build` writes them as one cvxpy problem and reads plans back;
+:mod:`tmsim.planners.milp_solve` solves it from a warm start. This module runs the whole
+thing: each formulation is solved after the one it contains, from its solution, inside
+AutoTM's loop that lowers the limit wherever the fast-tier layout overflows (which also takes
+back the few millionths of the limit the solver's tolerance lets a rounded plan overshoot).
+Every plan goes through :func:`~tmsim.planners.common.assemble_plan`, whose predicted time
+is recomputed from the cost model in exact bytes.
 """
 
 from __future__ import annotations
@@ -25,37 +15,26 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 import cvxpy as cp
 import numpy as np
-import scipy.sparse as sp
 
-from hwmodels.cost import MoveMode, Overlap
 from hwmodels.platform import Platform
 from tmsim.cost import CostModel
 from tmsim.errors import InfeasibleError, NoPlanError, TmsimError
 from tmsim.graph import Graph
-from tmsim.plan import Plan, SolverStats
+from tmsim.plan import Plan
 from tmsim.planners.common import (
-    FAST,
     SLOW,
-    IndexMove,
-    assemble_plan,
     check_operands_fit,
     fast_limit_bytes,
 )
 from tmsim.planners.layout import overflow_bytes, resident_overflow_bytes
+from tmsim.planners.milp_build import Model, build_model, extract_plan
 from tmsim.planners.milp_model import (
     GB,
-    Edge,
     Formulation,
-    Gadgets,
-    Variables,
-    build_flow,
-    build_gadgets,
-    build_segments,
-    build_variables,
-    move_costs,
 )
 from tmsim.planners.milp_solve import (
     best_heuristic_fast,
@@ -100,36 +79,6 @@ class MilpOptions:
     verbose: bool = False
 
 
-@dataclass(frozen=True)
-class _Model:
-    """The problem, its variables, and what reading a solution back (or in) needs.
-
-    ``c`` is bounded below by ``rows``: ``c >= const + (matrix @ x)`` for each pair.
-    """
-
-    problem: cp.Problem
-    x: cp.Variable
-    u: cp.Variable
-    c: cp.Variable
-    gadgets: Gadgets
-    vars: Variables
-    op_flag: sp.csr_matrix
-    delta: sp.csr_matrix
-    rows: tuple[tuple[np.ndarray, sp.csr_matrix | None], ...]
-    move_kernel: np.ndarray
-    move_async: np.ndarray
-    variables: int
-    constraints: int
-
-    def complete(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The continuous variables ``(u, c)`` that go with binaries ``x`` at the optimum."""
-        u = np.cumsum(self.delta @ x)
-        c = np.full(u.size, -np.inf)
-        for const, matrix in self.rows:
-            c = np.maximum(c, const + (matrix @ x if matrix is not None else 0.0))
-        return u, c
-
-
 def plan_milp(graph: Graph, platform: Platform, options: MilpOptions | None = None) -> Plan:
     """Solve the MILP of ``options.formulation`` and return its plan.
 
@@ -149,80 +98,145 @@ def plan_milp(graph: Graph, platform: Platform, options: MilpOptions | None = No
             _check_static_fits(graph, limit)
     cost = CostModel(graph, platform)
     deadline = None if opts.time_limit_s is None else time.perf_counter() + opts.time_limit_s
-    limits = np.full(len(graph.kernels), limit, dtype=np.int64)
-    build_total = solve_total = 0.0
+    solved = _plan(cost, opts, opts.formulation, limit, gpu, deadline)
+    plan = solved.plan
+    if opts.lp_bound and plan.stats is not None:
+        relaxed = build_model(
+            cost, opts.window, opts.formulation, solved.limits, gpu, relax=True
+        ).problem
+        relaxed.solve(solver=opts.solver)
+        lp = float(relaxed.value) if relaxed.value is not None else math.nan
+        plan = replace(plan, stats=replace(plan.stats, lp_bound=lp))
+    return plan
+
+
+_SMALLER = {Formulation.SYNC: Formulation.STATIC, Formulation.ASYNC: Formulation.SYNC}
+
+
+@dataclass(frozen=True)
+class _Solved:
+    """A formulation's plan, the solved model it came from, its per-kernel limits and the
+    build and solve seconds spent on it (warm-up formulations included)."""
+
+    plan: Plan
+    model: Model
+    limits: np.ndarray
+    build_s: float
+    solve_s: float
+
+
+def _plan(
+    cost: CostModel,
+    opts: MilpOptions,
+    formulation: Formulation,
+    limit: int,
+    gpu: bool,
+    deadline: float | None,
+) -> _Solved:
+    """Solve ``formulation`` with AutoTM's layout loop, warm-started from the formulation it
+    contains (solved first, the same way).
+
+    That smaller solution is also a solution of ``formulation``; when it is better than what
+    the loop ends with (the loop lowers limits where layouts overflow, and a time limit can
+    cut a solve short) it is returned instead, under this formulation's name. Raises as
+    :func:`plan_milp`.
+    """
+    base = None
+    if opts.warm_start and formulation in _SMALLER:
+        try:
+            base = _plan(cost, opts, _SMALLER[formulation], limit, gpu, deadline)
+        except TmsimError:
+            base = None  # e.g. nothing fits statically on a GPU: start cold
+    build_total = base.build_s if base else 0.0
+    solve_total = base.solve_s if base else 0.0
+    limits = np.full(len(cost.graph.kernels), limit, dtype=np.int64)
+    result: _Solved | None = None
+    failure: TmsimError | None = None
     for rounds in range(1, opts.max_rounds + 1):
-        model, build_s, solve_s = _solve(cost, opts, opts.formulation, limits, gpu, deadline)
-        build_total += build_s
-        solve_total += solve_s
-        stats = replace(
-            solve_stats(model.problem, opts.solver, build_total, solve_total, model.variables,
-                        model.constraints),
-            rounds=rounds,
+        started = time.perf_counter()
+        model = build_model(cost, opts.window, formulation, limits, gpu, relax=False)
+        build_total += time.perf_counter() - started
+        if base is not None:
+            start = lift(base.model, np.asarray(base.model.x.value) > 0.5, model)
+        elif opts.warm_start and formulation is Formulation.STATIC and not gpu:
+            start = static_start(model, best_heuristic_fast(cost, int(limits.min())))
+        else:
+            start = None
+        started = time.perf_counter()
+        try:
+            _solve(model, opts, formulation, limits, deadline, start)
+        except TmsimError as exc:
+            failure = exc
+            break
+        finally:
+            solve_total += time.perf_counter() - started
+        stats = solve_stats(
+            model.problem, opts.solver, build_total, solve_total, model.variables,
+            model.constraints,
         )  # fmt: skip
-        plan = _extract(cost, model, opts, limit, stats)
+        plan = extract_plan(
+            cost, model, formulation, _options_dict(opts), limit, replace(stats, rounds=rounds)
+        )
+        graph, platform = cost.graph, cost.platform
         if opts.layout:
             overflow = overflow_bytes(plan, graph, platform, limit)
         else:
             overflow = resident_overflow_bytes(plan, graph, platform, limit)
         if not overflow.any():
+            result = _Solved(plan, model, limits, build_total, solve_total)
             break
         # AutoTM's loop: take what the layout lost at each kernel off that kernel's limit
         # (or, without a layout, what the solver's tolerance let through), plus a millionth of
         # the limit, ten times the solver's feasibility tolerance
         margin = np.where(overflow > 0, overflow + int(np.ceil(limit * 1e-6)), 0)
         limits = limits - margin
-    else:
-        what = "the fast-tier layout" if opts.layout else "the plan"
-        raise NoPlanError(
-            f"{what} still overflows {limit} bytes of fast memory after {opts.max_rounds} "
-            "rounds of lowering the limit where it overflowed"
-        )
-    if opts.lp_bound:
-        relaxed = _build(cost, opts, opts.formulation, limits, gpu, relax=True).problem
-        relaxed.solve(solver=opts.solver)
-        lp = float(relaxed.value) if relaxed.value is not None else math.nan
-        plan = replace(plan, stats=replace(stats, lp_bound=lp))
-    return plan
+    if base is not None and (result is None or base.plan.predicted_s < result.plan.predicted_s):
+        return _relabel(base, opts, formulation, build_total, solve_total)
+    if result is not None:
+        return result
+    if failure is not None:
+        raise failure
+    what = "the fast-tier layout" if opts.layout else "the plan"
+    raise NoPlanError(
+        f"{what} still overflows {limit} bytes of fast memory after {opts.max_rounds} "
+        "rounds of lowering the limit where it overflowed"
+    )
+
+
+def _relabel(
+    base: _Solved, opts: MilpOptions, formulation: Formulation, build_s: float, solve_s: float
+) -> _Solved:
+    """``base``'s plan as a plan of ``formulation`` (which contains it), with the total time."""
+    stats = base.plan.stats
+    assert stats is not None
+    plan = replace(
+        base.plan,
+        planner=f"milp-{formulation.value}",
+        options=_options_dict(replace(opts, formulation=formulation)),
+        stats=replace(stats, build_s=build_s, solve_s=solve_s),
+    )
+    return _Solved(plan, base.model, base.limits, build_s, solve_s)
 
 
 def _solve(
-    cost: CostModel,
+    model: Model,
     opts: MilpOptions,
     formulation: Formulation,
     limits: np.ndarray,
-    gpu: bool,
     deadline: float | None,
-) -> tuple[_Model, float, float]:
-    """Build and solve one formulation, warm-started from the one it contains.
+    start: np.ndarray | None,
+) -> None:
+    """Solve ``model`` in place from ``start`` within what is left of the time limit.
 
-    Returns the solved model, build seconds and solve seconds (both including the smaller
-    formulations solved for the warm start). Raises as :func:`plan_milp`.
+    Raises :class:`InfeasibleError` if the solver proves there is no plan, and
+    :class:`TmsimError` if it stops without one (time limit, solver failure).
     """
-    start = None
-    build_s = solve_s = 0.0
-    smaller = {Formulation.SYNC: Formulation.STATIC, Formulation.ASYNC: Formulation.SYNC}
-    prev = None
-    if opts.warm_start and formulation in smaller:
-        try:
-            prev, build_s, solve_s = _solve(cost, opts, smaller[formulation], limits, gpu, deadline)
-        except TmsimError:
-            prev = None  # e.g. nothing fits statically on a GPU: start cold
-    started = time.perf_counter()
-    model = _build(cost, opts, formulation, limits, gpu, relax=False)
-    build_s += time.perf_counter() - started
-    if prev is not None:
-        start = lift(prev, np.asarray(prev.x.value) > 0.5, model)
-    elif opts.warm_start and formulation is Formulation.STATIC and not gpu:
-        start = static_start(model, best_heuristic_fast(cost, int(limits.min())))
     remaining = None if deadline is None else max(1.0, deadline - time.perf_counter())
     options = solver_options(opts.solver, opts.gap, remaining)
-    started = time.perf_counter()
     try:
         solve(model, opts.solver, options, opts.verbose, start)
     except cp.error.SolverError as exc:
         raise TmsimError(f"solver {opts.solver} failed: {exc}") from None
-    solve_s += time.perf_counter() - started
     if model.x.value is None:
         status = str(model.problem.status)
         if status in (cp.INFEASIBLE, "infeasible_or_unbounded"):
@@ -233,7 +247,6 @@ def _solve(
             f"solver {opts.solver} found no {formulation} plan (status {status}) within "
             f"{opts.time_limit_s} s; raise the time limit or the gap"
         )
-    return model, build_s, solve_s
 
 
 def _check_static_fits(graph: Graph, limit: int) -> None:
@@ -247,126 +260,8 @@ def _check_static_fits(graph: Graph, limit: int) -> None:
         )
 
 
-def _build(
-    cost: CostModel,
-    opts: MilpOptions,
-    formulation: Formulation,
-    limits: np.ndarray,
-    gpu: bool,
-    relax: bool,
-) -> _Model:
-    """The MILP (or, with ``relax``, its LP relaxation) and what reading it back needs."""
-    graph = cost.graph
-    n_k = len(graph.kernels)
-    gad = build_gadgets(cost, formulation, opts.window)
-    var = build_variables(cost, gad, formulation, gpu)
-    flow = build_flow(cost, gad, var)
-    seg = build_segments(cost, gad, var)
-    seconds, move_kernel, is_async = move_costs(cost, gad, var)
-    n = var.count
-    x = cp.Variable(n) if relax else cp.Variable(n, boolean=True)
-    u = cp.Variable(n_k)
-    c = cp.Variable(n_k)
-
-    # capacity, difference form: rows k get +size*flag at a segment's start, - after its end
-    unit = float(max(int(limits.max()), 1))
-    scaled = sp.diags(graph.sizes_bytes[seg.tensor] / unit) @ seg.expr
-    n_seg = seg.tensor.size
-    arrive = sp.csr_matrix((np.ones(n_seg), (seg.start, np.arange(n_seg))), shape=(n_k + 1, n_seg))
-    leave = sp.csr_matrix((np.ones(n_seg), (seg.end + 1, np.arange(n_seg))), shape=(n_k + 1, n_seg))
-    delta = ((arrive - leave) @ scaled)[:n_k]
-    diff = sp.eye(n_k) - sp.eye(n_k, k=-1)
-
-    # kernel memory time as a function of each operand's fast flag
-    op_seg = seg.covering(cost.op_tensor, cost.op_kernel, n_k)
-    op_flag = seg.expr[op_seg]
-    k = cost.op_kernel
-    fast_s = cost.op_read_bytes * cost.read_s_per_byte[k, FAST] + (
-        cost.op_write_bytes * cost.write_s_per_byte[k, FAST]
-    )
-    base_s = cost.compute_s + cost.launch_s
-    constraints = [flow.a_eq @ x == flow.b_eq, diff @ u == delta @ x, u >= 0, u <= limits / unit]
-    rows: list[tuple[np.ndarray, sp.csr_matrix | None]] = []
-    if gpu:
-        rows.append((cost.kernel_times_s(np.full(k.size, FAST, dtype=np.int64)), None))
-    else:
-        slow_s = cost.op_read_bytes * cost.read_s_per_byte[k, SLOW] + (
-            cost.op_write_bytes * cost.write_s_per_byte[k, SLOW]
-        )
-        to_kernel = sp.csr_matrix((np.ones(k.size), (k, np.arange(k.size))), shape=(n_k, k.size))
-        mem0 = to_kernel @ slow_s
-        gain = to_kernel @ sp.diags(fast_s - slow_s) @ op_flag
-        if cost.overlap is Overlap.MAX:
-            rows += [(base_s, None), (mem0 + cost.launch_s, sp.csr_matrix(gain))]
-        else:
-            rows.append((base_s + mem0, sp.csr_matrix(gain)))
-    sync_cost = np.where(is_async, 0.0, seconds)
-    if is_async.any():
-        beside = (seconds[is_async], (move_kernel[is_async], np.flatnonzero(is_async)))
-        rows.append((np.zeros(n_k), sp.csr_matrix(beside, shape=(n_k, n))))
-    for const, matrix in rows:
-        constraints.append(c >= const + matrix @ x if matrix is not None else c >= const)
-    objective = cp.Minimize(cp.sum(c) + sync_cost @ x)
-    problem = cp.Problem(objective, constraints)
-    if relax:
-        constraints += [x >= 0, x <= 1]
-    n_rows = flow.a_eq.shape[0] + 3 * n_k + n_k * len(rows)
-    return _Model(
-        problem,
-        x,
-        u,
-        c,
-        gad,
-        var,
-        op_flag,
-        sp.csr_matrix(delta),
-        tuple(rows),
-        move_kernel,
-        is_async,
-        n + 2 * n_k,
-        n_rows,
-    )
-
-
-def _extract(
-    cost: CostModel, model: _Model, opts: MilpOptions, limit: int, stats: SolverStats
-) -> Plan:
-    x = np.asarray(model.x.value) > 0.5
-    gad, var = model.gadgets, model.vars
-    n_edges = var.edge_gadget.size
-    on = np.flatnonzero(x[:n_edges])
-    flags = np.asarray(model.op_flag @ x.astype(np.float64)).ravel()
-    op_tiers = np.where(flags > 0.5, FAST, SLOW).astype(np.int64)
-    moves: list[IndexMove] = []
-    drops: dict[tuple[int, int], list[int]] = {}
-    for i in on:
-        e = Edge(int(var.edge_type[i]))
-        g = int(var.edge_gadget[i])
-        t = int(gad.tensor[g])
-        if e in (Edge.FETCH, Edge.FETCH_INVAL, Edge.WRITE, Edge.WRITE_DROP):
-            src, dst = (SLOW, FAST) if e in (Edge.FETCH, Edge.FETCH_INVAL) else (FAST, SLOW)
-            mode = MoveMode.ASYNC if model.move_async[i] else MoveMode.SYNC
-            moves.append(IndexMove(t, src, dst, int(model.move_kernel[i]), mode))
-        if e in (Edge.WRITE_DROP, Edge.DROP):
-            drops.setdefault((t, FAST), []).append(int(gad.kernel[g]))
-    states = x[n_edges:]
-    tiers_of = {0: (FAST,), 1: (FAST, SLOW), 2: (SLOW,)}
-    initial = {
-        int(t): tiers_of[int(s)]
-        for t, s in zip(var.init_tensor[states], var.init_state[states], strict=True)
-    }
-    options = {k: (v.value if hasattr(v, "value") else v) for k, v in asdict(opts).items()}
-    return assemble_plan(
-        cost,
-        f"milp-{opts.formulation.value}",
-        limit,
-        op_tiers,
-        initial,
-        moves,
-        drops,
-        options,
-        stats,
-    )
+def _options_dict(opts: MilpOptions) -> dict[str, Any]:
+    return {k: (v.value if hasattr(v, "value") else v) for k, v in asdict(opts).items()}
 
 
 def plan_static(graph: Graph, platform: Platform, options: MilpOptions | None = None) -> Plan:
