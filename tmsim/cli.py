@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from hwmodels.errors import HardwareModelError
-from tmsim import __version__, cli_graph, cli_plan, cli_platform
+from tmsim import __version__, cli_graph, cli_plan, cli_platform, cli_simulate
 from tmsim.errors import TmsimError
 
 EXIT_BAD_INPUT = 2
@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_graph.add_commands(sub)
     cli_platform.add_commands(sub)
     cli_plan.add_commands(sub)
+    cli_simulate.add_commands(sub)
     return parser
 
 

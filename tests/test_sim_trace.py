@@ -1,0 +1,103 @@
+"""Traces: records, DataFrames, the Parquet round trip, and the timeline figure."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hwmodels.presets import load_preset
+from tmsim.graph import Graph
+from tmsim.planners.heuristics import HeuristicOptions, plan_vdnn
+from tmsim.plots import merge_intervals, timeline
+from tmsim.sim import Trace, TraceFileError, load_trace, replay, save_trace
+from tmsim.sim.trace import Record
+from tmsim.zoo import training_graph_of
+
+CPU = load_preset("cascadelake-optane")
+
+
+@cache
+def graph() -> Graph:
+    return training_graph_of("resnet50", 2)
+
+
+@cache
+def trace() -> Trace:
+    p = plan_vdnn(graph(), CPU, HeuristicOptions(ratio="4:1"))
+    return replay(p, graph(), CPU)
+
+
+def test_to_frame_columns_and_values() -> None:
+    t = trace()
+    records, occupancy = t.to_frame()
+    assert list(records.columns) == [
+        "kind", "name", "kernel", "phase", "src", "dst", "start_s", "end_s", "uncontended_s",
+        "fast_resident_bytes", "read_bytes_DRAM", "read_bytes_PMM", "write_bytes_DRAM",
+        "write_bytes_PMM", "duration_s", "rate_bytes_per_s",
+    ]  # fmt: skip
+    assert len(records) == len(t.records)
+    assert set(records["kind"]) == {"kernel", "sync", "async"}
+    assert (records["kind"] == "kernel").sum() == len(graph().kernels)
+    assert records["start_s"].is_monotonic_increasing
+    assert records["end_s"].max() == t.simulated_s
+    moves = records[records["kind"] != "kernel"]
+    assert (moves["fast_resident_bytes"] == -1).all()
+    # A copy's rate is its bytes over its span: asynchronous ones alone at the helper
+    # thread's 2.0 or 2.5 GB/s.
+    rates = moves[moves["kind"] == "async"]["rate_bytes_per_s"]
+    assert np.allclose(sorted(set(rates.round(-3))), [2.0e9, 2.5e9])
+    assert list(occupancy.columns) == ["time_s", "fast_bytes"]
+    assert len(occupancy) == 2 * len(graph().kernels)
+    assert occupancy["fast_bytes"].max() == t.fast_peak_bytes <= t.fast_limit_bytes
+
+
+def test_record_rate_counts_bytes_once_for_a_copy() -> None:
+    r = Record("async", "x", 0, "forward", "DRAM", "PMM", 1.0, 3.0, (4, 0), (0, 4), 2.0, -1)
+    assert r.rate_bytes_per_s == 2.0
+    k = Record("kernel", "k", 0, "forward", "", "", 1.0, 2.0, (3, 1), (2, 0), 1.0, 10)
+    assert k.rate_bytes_per_s == 6.0
+    assert (
+        Record("kernel", "k", 0, "", "", "", 1.0, 1.0, (1, 0), (0, 0), 0.0, 0).rate_bytes_per_s == 0
+    )
+
+
+def test_parquet_round_trip_is_exact(tmp_path: Path) -> None:
+    path = tmp_path / "trace.parquet"
+    save_trace(trace(), path)
+    back = load_trace(path)
+    assert back == trace()
+    assert back.occupancy()[1].tolist() == trace().occupancy()[1].tolist()
+
+
+def test_loading_something_else_fails_with_the_file_name(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.parquet"
+    junk.write_text("not parquet")
+    with pytest.raises(TraceFileError, match=r"junk\.parquet"):
+        load_trace(junk)
+    plain = tmp_path / "plain.parquet"
+    pd.DataFrame({"a": [1]}).to_parquet(plain)
+    with pytest.raises(TraceFileError, match="not a tmsim trace"):
+        load_trace(plain)
+
+
+def test_merge_intervals_closed_form() -> None:
+    # Gaps of 0.5 and 2: the first two merge at min_gap 1, all three at 3, none at 0.1.
+    starts, ends = [0.0, 1.5, 5.0], [1.0, 3.0, 6.0]
+    assert merge_intervals(starts, ends, 1.0) == [(0.0, 3.0), (5.0, 1.0)]
+    assert merge_intervals(starts, ends, 3.0) == [(0.0, 6.0)]
+    assert merge_intervals(starts, ends, 0.1) == [(0.0, 1.0), (1.5, 1.5), (5.0, 1.0)]
+    # Unsorted and nested input.
+    assert merge_intervals([2.0, 0.0], [2.5, 10.0], 0.0) == [(0.0, 10.0)]
+    assert merge_intervals([], [], 1.0) == []
+
+
+def test_timeline_writes_a_png(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "timeline.png"
+    timeline(trace(), path)
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(data) > 10_000

@@ -1,0 +1,320 @@
+"""Fluid bandwidth sharing on SimPy: flows of bytes through memory tiers and links.
+
+A :class:`Flow` is a quantity of bytes that moves through some memory tiers (reading and
+writing given amounts on each) and some links, at most at its own rate cap. A copy reads its
+source tier, writes its destination tier and may cross a link; a kernel's memory traffic is a
+flow that reads and writes on the tiers its operands live on. :class:`FluidModel` runs flows on
+a :class:`simpy.Environment` and hands back an event per flow that fires when its last byte
+has moved.
+
+The resources and what one second of them buys:
+
+- a memory tier is a device with one second of device time per second. A flow moving ``r``
+  read and ``w`` written bytes per byte of its progress on that tier costs
+  ``(r / read_bw + w / write_bw(n)) / efficiency`` device-seconds per byte
+  (:meth:`hwmodels.MemoryTier.write_bw_at`), ``n`` being the writers of all flows writing on
+  the tier at the time and ``efficiency`` the fraction of peak bandwidth the flow's access
+  pattern reaches. When flows mix reads and writes on a tier, each pays, per byte, the tier's
+  mix factor at the *aggregate* read fraction relative to the factor of its own mix, and never
+  less than alone: ``max(1, mix(F) / mix(f_own))`` (:meth:`hwmodels.Interference.mix_factor`).
+  A flow alone on a tier thus costs exactly what :func:`hwmodels.cost.roofline` charges it,
+  and a pure read stream beside a pure write stream pays ``mix(F)`` as
+  :meth:`hwmodels.MemoryTier.service_time_s` does for their sum. A flow whose own read/write
+  mix must pay the mix factor should be given as a read flow and a write flow.
+- a link has a bandwidth in bytes per second; a flow uses it for the bytes it carries there.
+
+Concurrent flows share every resource max-min fairly in bytes per second, each capped by its
+own limit (:func:`tmsim.sim.sharing.max_min_rates`). Because the mix factor depends on the
+rates, rates on a mixing tier are found by a fixed-point iteration on the aggregate read
+fraction. Rates are recomputed whenever flows start or end (all changes at one instant are
+handled together), and the next completion is scheduled from the new rates. With
+``shared=False`` resources are ignored and every flow runs at its own cap: the uncontended
+world the cost model assumes.
+
+The model holds no global state; it is deterministic: the same flows started in the same order
+at the same times finish at the same times.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import simpy
+
+from hwmodels.tiers import MemoryTier
+from tmsim.sim.sharing import max_min_rates
+
+#: A flow whose remaining bytes fall below this fraction of its size is complete. Rounding in
+#: ``remaining -= rate * dt`` leaves residues of about 1e-16; this bounds the time error a
+#: completion can make to this fraction of the flow's duration.
+DONE_REL = 1e-9
+#: Fixed-point iteration on the aggregate read fraction of mixing tiers: tolerance, most rounds.
+MIX_TOL = 1e-10
+MIX_ROUNDS = 60
+MIX_UNDAMPED = 12
+
+
+@dataclass(frozen=True, slots=True)
+class Flow:
+    """Bytes to move through tiers and links (see the module documentation).
+
+    - ``nbytes``: the flow's size (>= 0), the unit of its progress and of its rate; a flow of
+      0 bytes completes at once;
+    - ``read_bytes``/``write_bytes``: bytes read and written on each tier over the whole flow
+      (tuples as long as the model's tier list, >= 0);
+    - ``cap_bytes_per_s``: the flow's own rate limit (> 0, ``inf`` for none): a copy engine's
+      or copy thread's rate, a kernel's rate at its roofline time;
+    - ``links``: ``(link index, bytes carried)`` for each link crossed;
+    - ``writers``: concurrent writers the flow presents to each tier it writes (>= 0);
+    - ``efficiency``: fraction of the tiers' peak bandwidth its access pattern reaches, in (0, 1].
+    """
+
+    nbytes: float
+    read_bytes: tuple[float, ...]
+    write_bytes: tuple[float, ...]
+    cap_bytes_per_s: float
+    links: tuple[tuple[int, float], ...] = ()
+    writers: int = 1
+    efficiency: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class FlowResult:
+    """What a finished flow did: ``start_s``/``end_s`` in simulated seconds, and
+    ``moved_bytes``, the integral of its rate over that time (equal to its size to within
+    :data:`DONE_REL`)."""
+
+    start_s: float
+    end_s: float
+    moved_bytes: float
+
+
+class _Active:
+    """A running flow: its fixed per-byte demands and its mutable progress."""
+
+    __slots__ = ("event", "flow", "moved", "rate", "remaining", "start_s", "tiers")
+
+    def __init__(self, flow: Flow, event: simpy.Event, start_s: float, tiers: list[_TierUse]):
+        self.flow = flow
+        self.event = event
+        self.start_s = start_s
+        self.tiers = tiers
+        self.remaining = float(flow.nbytes)
+        self.moved = 0.0
+        self.rate = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class _TierUse:
+    """Per byte of a flow's progress: ``read``/``write`` bytes on ``tier``, and the tier's
+    mix factor at the flow's own read fraction."""
+
+    tier: int
+    read: float
+    write: float
+    own_mix: float
+
+
+class FluidModel:
+    """Flows sharing memory tiers and links on ``env`` (see the module documentation).
+
+    ``tiers``: the memory tiers, indexed as the flows' byte tuples; ``link_bw_bytes_per_s``:
+    each link's bandwidth (> 0); ``shared=False`` runs every flow at its own cap, ignoring
+    resources. Raises ``ValueError`` for a link bandwidth that is not positive.
+    """
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        tiers: Sequence[MemoryTier],
+        link_bw_bytes_per_s: Sequence[float] = (),
+        shared: bool = True,
+    ) -> None:
+        if any(not (bw > 0) for bw in link_bw_bytes_per_s):
+            raise ValueError(f"link bandwidths must be > 0, got {list(link_bw_bytes_per_s)}")
+        self.env = env
+        self.tiers = tuple(tiers)
+        self.link_bw_bytes_per_s = tuple(float(b) for b in link_bw_bytes_per_s)
+        self.shared = shared
+        self._active: list[_Active] = []
+        self._last_s = 0.0
+        self._pending = False
+        self._wake_gen = 0
+        self._wbw: dict[tuple[int, int], float] = {}
+        self._mixing = tuple(t.interference.mix_penalty > 0 for t in self.tiers)
+        #: Rate recomputations so far (a measure of the model's work).
+        self.updates = 0
+
+    @property
+    def active(self) -> int:
+        """Flows currently moving."""
+        return len(self._active)
+
+    def transfer(self, flow: Flow) -> simpy.Event:
+        """Start ``flow`` now; the returned event fires with a :class:`FlowResult` when it ends.
+
+        Raises ``ValueError`` if the byte tuples do not match the tiers, a byte count or the
+        size is negative, the cap is not positive, the efficiency lies outside (0, 1], a link
+        index is unknown, or (with ``shared=False``) a flow has no finite cap.
+        """
+        self._check(flow)
+        event = self.env.event()
+        now = self.env.now
+        if flow.nbytes == 0:
+            event.succeed(FlowResult(now, now, 0.0))
+            return event
+        n = float(flow.nbytes)
+        uses = []
+        for t, (r, w) in enumerate(zip(flow.read_bytes, flow.write_bytes, strict=True)):
+            if r > 0 or w > 0:
+                own = 1.0
+                if self._mixing[t] and r > 0 and w > 0:
+                    own = float(self.tiers[t].interference.mix_factor(r / (r + w)))
+                uses.append(_TierUse(t, r / n, w / n, own))
+        self._active.append(_Active(flow, event, now, uses))
+        self._touch()
+        return event
+
+    # ------------------------------------------------------------------ internals
+    def _check(self, flow: Flow) -> None:
+        n_t = len(self.tiers)
+        if len(flow.read_bytes) != n_t or len(flow.write_bytes) != n_t:
+            raise ValueError(f"a flow needs read and write bytes for each of {n_t} tiers")
+        if not (flow.nbytes >= 0) or min((*flow.read_bytes, *flow.write_bytes), default=0) < 0:
+            raise ValueError("flow sizes and byte counts must be >= 0")
+        if not (flow.cap_bytes_per_s > 0):
+            raise ValueError(f"a flow's cap must be > 0, got {flow.cap_bytes_per_s!r}")
+        if not (0 < flow.efficiency <= 1):
+            raise ValueError(f"a flow's efficiency must lie in (0, 1], got {flow.efficiency!r}")
+        if flow.writers < 0:
+            raise ValueError(f"a flow's writers must be >= 0, got {flow.writers!r}")
+        for link, nbytes in flow.links:
+            if not (0 <= link < len(self.link_bw_bytes_per_s)) or nbytes < 0:
+                raise ValueError(f"unknown link {link} or negative bytes {nbytes!r}")
+        if not self.shared and math.isinf(flow.cap_bytes_per_s) and flow.nbytes > 0:
+            raise ValueError("without sharing a flow needs a finite cap")
+
+    def _touch(self) -> None:
+        """Recompute rates once at this instant, after every change made at it."""
+        if not self._pending:
+            self._pending = True
+            ev = self.env.timeout(0)
+            ev.callbacks.append(self._on_touch)
+
+    def _on_touch(self, _: simpy.Event) -> None:
+        self._pending = False
+        self._update()
+
+    def _on_wake(self, ev: simpy.Event) -> None:
+        if ev.value == self._wake_gen:
+            self._update()
+
+    def _update(self) -> None:
+        now = self.env.now
+        dt = now - self._last_s
+        if dt > 0:
+            for a in self._active:
+                moved = a.rate * dt
+                a.remaining -= moved
+                a.moved += moved
+        self._last_s = now
+        while True:
+            done = [a for a in self._active if _finished(a, now)]
+            for a in done:
+                self._active.remove(a)
+                a.event.succeed(FlowResult(a.start_s, now, a.moved))
+            self._set_rates()
+            if not any(_finished(a, now) for a in self._active):
+                break
+        self._wake_gen += 1
+        if self._active:
+            next_s = min(now + a.remaining / a.rate for a in self._active)
+            wake = self.env.timeout(next_s - now, value=self._wake_gen)
+            wake.callbacks.append(self._on_wake)
+
+    def _set_rates(self) -> None:
+        self.updates += 1
+        active = self._active
+        if not active:
+            return
+        if not self.shared:
+            for a in active:
+                a.rate = a.flow.cap_bytes_per_s
+            return
+        caps = [a.flow.cap_bytes_per_s for a in active]
+        n_tiers = len(self.tiers)
+        writers = [0] * n_tiers
+        on_tier: list[list[int]] = [[] for _ in range(n_tiers)]
+        for i, a in enumerate(active):
+            for u in a.tiers:
+                on_tier[u.tier].append(i)
+                if u.write > 0:
+                    writers[u.tier] += a.flow.writers
+        wbw = [self._write_bw(t, writers[t]) for t in range(n_tiers)]
+        base = [
+            [
+                (u.read / self.tiers[u.tier].read_bw_bytes_per_s + u.write / wbw[u.tier])
+                / a.flow.efficiency
+                for u in a.tiers
+            ]
+            for a in active
+        ]
+        links = [
+            [(n_tiers + link, nbytes / a.flow.nbytes) for link, nbytes in a.flow.links if nbytes]
+            for a in active
+        ]
+        capacities = [1.0] * n_tiers + list(self.link_bw_bytes_per_s)
+        mixing = [t for t in range(n_tiers) if self._mixing[t] and len(on_tier[t]) > 1]
+        fraction: dict[int, float] = {}
+        rates: list[float] = []
+        for round_ in range(MIX_ROUNDS):
+            uses = []
+            for i, a in enumerate(active):
+                row = []
+                for u, b in zip(a.tiers, base[i], strict=True):
+                    if u.tier in fraction:
+                        mix = float(self.tiers[u.tier].interference.mix_factor(fraction[u.tier]))
+                        b *= max(1.0, mix / u.own_mix)
+                    row.append((u.tier, b))
+                uses.append(row + links[i])
+            rates = max_min_rates(caps, uses, capacities)
+            if not mixing:
+                break
+            new = {t: self._read_fraction(t, on_tier[t], rates) for t in mixing}
+            if fraction and max(abs(new[t] - fraction[t]) for t in mixing) <= MIX_TOL:
+                break
+            # Damped after the first rounds, in case the aggregate fraction oscillates about a
+            # 1:1 mix (where the mix factor peaks).
+            damp = round_ >= MIX_UNDAMPED
+            fraction = {t: 0.5 * (fraction[t] + new[t]) for t in mixing} if damp else new
+        for a, r in zip(active, rates, strict=True):
+            a.rate = r
+
+    def _read_fraction(self, t: int, flows: list[int], rates: list[float]) -> float:
+        read = total = 0.0
+        for i in flows:
+            for u in self._active[i].tiers:
+                if u.tier == t:
+                    read += rates[i] * u.read
+                    total += rates[i] * (u.read + u.write)
+        return read / total if total > 0 else 1.0
+
+    def _write_bw(self, tier: int, writers: int) -> float:
+        key = (tier, writers)
+        bw = self._wbw.get(key)
+        if bw is None:
+            bw = float(self.tiers[tier].write_bw_at(writers))
+            self._wbw[key] = bw
+        return bw
+
+
+def _finished(a: _Active, now: float) -> bool:
+    if a.remaining <= DONE_REL * a.flow.nbytes:
+        return True
+    # A rate too high for the remaining bytes to take a representable time past ``now``.
+    return a.rate > 0 and now + a.remaining / a.rate <= now
+
+
+__all__ = ["DONE_REL", "Flow", "FlowResult", "FluidModel"]

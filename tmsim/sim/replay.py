@@ -1,0 +1,189 @@
+"""Replay a plan on SimPy, with or without contention for memory and link bandwidth.
+
+The step, as the plan and the cost model define it (:mod:`tmsim.plan`,
+:func:`tmsim.planners.common.step_time_s`), and as :func:`replay` runs it:
+
+- one compute engine runs the kernels in plan order. A kernel takes its launch overhead,
+  then its memory flow and its compute floor (:mod:`tmsim.sim.schedule`);
+- the synchronous moves at kernel ``k`` run one after another after kernel ``k - 1`` and the
+  asynchronous moves issued with it have finished, and before kernel ``k`` starts (at ``K``:
+  after the last kernel), each at its path's synchronous rate;
+- the asynchronous moves issued at kernel ``k`` start with it, and kernel ``k + 1`` starts
+  only when kernel ``k`` and all of them have finished (so the next user of a moved tensor
+  waits for its copy).
+
+``contention=True`` runs the machine: asynchronous copies take a copy engine or thread of
+their pool (more wait, first come first served in plan order), and kernels and copies share
+tier and link bandwidth through :class:`~tmsim.sim.fluid.FluidModel` with the tiers'
+interference models. ``contention=False`` runs the cost model's world: every kernel and copy
+at its own uncontended rate, and the asynchronous moves of one kernel one after another,
+whatever their engines (the cost model charges their sum). Then the simulated step time
+equals the plan's predicted time up to rounding, for any plan the planners make.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import simpy
+
+from hwmodels.platform import Platform
+from tmsim.cost import CostModel
+from tmsim.graph import Graph
+from tmsim.plan import Plan
+from tmsim.sim.fluid import FlowResult, FluidModel
+from tmsim.sim.schedule import MoveSpec, Schedule, build_schedule
+from tmsim.sim.trace import ASYNC, KERNEL, SYNC, Record, Trace
+
+Process = Generator[simpy.Event, Any, None]
+
+
+def replay(
+    plan: Plan,
+    graph: Graph,
+    platform: Platform,
+    contention: bool = True,
+    cost: CostModel | None = None,
+) -> Trace:
+    """Simulate one step of ``plan`` for ``graph`` on ``platform`` and return its trace.
+
+    ``cost`` is the cost model that times kernels and moves (default
+    ``CostModel(graph, platform)``; pass the one the plan was made with if it differs). The
+    trace's ``predicted_s`` is ``plan.predicted_s``. Deterministic: the same arguments give an
+    equal trace. Raises :class:`~tmsim.errors.PlanError` for a plan that does not resolve
+    against the graph and platform (see :func:`~tmsim.sim.schedule.build_schedule`); a plan
+    that resolves but breaks the rules :func:`tmsim.validate.validate` checks is replayed as
+    written.
+    """
+    sched = build_schedule(plan, graph, platform, cost)
+    env = simpy.Environment()
+    fluid = FluidModel(env, platform.tiers, sched.link_bw_bytes_per_s, shared=contention)
+    run = _Run(env, fluid, sched, platform.tier_names, contention)
+    proc = env.process(run.step())
+    events = 0
+    while not proc.processed:
+        env.step()
+        events += 1
+    run.out.sort(key=lambda item: (item[0].start_s, item[1]))
+    return Trace(
+        graph=plan.graph,
+        platform=plan.platform,
+        planner=plan.planner,
+        contention=contention,
+        tier_names=platform.tier_names,
+        fast_limit_bytes=plan.fast_limit_bytes,
+        predicted_s=plan.predicted_s,
+        simulated_s=run.end_s,
+        events=events,
+        records=tuple(r for r, _ in run.out),
+    )
+
+
+@dataclass
+class _Run:
+    """The processes of one replay and the records they emit, with their issue order."""
+
+    env: simpy.Environment
+    fluid: FluidModel
+    sched: Schedule
+    tier_names: tuple[str, ...]
+    contention: bool
+    out: list[tuple[Record, int]] = field(default_factory=list)
+    end_s: float = 0.0
+    issued: int = 0
+    pools: list[simpy.Resource] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.pools = [simpy.Resource(self.env, capacity=c) for c in self.sched.pool_engines]
+
+    def step(self) -> Process:
+        s, env = self.sched, self.env
+        for k in range(s.n_kernels + 1):
+            for i in s.sync_at[k]:
+                seq = self._issue()
+                res = yield self.fluid.transfer(s.moves[i].flow)
+                self._move(s.moves[i], res, seq)
+            if k == s.n_kernels:
+                break
+            start, seq = float(env.now), self._issue()
+            copies: list[simpy.Event] = []
+            if s.async_at[k]:
+                if self.contention:
+                    copies = [env.process(self._copy(i)) for i in s.async_at[k]]
+                else:
+                    copies = [env.process(self._copies_in_turn(s.async_at[k]))]
+            if s.launch_s > 0:
+                yield env.timeout(s.launch_s)
+            flow = s.kernel_flows[k]
+            floor = float(s.floor_s[k])
+            if s.serial[k]:
+                if floor > 0:
+                    yield env.timeout(floor)
+                yield self.fluid.transfer(flow)
+            elif floor > 0:
+                yield env.all_of([self.fluid.transfer(flow), env.timeout(floor)])
+            else:
+                yield self.fluid.transfer(flow)
+            self._kernel(k, start, seq)
+            if copies:
+                yield env.all_of(copies)
+        self.end_s = float(env.now)
+
+    def _copy(self, i: int) -> Process:
+        move = self.sched.moves[i]
+        seq = self._issue()
+        with self.pools[move.pool].request() as engine:
+            yield engine
+            res = yield self.fluid.transfer(move.flow)
+        self._move(move, res, seq)
+
+    def _copies_in_turn(self, moves: tuple[int, ...]) -> Process:
+        for i in moves:
+            seq = self._issue()
+            res = yield self.fluid.transfer(self.sched.moves[i].flow)
+            self._move(self.sched.moves[i], res, seq)
+
+    def _issue(self) -> int:
+        self.issued += 1
+        return self.issued
+
+    def _kernel(self, k: int, start_s: float, seq: int) -> None:
+        s = self.sched
+        rec = Record(
+            kind=KERNEL,
+            name=s.names[k],
+            kernel=k,
+            phase=s.phases[k],
+            src="",
+            dst="",
+            start_s=start_s,
+            end_s=float(self.env.now),
+            read_bytes=tuple(int(x) for x in s.read_bytes[k]),
+            write_bytes=tuple(int(x) for x in s.write_bytes[k]),
+            uncontended_s=float(s.kernel_s[k]),
+            fast_resident_bytes=int(s.fast_bytes[k]),
+        )
+        self.out.append((rec, seq))
+
+    def _move(self, m: MoveSpec, res: FlowResult, seq: int) -> None:
+        s = self.sched
+        rec = Record(
+            kind=ASYNC if m.link >= 0 else SYNC,
+            name=m.tensor,
+            kernel=m.kernel,
+            phase=s.phases[m.kernel] if m.kernel < s.n_kernels else "",
+            src=m.src,
+            dst=m.dst,
+            start_s=float(res.start_s),
+            end_s=float(res.end_s),
+            read_bytes=tuple(int(x) for x in m.flow.read_bytes),
+            write_bytes=tuple(int(x) for x in m.flow.write_bytes),
+            uncontended_s=m.uncontended_s,
+            fast_resident_bytes=-1,
+        )
+        self.out.append((rec, seq))
+
+
+__all__ = ["replay"]

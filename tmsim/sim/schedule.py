@@ -1,0 +1,299 @@
+"""A plan turned into what the replay runs: kernel flows, copy flows, engines, occupancy.
+
+:func:`build_schedule` resolves every name in a :class:`~tmsim.plan.Plan` against its graph
+and platform and describes, in indices and :class:`~tmsim.sim.fluid.Flow` values, what
+:func:`tmsim.sim.replay.replay` has to simulate. The timings come from the cost model:
+
+- kernel ``k`` is a memory flow (the bytes it reads and writes on each tier, from the plan's
+  operand tiers and the cost model's operand bytes) capped at the rate that makes it last its
+  roofline memory time, and a compute floor (its compute time), combined as the cost model
+  combines them (overlapped: both must end; not overlapped: one after the other), after the
+  launch overhead. A kernel with a measured time spreads its bytes and its floor over that
+  time less the launch overhead;
+- a copy reads its tensor's bytes on the source tier and writes them on the destination
+  tier, one writer, at its path's synchronous or asynchronous rate; an asynchronous copy also
+  crosses its path's link (one per direction, of the path's asynchronous bandwidth) and needs
+  a copy engine or thread of its pool: one pool of ``copy_engines`` per direction of a duplex
+  path, one pool of a single engine shared by both directions of a half-duplex path ("one
+  copy runs at a time", :class:`hwmodels.CopyPath`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from hwmodels.compute import op_class
+from hwmodels.cost import MoveMode, Overlap
+from hwmodels.paths import CopyPath
+from hwmodels.platform import Platform
+from tmsim.cost import CostModel
+from tmsim.errors import PlanError, TmsimError
+from tmsim.graph import Graph
+from tmsim.plan import Plan
+from tmsim.sim.fluid import Flow
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+#: Concurrent writers one copy presents to its destination tier (one stream, one thread or
+#: one DMA engine). The AutoTM copy rates are reached by such a stream on the presets' tiers.
+COPY_WRITERS = 1
+
+
+@dataclass(frozen=True, slots=True)
+class MoveSpec:
+    """One move of the plan, resolved: ``flow`` is its copy at its mode's rate; ``pool`` and
+    ``link`` index the engine pool and link of an asynchronous move (-1 for a synchronous one)."""
+
+    tensor: str
+    src: str
+    dst: str
+    kernel: int
+    mode: MoveMode
+    nbytes: int
+    flow: Flow
+    pool: int
+    link: int
+    uncontended_s: float
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """What the replay runs (see the module documentation).
+
+    Per kernel [K]: ``kernel_flows``, ``floor_s`` (compute floor), ``serial`` (floor then
+    flow instead of both at once), ``kernel_s`` (the cost model's time),
+    ``read_bytes``/``write_bytes`` [K, tiers], ``fast_bytes`` (bytes resident on the fastest
+    tier), ``names``, ``phases``. ``sync_at`` [K + 1] and ``async_at`` [K]: indices into
+    ``moves``, in plan order.
+    ``pool_engines`` and ``link_bw_bytes_per_s``: engine pools and links.
+    """
+
+    n_kernels: int
+    launch_s: float
+    serial: npt.NDArray[np.bool_]
+    kernel_flows: tuple[Flow, ...]
+    floor_s: FloatArray
+    kernel_s: FloatArray
+    read_bytes: IntArray
+    write_bytes: IntArray
+    fast_bytes: IntArray
+    names: tuple[str, ...]
+    phases: tuple[str, ...]
+    moves: tuple[MoveSpec, ...]
+    sync_at: tuple[tuple[int, ...], ...]
+    async_at: tuple[tuple[int, ...], ...]
+    pool_engines: tuple[int, ...]
+    link_bw_bytes_per_s: tuple[float, ...]
+
+
+def build_schedule(
+    plan: Plan, graph: Graph, platform: Platform, cost: CostModel | None = None
+) -> Schedule:
+    """Resolve ``plan`` for ``graph`` on ``platform`` (see the module documentation).
+
+    ``cost`` defaults to ``CostModel(graph, platform)``. Raises :class:`PlanError` naming what
+    is wrong if the plan is for another graph or platform, names an unknown tensor or tier,
+    has the wrong number of operand tiers for a kernel, places an operand where kernels cannot
+    reach it, or has a move at an impossible kernel or with no copy path; :class:`TmsimError`
+    if ``cost`` was built for another graph or platform. The plan's other rules (validity,
+    capacity) are :func:`tmsim.validate.validate`'s business: an invalid plan is replayed as
+    written.
+    """
+    if cost is None:
+        cost = CostModel(graph, platform)
+    elif cost.graph is not graph or cost.platform != platform:
+        raise TmsimError("replay: the cost model was built for another graph or platform")
+    if plan.graph != graph.name:
+        raise PlanError(f"the plan is for graph {plan.graph!r}, not {graph.name!r}")
+    if plan.platform != platform.name:
+        raise PlanError(f"the plan is for platform {plan.platform!r}, not {platform.name!r}")
+    n_k, n_t = len(graph.kernels), len(platform.tiers)
+    tiers = {name: i for i, name in enumerate(platform.tier_names)}
+    op_tier = _operand_tiers(plan, graph, cost, tiers)
+    kernel_s = cost.kernel_times_s(op_tier)
+    mem_s = cost.memory_s(op_tier)
+    bad = np.flatnonzero(~np.isfinite(kernel_s))
+    if bad.size:
+        k = int(bad[0])
+        raise PlanError(
+            f"kernel {k} ({graph.kernels[k].name!r}) has an operand on a tier kernels cannot "
+            f"access (kernel tiers: {', '.join(platform.kernel_tiers)})"
+        )
+    cell = cost.op_kernel * n_t + op_tier
+    reads = np.bincount(cell, weights=cost.op_read_bytes, minlength=n_k * n_t)
+    writes = np.bincount(cell, weights=cost.op_write_bytes, minlength=n_k * n_t)
+    read_bytes = np.rint(reads).astype(np.int64).reshape(n_k, n_t)
+    write_bytes = np.rint(writes).astype(np.int64).reshape(n_k, n_t)
+    floor_s = cost.compute_s.copy()
+    body_s = mem_s.copy()
+    launch = cost.launch_s
+    serial = np.full(n_k, cost.overlap is Overlap.SUM)
+    for k in _measured_kernels(cost, op_tier):
+        # A measured time is the whole kernel: its bytes and its floor span it together.
+        floor_s[k] = body_s[k] = max(0.0, float(kernel_s[k]) - launch)
+        serial[k] = False
+    comp = platform.compute
+    eff = {c: comp.efficiency(c).memory for c in {op_class(k.op) for k in graph.kernels}}
+    flows = []
+    for k, kern in enumerate(graph.kernels):
+        # A kernel with no memory time (a measured time within its launch overhead) moves its
+        # bytes in no time: a flow of size 0.
+        nbytes = int(read_bytes[k].sum() + write_bytes[k].sum()) if body_s[k] > 0 else 0
+        cap = nbytes / float(body_s[k]) if nbytes > 0 else math.inf
+        flows.append(
+            Flow(
+                float(nbytes),
+                tuple(float(x) for x in read_bytes[k]),
+                tuple(float(x) for x in write_bytes[k]),
+                cap,
+                writers=comp.cores,
+                efficiency=eff[op_class(kern.op)],
+            )
+        )
+    moves, pools, links = _moves(plan, graph, platform, tiers)
+    sync_at: list[list[int]] = [[] for _ in range(n_k + 1)]
+    async_at: list[list[int]] = [[] for _ in range(n_k)]
+    for i, m in enumerate(moves):
+        (async_at if m.mode is MoveMode.ASYNC else sync_at)[m.kernel].append(i)
+    return Schedule(
+        n_kernels=n_k,
+        launch_s=launch,
+        serial=serial,
+        kernel_flows=tuple(flows),
+        floor_s=floor_s,
+        kernel_s=kernel_s,
+        read_bytes=read_bytes,
+        write_bytes=write_bytes,
+        fast_bytes=_fast_bytes(plan, graph, platform),
+        names=tuple(k.name for k in graph.kernels),
+        phases=tuple(k.phase.value for k in graph.kernels),
+        moves=tuple(moves),
+        sync_at=tuple(tuple(x) for x in sync_at),
+        async_at=tuple(tuple(x) for x in async_at),
+        pool_engines=tuple(pools),
+        link_bw_bytes_per_s=tuple(links),
+    )
+
+
+def _operand_tiers(plan: Plan, graph: Graph, cost: CostModel, tiers: dict[str, int]) -> IntArray:
+    ptr = cost.op_ptr
+    if len(plan.operand_tiers) != len(graph.kernels):
+        raise PlanError(
+            f"the plan gives operand tiers for {len(plan.operand_tiers)} kernels; the graph "
+            f"has {len(graph.kernels)}"
+        )
+    out = np.empty(cost.op_tensor.size, dtype=np.int64)
+    for k, row in enumerate(plan.operand_tiers):
+        lo, hi = int(ptr[k]), int(ptr[k + 1])
+        if len(row) != hi - lo:
+            raise PlanError(
+                f"kernel {k} ({graph.kernels[k].name!r}) has {hi - lo} operands; the plan "
+                f"gives {len(row)} tiers"
+            )
+        for j, name in enumerate(row):
+            out[lo + j] = _tier(tiers, name, f"kernel {k} ({graph.kernels[k].name!r})")
+    return out
+
+
+def _tier(tiers: dict[str, int], name: str, where: str) -> int:
+    try:
+        return tiers[name]
+    except KeyError:
+        raise PlanError(f"{where}: unknown tier {name!r}; tiers are {', '.join(tiers)}") from None
+
+
+def _measured_kernels(cost: CostModel, op_tier: IntArray) -> list[int]:
+    out = []
+    for k, placement in cost.measured:
+        lo, hi = int(cost.op_ptr[k]), int(cost.op_ptr[k + 1])
+        if tuple(int(x) for x in op_tier[lo:hi]) == placement:
+            out.append(k)
+    return sorted(out)
+
+
+def _moves(
+    plan: Plan, graph: Graph, platform: Platform, tiers: dict[str, int]
+) -> tuple[list[MoveSpec], list[int], list[float]]:
+    n_k, n_t = len(graph.kernels), len(platform.tiers)
+    pool_of: dict[tuple[str, str], int] = {}
+    link_of: dict[tuple[str, str], int] = {}
+    pools: list[int] = []
+    links: list[float] = []
+    out: list[MoveSpec] = []
+    for i, m in enumerate(plan.moves):
+        where = f"move {i} ({m.tensor!r} {m.src} -> {m.dst} at kernel {m.kernel}, {m.mode.value})"
+        try:
+            t = graph.tensor_index(m.tensor)
+        except (KeyError, TmsimError):
+            raise PlanError(f"{where}: unknown tensor {m.tensor!r}") from None
+        src, dst = _tier(tiers, m.src, where), _tier(tiers, m.dst, where)
+        asynchronous = m.mode is MoveMode.ASYNC
+        last = n_k - 1 if asynchronous else n_k
+        if not 0 <= m.kernel <= last:
+            raise PlanError(f"{where}: kernel must lie in [0, {last}]")
+        path = _path(platform, m.src, m.dst, where)
+        nbytes = int(graph.sizes_bytes[t])
+        rate = path.bw_bytes_per_s(asynchronous)
+        read = [0.0] * n_t
+        write = [0.0] * n_t
+        read[src] = write[dst] = float(nbytes)
+        pool = link = -1
+        if asynchronous:
+            ends = (m.src, m.dst)
+            key = ends if path.duplex else (min(ends), max(ends))
+            if key not in pool_of:
+                pool_of[key] = len(pools)
+                pools.append(path.copy_engines if path.duplex else 1)
+            if (m.src, m.dst) not in link_of:
+                link_of[(m.src, m.dst)] = len(links)
+                links.append(path.async_bw_bytes_per_s)
+            pool, link = pool_of[key], link_of[(m.src, m.dst)]
+        flow = Flow(
+            float(nbytes),
+            tuple(read),
+            tuple(write),
+            rate,
+            links=((link, float(nbytes)),) if asynchronous else (),
+            writers=COPY_WRITERS,
+        )
+        spec = MoveSpec(m.tensor, m.src, m.dst, m.kernel, m.mode, nbytes, flow, pool, link,
+                        nbytes / rate)  # fmt: skip
+        out.append(spec)
+    return out, pools, links
+
+
+def _path(platform: Platform, src: str, dst: str, where: str) -> CopyPath:
+    for p in platform.copy_paths:
+        if p.src == src and p.dst == dst:
+            return p
+    raise PlanError(f"{where}: platform {platform.name!r} has no copy path {src} -> {dst}")
+
+
+def _fast_bytes(plan: Plan, graph: Graph, platform: Platform) -> IntArray:
+    """Bytes resident on the fastest tier at every kernel, from the plan's residency ranges."""
+    n_k = len(graph.kernels)
+    fast = platform.tiers[0].name
+    delta = np.zeros(n_k + 1, dtype=np.int64)
+    for r in plan.residency:
+        if r.tier != fast:
+            continue
+        try:
+            size = int(graph.sizes_bytes[graph.tensor_index(r.tensor)])
+        except (KeyError, TmsimError):
+            raise PlanError(f"residency of unknown tensor {r.tensor!r}") from None
+        if not 0 <= r.first <= r.last < n_k:
+            raise PlanError(
+                f"residency of {r.tensor!r} in {fast!r}: range [{r.first}, {r.last}] outside "
+                f"[0, {n_k - 1}]"
+            )
+        delta[r.first] += size
+        delta[r.last + 1] -= size
+    return np.cumsum(delta[:-1])
+
+
+__all__ = ["COPY_WRITERS", "MoveSpec", "Schedule", "build_schedule"]
