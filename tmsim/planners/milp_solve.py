@@ -11,6 +11,9 @@ smaller one ended.
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 import cvxpy as cp
@@ -220,7 +223,8 @@ def solve(
     Raises ``cvxpy.error.SolverError`` as cvxpy does.
     """
     if start is None or solver.upper() != "HIGHS":
-        model.problem.solve(solver=solver, verbose=verbose, **options)
+        with _quiet_inaccuracy():
+            model.problem.solve(solver=solver, verbose=verbose, **options)
         return
     import highspy
 
@@ -239,4 +243,14 @@ def solve(
     incumbent.value_valid = True
     cache = {cp.HIGHS: (None, None, {"model_status": "kOptimal", "solution": incumbent})}
     raw = chain.solver.solve_via_data(data, True, verbose, dict(options), solver_cache=cache)
-    model.problem.unpack_results(raw, chain, inverse)
+    with _quiet_inaccuracy():
+        model.problem.unpack_results(raw, chain, inverse)
+
+
+@contextmanager
+def _quiet_inaccuracy() -> Iterator[None]:
+    """Silence cvxpy's "Solution may be inaccurate" warning, which it gives whenever a time
+    limit stops the solver: the plan's status and gap already say so."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+        yield
