@@ -66,7 +66,10 @@ def histories(cost: CostModel, t: int, formulation: str, window: int, gpu: bool)
         for src, dst in ((SLOW_TIER, FAST_TIER), (FAST_TIER, SLOW_TIER))
         for mode in (MoveMode.SYNC, MoveMode.ASYNC)
     }
-    inits = [None] if not pre else ([F, S] if formulation == "static" else [F, FS, S])
+    # only weights and optimizer state may start with copies in both tiers
+    inits = (
+        [None] if not pre else ([F, FS, S] if persistent and formulation != "static" else [F, S])
+    )
     out: list[History] = []
     for init in inits:
         for path in _paths(gadgets, uses, producer, updated, init, formulation, gpu,

@@ -184,3 +184,16 @@ def test_equality_and_live_set_consistency(diamond: Graph) -> None:
     for k in range(len(diamond.kernels)):
         assert int(sizes[diamond.live_set(k)].sum()) == int(diamond.live_bytes[k])
     assert np.all(diamond.live_first <= diamond.live_last)
+
+
+def test_a_kernel_reading_a_tensor_twice_is_one_user() -> None:
+    g = Graph(
+        "twice",
+        [Tensor("x", 4, Role.INPUT), Tensor("w", 4, Role.WEIGHT), Tensor("y", 4, Role.ACTIVATION)],
+        [
+            Kernel("add", "add", ("x", "x"), ("y",), F),
+            Kernel("sgd", "sgd_momentum", ("y", "w"), (), Phase.UPDATE, updates=("w",)),
+        ],
+    )
+    assert g.users("x").tolist() == [0]
+    assert g.users("w").tolist() == [1]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,6 +14,7 @@ from tmsim.cost import CostModel
 from tmsim.errors import InfeasibleError
 from tmsim.graph import Graph, Kernel, Phase, Role, Tensor
 from tmsim.planners.milp import MilpOptions, plan_milp
+from tmsim.validate import validate
 
 MB = 1_000_000
 F, B, U = Phase.FORWARD, Phase.BACKWARD, Phase.UPDATE
@@ -102,16 +105,25 @@ def _random_graph(sizes: list[int], flops: list[int], extra: bool) -> Graph:
     return Graph("random", tensors, kernels)
 
 
-@settings(max_examples=15, deadline=None)
-@given(tiny_graphs, st.floats(0.2, 1.2), st.sampled_from(["static", "sync"]))
+@settings(max_examples=20, deadline=None)
+@given(
+    tiny_graphs,
+    st.floats(0.2, 1.2),
+    st.sampled_from(["static", "sync", "async"]),
+    st.sampled_from(["cascadelake-optane", "rtx2080ti-pcie3"]),
+)
 def test_milp_matches_exhaustive_search_on_random_graphs(
-    graph: Graph, share: float, formulation: str
+    graph: Graph, share: float, formulation: str, platform: str
 ) -> None:
-    plat = load_preset("cascadelake-optane")
+    plat = load_preset(platform)
     cost = CostModel(graph, plat)
     limit = max(1, int(graph.peak_live_bytes * share))
     best = brute_force(cost, limit, formulation)
-    opts = MilpOptions(formulation=formulation, fast_bytes=limit, gap=1e-9, layout=False)
+    opts = MilpOptions(formulation=formulation, fast_bytes=limit, gap=1e-9, layout=False, window=1)
+    if best == float("inf"):
+        with pytest.raises(InfeasibleError):
+            plan_milp(graph, plat, opts)
+        return
     plan = plan_milp(graph, plat, opts)
     assert plan.predicted_s == pytest.approx(best, rel=1e-6)
 
@@ -144,3 +156,73 @@ def test_static_start_reproduces_the_heuristic_it_comes_from() -> None:
     pinned.solve(solver="HIGHS")
     assert pinned.status == "optimal"
     assert pinned.value == pytest.approx(greedy.predicted_s, rel=1e-6)
+
+
+def test_time_limit_without_a_plan_says_so() -> None:
+    from tmsim.errors import TmsimError
+    from tmsim.zoo import training_graph_of
+
+    graph = training_graph_of("densenet121", 4)
+    opts = MilpOptions(
+        formulation="async", ratio="4:1", time_limit_s=0.5, window=3, warm_start=False
+    )
+    try:
+        result = plan_milp(graph, load_preset("cascadelake-optane"), opts)
+    except TmsimError as exc:  # no incumbent: a clear message, not a plan read from zeros
+        assert "found no async plan" in str(exc) or "ran out" in str(exc)
+    else:  # an incumbent: it is a real plan with its status
+        assert validate(result, graph, load_preset("cascadelake-optane")).ok
+
+
+def test_fallback_to_the_contained_formulation_is_labelled() -> None:
+    from tmsim.zoo import training_graph_of
+
+    graph = training_graph_of("resnet50", 2)
+    plat = load_preset("cascadelake-optane")
+    limit = graph.peak_live_bytes // 3
+    # one round only: if sync's own layout overflows, the static plan (laid out) is kept
+    opts = MilpOptions(formulation="sync", fast_bytes=limit, max_rounds=1, window=1)
+    result = plan_milp(graph, plat, opts)
+    assert validate(result, graph, plat).ok
+    assert result.planner == "milp-sync" and result.stats is not None
+    if result.stats.status.startswith("fallback"):
+        assert "milp-static" in result.stats.status
+        assert math.isnan(result.stats.gap) and math.isnan(result.stats.bound)
+    else:
+        assert result.stats.gap <= 0.01 + 1e-9
+
+
+def test_lp_relaxation_bounds_the_optimum() -> None:
+    plat = load_preset("cascadelake-optane")
+    opts = MilpOptions(formulation="sync", fast_bytes=60 * MB, gap=1e-9, lp_bound=True)
+    result = plan_milp(tiny_step(), plat, opts)
+    assert result.stats is not None
+    assert math.isfinite(result.stats.lp_bound)
+    assert 0 < result.stats.lp_bound <= result.stats.objective * (1 + 1e-9)
+
+
+def test_static_gpu_plan_leaves_unused_tensors_on_the_host() -> None:
+    graph = Graph(
+        "frozen",
+        [
+            Tensor("x", 100 * MB, Role.INPUT),
+            Tensor("frozen", 500 * MB, Role.WEIGHT),
+            Tensor("y", 100 * MB, Role.ACTIVATION),
+        ],
+        [Kernel("k", "relu", ("x",), ("y",), F, 10)],
+    )
+    plat = load_preset("rtx2080ti-pcie3")
+    result = plan_milp(graph, plat, MilpOptions(formulation="static", fast_bytes=300 * MB))
+    assert validate(result, graph, plat).ok
+    assert result.initial_tiers["frozen"] == ("host",)
+
+
+def test_static_needs_no_copy_path() -> None:
+    from dataclasses import replace
+
+    plat = replace(load_preset("cascadelake-optane"), copy_paths=())
+    for formulation in ("static", "sync"):
+        opts = MilpOptions(formulation=formulation, fast_bytes=100 * MB)
+        result = plan_milp(tiny_step(), plat, opts)
+        assert not result.moves
+        assert validate(result, tiny_step(), plat).ok

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tmsim.errors import GraphError
+from tmsim.intervals import occupancy
 
 IntArray = npt.NDArray[np.int64]
 
@@ -205,7 +206,7 @@ class Graph:
             for name in kern.operands:
                 if name not in index:
                     raise GraphError(f"kernel {kern.name!r}: operand {name!r} is not a tensor")
-            for name in kern.inputs + kern.updates:
+            for name in dict.fromkeys(kern.inputs + kern.updates):
                 t = index[name]
                 if roles[t] not in PREEXISTING_ROLES and producer[t] < 0:
                     raise GraphError(
@@ -254,10 +255,7 @@ class Graph:
         first[persistent] = 0
         last[persistent] = n_k - 1
         size = np.fromiter((t.size_bytes for t in tensors), np.int64, count=n_t)
-        delta = np.zeros(n_k + 1, dtype=np.int64)
-        np.add.at(delta, first, size)
-        np.add.at(delta, last + 1, -size)
-        live = np.cumsum(delta[:-1])
+        live = occupancy(first, last, size, n_k)
 
         set_(self, "_index", index)
         set_(self, "_size", size)

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tmsim.errors import TmsimError
+from tmsim.intervals import occupancy
 
 IntArray = npt.NDArray[np.int64]
 DEFAULT_ALIGNMENT_BYTES = 64
@@ -154,11 +155,7 @@ def _place(starts: IntArray, sizes: IntArray, need: int, strategy: Strategy, ali
 
 
 def _peak(sizes: IntArray, lo: IntArray, hi: IntArray) -> int:
-    n_k = int(hi.max()) + 2
-    delta = np.zeros(n_k, dtype=np.int64)
-    np.add.at(delta, lo, sizes)
-    np.add.at(delta, hi + 1, -sizes)
-    return int(np.cumsum(delta).max())
+    return int(occupancy(lo, hi, sizes, int(hi.max()) + 1).max())
 
 
 def check_layout(

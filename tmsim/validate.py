@@ -23,6 +23,7 @@ from hwmodels.platform import Platform
 from tmsim.cost import CostModel
 from tmsim.errors import PlanError, TmsimError
 from tmsim.graph import Graph
+from tmsim.intervals import occupancy
 from tmsim.plan import Plan
 from tmsim.planners.common import IndexMove, step_time_s
 from tmsim.validate_copies import check_validity
@@ -140,10 +141,7 @@ def _fast_peak(p: Parsed, graph: Graph, limit: int, platform: Platform, errors: 
     fast = p.rs_ok & (p.rs_tier == 0)
     first, last = p.rs_first[fast], p.rs_last[fast]
     size = graph.sizes_bytes[p.rs_tensor[fast]]
-    delta = np.zeros(n_k + 1, dtype=np.int64)
-    np.add.at(delta, first, size)
-    np.add.at(delta, last + 1, -size)
-    occ = np.cumsum(delta[:-1])
+    occ = occupancy(first, last, size, n_k)
     over = np.flatnonzero(occ > limit)
     if over.size:
         k = int(over[0])

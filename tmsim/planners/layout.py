@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from hwmodels.platform import Platform
 from tmsim.graph import Graph
+from tmsim.intervals import occupancy
 from tmsim.memplan import Layout, Strategy, plan_memory
 from tmsim.plan import Plan
 
@@ -65,7 +66,5 @@ def resident_overflow_bytes(
 ) -> IntArray:
     """Per kernel, the bytes resident on the fastest tier beyond ``limit_bytes`` (or 0)."""
     sizes, first, last = fast_buffers(plan, graph, platform)
-    delta = np.zeros(len(graph.kernels) + 1, dtype=np.int64)
-    np.add.at(delta, first, sizes)
-    np.add.at(delta, last + 1, -sizes)
-    return np.maximum(np.cumsum(delta[:-1]) - limit_bytes, 0)
+    held = occupancy(first, last, sizes, len(graph.kernels))
+    return np.maximum(held - limit_bytes, 0)

@@ -24,6 +24,7 @@ from hwmodels.platform import Platform
 from tmsim.cost import CostModel
 from tmsim.errors import InfeasibleError, NoPlanError, TmsimError
 from tmsim.graph import Graph
+from tmsim.intervals import occupancy
 from tmsim.plan import Plan
 from tmsim.planners.common import (
     SLOW,
@@ -38,6 +39,7 @@ from tmsim.planners.milp_model import (
 )
 from tmsim.planners.milp_solve import (
     best_heuristic_fast,
+    has_solution,
     lift,
     solve,
     solve_stats,
@@ -109,8 +111,13 @@ def plan_milp(graph: Graph, platform: Platform, options: MilpOptions | None = No
         relaxed = build_model(
             cost, opts.window, opts.formulation, solved.limits, gpu, relax=True
         ).problem
-        relaxed.solve(solver=opts.solver)
-        lp = float(relaxed.value) if relaxed.value is not None else math.nan
+        lp = math.nan
+        try:
+            relaxed.solve(solver=opts.solver, **solver_options(opts.solver, 0.0, None))
+            if relaxed.value is not None and has_solution(relaxed):
+                lp = float(relaxed.value)
+        except cp.error.SolverError:
+            pass  # the bound is optional: an unknown one is reported as nan
         plan = replace(plan, stats=replace(plan.stats, lp_bound=lp))
     return plan
 
@@ -214,11 +221,20 @@ def _relabel(
     """``base``'s plan as a plan of ``formulation`` (which contains it), with the total time."""
     stats = base.plan.stats
     assert stats is not None
+    # The smaller problem's status, bound and gap say nothing about this one's optimum.
+    fallback = replace(
+        stats,
+        status=f"fallback to {base.plan.planner} ({stats.status})",
+        bound=math.nan,
+        gap=math.nan,
+        build_s=build_s,
+        solve_s=solve_s,
+    )
     plan = replace(
         base.plan,
         planner=f"milp-{formulation.value}",
         options=_options_dict(replace(opts, formulation=formulation)),
-        stats=replace(stats, build_s=build_s, solve_s=solve_s),
+        stats=fallback,
     )
     return _Solved(plan, base.model, base.limits, build_s, solve_s)
 
@@ -236,13 +252,17 @@ def _solve(
     Raises :class:`InfeasibleError` if the solver proves there is no plan, and
     :class:`TmsimError` if it stops without one (time limit, solver failure).
     """
-    remaining = None if deadline is None else max(1.0, deadline - time.perf_counter())
+    remaining = None if deadline is None else deadline - time.perf_counter()
+    if remaining is not None and remaining <= 0:
+        raise TmsimError(
+            f"the time limit of {opts.time_limit_s} s ran out before the {formulation} solve"
+        )
     options = solver_options(opts.solver, opts.gap, remaining)
     try:
         solve(model, opts.solver, options, opts.verbose, start)
     except cp.error.SolverError as exc:
         raise TmsimError(f"solver {opts.solver} failed: {exc}") from None
-    if model.x.value is None:
+    if model.x.value is None or not has_solution(model.problem):
         status = str(model.problem.status)
         if status in (cp.INFEASIBLE, "infeasible_or_unbounded"):
             raise InfeasibleError(
@@ -256,8 +276,14 @@ def _solve(
 
 def _check_static_fits(graph: Graph, limit: int) -> None:
     """With nothing moving on a GPU, everything live at a kernel must fit at once."""
-    k = int(np.argmax(graph.live_bytes))
-    need = int(graph.live_bytes[k])
+    # only tensors some kernel uses must be on the device; the rest may stay on the host
+    _, tensor = graph.operand_csr
+    used = np.zeros(len(graph.tensors), dtype=bool)
+    used[tensor] = True
+    live = occupancy(graph.live_first[used], graph.live_last[used], graph.sizes_bytes[used],
+                     len(graph.kernels))  # fmt: skip
+    k = int(np.argmax(live))
+    need = int(live[k])
     if need > limit:
         raise InfeasibleError(
             f"milp-static: infeasible: kernel {k} ({graph.kernels[k].name!r}) has {need} bytes "

@@ -128,10 +128,10 @@ def build_model(
         rows.append((np.zeros(n_k), sp.csr_matrix(beside, shape=(n_k, n))))
     for const, matrix in rows:
         constraints.append(c >= const + matrix @ x if matrix is not None else c >= const)
-    objective = cp.Minimize(cp.sum(c) + sync_cost @ x)
-    problem = cp.Problem(objective, constraints)
     if relax:
         constraints += [x >= 0, x <= 1]
+    objective = cp.Minimize(cp.sum(c) + sync_cost @ x)
+    problem = cp.Problem(objective, constraints)
     n_rows = flow.a_eq.shape[0] + 3 * n_k + n_k * len(rows)
     return Model(
         problem,

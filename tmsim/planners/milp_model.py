@@ -209,6 +209,10 @@ def build_variables(cost: CostModel, g: Gadgets, formulation: Formulation, gpu: 
     allowed[~g.may_fetch, Edge.FETCH_INVAL] = False
     for e in (Edge.WRITE, Edge.WRITE_DROP, Edge.DROP):
         allowed[~g.may_evict, e] = False
+    if not cost.has_path(SLOW, FAST):
+        allowed[:, [Edge.FETCH, Edge.FETCH_INVAL]] = False
+    if not cost.has_path(FAST, SLOW):
+        allowed[:, [Edge.WRITE, Edge.WRITE_DROP]] = False
     allowed[~g.updates, Edge.INVAL] = False
     allowed[~g.updates, Edge.FETCH_INVAL] = False
     allowed[g.updates, Edge.STAY_FS] = False
@@ -226,6 +230,10 @@ def build_variables(cost: CostModel, g: Gadgets, formulation: Formulation, gpu: 
     has_gadget[g.tensor] = True
     used = np.zeros(len(graph.tensors), dtype=bool)
     used[cost.op_tensor] = True
+    # only weights and optimizer state may start with a valid slow copy beside the fast one:
+    # an input starting in both places would get its first eviction for free
+    persistent = np.array([roles[t] in PERSISTENT_ROLES for t in pre], dtype=bool)
+    states[~persistent, 1] = False
     if static:
         states[:, 1] = False
     if gpu:
@@ -383,6 +391,8 @@ def move_costs(cost: CostModel, g: Gadgets, v: Variables) -> tuple[FloatArray, I
         sel = np.isin(et, edges)
         for is_async in (False, True):
             pick = sel & (window == is_async)
+            if not pick.any():
+                continue  # e.g. static: no copies, so no copy path is needed
             mode = MoveMode.ASYNC if is_async else MoveMode.SYNC
             seconds[: eg.size][pick] = cost.move_s(src, dst, mode)[g.tensor[eg[pick]]]
             asynchronous[: eg.size][pick] = is_async

@@ -28,6 +28,18 @@ from tmsim.planners.heuristics import HeuristicOptions, plan_first_touch, plan_g
 from tmsim.planners.milp_model import AFTER, Edge, Gadgets, Variables
 
 
+def has_solution(problem: cp.Problem) -> bool:
+    """Whether the solver ended with a feasible point (cvxpy fills the variables with zeros
+    when a time limit stops HiGHS before it has one)."""
+    status = str(problem.status)
+    if status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+        return True
+    info = problem.solver_stats.extra_stats if problem.solver_stats else None
+    primal = getattr(info, "primal_solution_status", None)
+    # HiGHS: 0 no solution, 1 infeasible point, 2 feasible point
+    return bool(primal == 2) if primal is not None else status == cp.USER_LIMIT
+
+
 def solve_stats(
     problem: cp.Problem, solver: str, build_s: float, solve_s: float, variables: int,
     constraints: int,
