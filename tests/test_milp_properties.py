@@ -110,8 +110,9 @@ def _zoo_plans(platform, formulations, time_limit_s: float) -> None:  # type: ig
         if result.stats.status == "optimal":
             assert result.stats.gap <= 0.01 + 1e-9
         assert result.predicted_s >= fast * (1 - REL)
-        # the bound is a lower bound on what the plan achieves
-        assert result.stats.bound <= result.predicted_s * (1 + REL)
+        # the bound, where there is one (not for a fallback), is below what the plan achieves
+        if not result.stats.status.startswith("fallback"):
+            assert result.stats.bound <= result.predicted_s * (1 + REL)
 
 
 def test_layout_loop_leaves_a_plan_that_lays_out() -> None:
