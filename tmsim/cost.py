@@ -43,8 +43,8 @@ class CostModel:
     Arrays (read-only, numpy): ``op_kernel``/``op_tensor`` [n_ops] give each operand's kernel
     and tensor; ``op_read_bytes``/``op_write_bytes`` [n_ops]; ``compute_s`` [n_kernels];
     ``read_s_per_byte``/``write_s_per_byte`` [n_kernels, n_tiers], ``inf`` on tiers the
-    kernels may not access; ``launch_s``. Raises :class:`TmsimError` if the platform has a
-    dtype the graph needs missing (through :class:`hwmodels.HardwareModelError`).
+    kernels may not access; ``launch_s``. Raises :class:`hwmodels.errors.HardwareModelError`
+    if the platform's compute device has no peak for a dtype the graph computes in.
     """
 
     def __init__(

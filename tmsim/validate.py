@@ -81,7 +81,9 @@ def validate(
     capacity at every kernel; the predicted time (relative :data:`TIME_RTOL`).
 
     Never raises for a bad plan (see :meth:`Validation.raise_if_invalid`); raises
-    :class:`TmsimError` only if ``cost`` was built for another graph or platform.
+    :class:`TmsimError` if ``cost`` was built for another graph or platform, and, when it
+    builds the cost model itself, :class:`hwmodels.errors.HardwareModelError` if the platform
+    cannot compute in a dtype the graph uses.
     """
     if cost is None:
         cost = CostModel(graph, platform)
