@@ -34,7 +34,6 @@ from tmsim.planners.common import (
 from tmsim.planners.layout import overflow_bytes, resident_overflow_bytes
 from tmsim.planners.milp_build import Model, build_model, extract_plan
 from tmsim.planners.milp_model import (
-    GB,
     Formulation,
 )
 from tmsim.planners.milp_solve import (
@@ -46,6 +45,8 @@ from tmsim.planners.milp_solve import (
     solver_options,
     static_start,
 )
+
+GB = 1e9
 
 #: Share of the limit taken off, beside the overflow itself, where a layout overflows: a
 #: thousand times the solver's feasibility tolerance (on resnet50-b8 at 4:1 it cut the sync

@@ -38,7 +38,6 @@ from tmsim.planners.common import FAST, SLOW
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
-GB = 1e9
 
 
 class Formulation(StrEnum):
@@ -314,9 +313,7 @@ def build_flow(cost: CostModel, g: Gadgets, v: Variables) -> Flow:
             trip.append((rows[ok], c[ok], np.full(int(ok.sum()), -1.0)))
             b_parts.append(np.zeros(gadgets.size))
             row += gadgets.size
-    r = np.concatenate([t[0] for t in trip])
-    c = np.concatenate([t[1] for t in trip])
-    d = np.concatenate([t[2] for t in trip])
+    r, c, d = (np.concatenate([t[i] for t in trip]) for i in range(3))
     a = sp.csr_matrix((d, (r, c)), shape=(row, v.count))
     return Flow(a, np.concatenate(b_parts))
 
