@@ -226,3 +226,16 @@ def test_static_needs_no_copy_path() -> None:
         result = plan_milp(tiny_step(), plat, opts)
         assert not result.moves
         assert validate(result, tiny_step(), plat).ok
+
+
+def test_named_planners_are_the_formulations() -> None:
+    from tmsim.planners.milp import plan_async, plan_static, plan_sync
+
+    plat = load_preset("cascadelake-optane")
+    opts = MilpOptions(fast_bytes=60 * MB, gap=1e-9, window=1)
+    for planner, name in ((plan_static, "static"), (plan_sync, "sync"), (plan_async, "async")):
+        result = planner(tiny_step(), plat, opts)
+        assert result.planner == f"milp-{name}"
+        assert result.predicted_s == pytest.approx(
+            brute_force(CostModel(tiny_step(), plat), 60 * MB, name, window=1), rel=1e-6
+        )

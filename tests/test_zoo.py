@@ -83,7 +83,8 @@ def test_large_workloads(name: str, batch: int, footprint_gb: float) -> None:
 
 def test_architecture_shapes() -> None:
     r50 = model("resnet50")(2)
-    assert next(layer for layer in r50.layers if layer.name == "fc").inputs
+    fc = next(layer for layer in r50.layers if layer.name == "fc")
+    assert fc.weights == (("weight", (1000, 2048)), ("bias", (1000,)))
     pooled = [layer for layer in r50.layers if layer.op is Op.AVG_POOL][-1]
     assert pooled.shape == (2, 2048, 1, 1)
     inc = inception_v4(2)

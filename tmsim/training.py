@@ -31,7 +31,6 @@ workspaces, dropout masks.
 from __future__ import annotations
 
 import math
-from collections import Counter
 
 from tmsim.graph import DTYPE_BYTES, Graph, Kernel, Phase, Role, Tensor
 from tmsim.layers import ForwardModel, Layer, Op, Shape
@@ -235,8 +234,3 @@ def _backward_elementwise(b: _StepBuilder, layer: Layer, dy: str) -> None:
         gamma, beta = _weight_names(layer)
         b.contribute(gamma, outputs[1])
         b.contribute(beta, outputs[2])
-
-
-def fan_out(model: ForwardModel) -> Counter[str]:
-    """How many layer inputs read each value (values read by several layers fan out)."""
-    return Counter(x for layer in model.layers for x in layer.inputs)

@@ -14,7 +14,7 @@ import math
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Any
 
 import cvxpy as cp
 import numpy as np
@@ -25,7 +25,8 @@ from tmsim.cost import CostModel
 from tmsim.plan import SolverStats
 from tmsim.planners.common import FAST
 from tmsim.planners.heuristics import HeuristicOptions, plan_first_touch, plan_greedy
-from tmsim.planners.milp_model import AFTER, Edge, Gadgets, Variables
+from tmsim.planners.milp_build import Model
+from tmsim.planners.milp_model import AFTER, Edge, Variables
 
 
 def has_solution(problem: cp.Problem) -> bool:
@@ -81,25 +82,6 @@ _STAY = (Edge.STAY_F, Edge.STAY_FS, Edge.STAY_S)
 _KEEP = (Edge.KEEP_F, Edge.KEEP_FS, Edge.KEEP_S)
 
 
-class SolvableModel(Protocol):
-    """What :func:`solve` needs of a built model."""
-
-    @property
-    def problem(self) -> cp.Problem: ...
-    @property
-    def x(self) -> cp.Variable: ...
-    @property
-    def u(self) -> cp.Variable: ...
-    @property
-    def c(self) -> cp.Variable: ...
-    @property
-    def gadgets(self) -> Gadgets: ...
-    @property
-    def vars(self) -> Variables: ...
-
-    def complete(self, x: FloatArray) -> tuple[FloatArray, FloatArray]: ...
-
-
 def solver_options(solver: str, gap: float, time_limit_s: float | None) -> dict[str, Any]:
     """Keyword arguments for ``cvxpy.Problem.solve`` that set the gap and time limit.
 
@@ -125,7 +107,7 @@ def solver_options(solver: str, gap: float, time_limit_s: float | None) -> dict[
     return {}
 
 
-def lift(small: SolvableModel, x_small: BoolArray, large: SolvableModel) -> BoolArray | None:
+def lift(small: Model, x_small: BoolArray, large: Model) -> BoolArray | None:
     """Binaries of ``large`` equivalent to ``x_small``, or None if they cannot be expressed."""
     gs, vs = small.gadgets, small.vars
     gl, vl = large.gadgets, large.vars
@@ -194,7 +176,7 @@ def best_heuristic_fast(cost: CostModel, limit: int) -> np.ndarray:
     return fast
 
 
-def static_start(model: SolvableModel, fast: BoolArray) -> BoolArray | None:
+def static_start(model: Model, fast: BoolArray) -> BoolArray | None:
     """Binaries of a static model that keep tensor ``t`` in fast memory iff ``fast[t]``,
     or None if the model cannot express that (e.g. a GPU kernel's operand left slow)."""
     g, v = model.gadgets, model.vars
@@ -224,7 +206,7 @@ def _init_states(v: Variables, x: BoolArray) -> npt.NDArray[np.int64]:
 
 
 def solve(
-    model: SolvableModel,
+    model: Model,
     solver: str,
     options: dict[str, Any],
     verbose: bool,
