@@ -106,7 +106,7 @@ def plan_milp(graph: Graph, platform: Platform, options: MilpOptions | None = No
             _check_static_fits(graph, limit)
     cost = CostModel(graph, platform)
     deadline = None if opts.time_limit_s is None else time.perf_counter() + opts.time_limit_s
-    solved = _plan(cost, opts, opts.formulation, limit, gpu, deadline)
+    solved = _plan(cost, opts, opts.formulation, limit, gpu, deadline, {})
     plan = solved.plan
     if opts.lp_bound and plan.stats is not None:
         relaxed = build_model(
@@ -124,6 +124,44 @@ def plan_milp(graph: Graph, platform: Platform, options: MilpOptions | None = No
 
 
 _SMALLER = {Formulation.SYNC: Formulation.STATIC, Formulation.ASYNC: Formulation.SYNC}
+
+
+def plan_milp_chain(
+    graph: Graph, platform: Platform, options: MilpOptions | None = None
+) -> dict[Formulation, Plan | TmsimError]:
+    """The plans of ``options.formulation`` and of every formulation it contains, each solved
+    once: static, then sync from it, then async from that (what :func:`plan_milp` solves on
+    the way to its answer anyway).
+
+    Maps each formulation to its plan, or to the error its solve raised (a formulation whose
+    smaller one failed starts cold, as in :func:`plan_milp`). A formulation's build and solve
+    seconds include those of the ones it was started from, and ``time_limit_s`` caps the whole
+    chain. Raises :class:`TmsimError` for a platform the MILP cannot plan for and
+    :class:`InfeasibleError` when a kernel's own operands do not fit, as :func:`plan_milp`.
+    """
+    opts = options or MilpOptions()
+    opts = replace(opts, formulation=Formulation(opts.formulation), lp_bound=False)
+    if len(platform.addressable_tiers) < 2 or platform.cache is not None:
+        raise TmsimError(f"platform {platform.name!r}: the MILP needs two addressable tiers")
+    limit = fast_limit_bytes(graph, platform, opts.ratio, opts.fast_bytes)
+    gpu = not platform.kernel_tier_mask()[SLOW]
+    if gpu:
+        check_operands_fit(graph, platform, limit, f"milp-{opts.formulation.value}")
+    cost = CostModel(graph, platform)
+    deadline = None if opts.time_limit_s is None else time.perf_counter() + opts.time_limit_s
+    memo: dict[Formulation, _Solved | TmsimError] = {}
+    if gpu:
+        try:
+            _check_static_fits(graph, limit)
+        except TmsimError as exc:
+            memo[Formulation.STATIC] = exc
+    order = list(Formulation)
+    for formulation in order[: order.index(opts.formulation) + 1]:
+        try:
+            _plan(cost, opts, formulation, limit, gpu, deadline, memo)
+        except TmsimError:
+            pass  # recorded in memo
+    return {f: (v if isinstance(v, TmsimError) else v.plan) for f, v in memo.items()}
 
 
 @dataclass(frozen=True)
@@ -145,19 +183,45 @@ def _plan(
     limit: int,
     gpu: bool,
     deadline: float | None,
+    memo: dict[Formulation, _Solved | TmsimError],
 ) -> _Solved:
     """Solve ``formulation`` with AutoTM's layout loop, warm-started from the formulation it
-    contains (solved first, the same way).
+    contains (solved first, the same way). ``memo`` holds what each formulation already gave
+    (its solution or its error) and receives this one's.
 
     That smaller solution is also a solution of ``formulation``; when it is better than what
     the loop ends with (the loop lowers limits where layouts overflow, and a time limit can
     cut a solve short) it is returned instead, under this formulation's name. Raises as
     :func:`plan_milp`.
     """
+    known = memo.get(formulation)
+    if isinstance(known, TmsimError):
+        raise known
+    if known is not None:
+        return known
+    try:
+        solved = _solve_formulation(cost, opts, formulation, limit, gpu, deadline, memo)
+    except TmsimError as exc:
+        memo[formulation] = exc
+        raise
+    memo[formulation] = solved
+    return solved
+
+
+def _solve_formulation(
+    cost: CostModel,
+    opts: MilpOptions,
+    formulation: Formulation,
+    limit: int,
+    gpu: bool,
+    deadline: float | None,
+    memo: dict[Formulation, _Solved | TmsimError],
+) -> _Solved:
+    """:func:`_plan` without the memo lookup."""
     base = None
     if opts.warm_start and formulation in _SMALLER:
         try:
-            base = _plan(cost, opts, _SMALLER[formulation], limit, gpu, deadline)
+            base = _plan(cost, opts, _SMALLER[formulation], limit, gpu, deadline, memo)
         except TmsimError:
             base = None  # e.g. nothing fits statically on a GPU: start cold
     build_total = base.build_s if base else 0.0
