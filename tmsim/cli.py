@@ -14,7 +14,16 @@ import sys
 from collections.abc import Sequence
 
 from hwmodels.errors import HardwareModelError
-from tmsim import __version__, cli_graph, cli_plan, cli_platform, cli_simulate
+from tmsim import (
+    __version__,
+    cli_compare,
+    cli_graph,
+    cli_plan,
+    cli_platform,
+    cli_reproduce,
+    cli_simulate,
+    cli_sweep,
+)
 from tmsim.errors import TmsimError
 
 EXIT_BAD_INPUT = 2
@@ -32,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     cli_platform.add_commands(sub)
     cli_plan.add_commands(sub)
     cli_simulate.add_commands(sub)
+    cli_compare.add_commands(sub)
+    cli_reproduce.add_commands(sub)
+    cli_sweep.add_commands(sub)
     return parser
 
 

@@ -9,8 +9,8 @@
 - ``2lm``: the hardware DRAM cache (:func:`tmsim.sim.cache.replay_cache`), on a platform whose
   kernels reach both tiers (a CPU with PMM): the fast tier, at the compared capacity, caches
   the slow one;
-- ``unified-memory``: CUDA managed memory (:func:`tmsim.sim.unified.replay_unified`), on a
-  platform whose kernels reach only the fast tier (a GPU).
+- ``unified-memory``: CUDA managed memory (:func:`tmsim.sim.unified.replay_unified`, a
+  steady-state step), on a platform whose kernels reach only the fast tier (a GPU).
 
 Each planned strategy's plan is checked by :func:`tmsim.validate.validate` and replayed by
 :func:`tmsim.sim.replay`; the slowdown of every row is its simulated time over the simulated
@@ -280,9 +280,8 @@ def _run_2lm(graph: Graph, platform: Platform, s: CompareSettings, limit: int) -
         planner="2lm",
         status="simulated",
         simulated_s=out.simulated_s,
-        moved_bytes=float(totals["pmm_read_bytes"] + totals["pmm_write_bytes"]),
-        fast_peak_bytes=float(min(graph.peak_live_bytes, mm.cache.capacity_bytes if mm.cache
-                                  else 0)),  # fmt: skip
+        moved_bytes=float(totals["backing_read_bytes"] + totals["backing_write_bytes"]),
+        fast_peak_bytes=float(max((r.fast_resident_bytes for r in out.trace.records), default=0)),
         fast_limit_bytes=float(limit),
         valid=True,
         hit_rate=float(totals["hit_rate"]),
@@ -292,7 +291,9 @@ def _run_2lm(graph: Graph, platform: Platform, s: CompareSettings, limit: int) -
 def _run_unified(graph: Graph, platform: Platform, s: CompareSettings, limit: int) -> Row:
     from tmsim.sim.unified import replay_unified
 
-    out = replay_unified(graph, platform, device_bytes=limit, contention=s.contention)
+    # A steady-state step: weights and optimizer state start where the last step left them,
+    # as in the planned strategies, whose persistent tensors end where they start.
+    out = replay_unified(graph, platform, device_bytes=limit, contention=s.contention, warm=True)
     totals = out.totals()
     return Row(
         strategy="unified-memory",

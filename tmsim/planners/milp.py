@@ -12,6 +12,7 @@ is recomputed from the cost model in exact bytes.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import asdict, dataclass, replace
@@ -157,10 +158,8 @@ def plan_milp_chain(
             memo[Formulation.STATIC] = exc
     order = list(Formulation)
     for formulation in order[: order.index(opts.formulation) + 1]:
-        try:
+        with contextlib.suppress(TmsimError):  # an error is recorded in memo
             _plan(cost, opts, formulation, limit, gpu, deadline, memo)
-        except TmsimError:
-            pass  # recorded in memo
     return {f: (v if isinstance(v, TmsimError) else v.plan) for f, v in memo.items()}
 
 

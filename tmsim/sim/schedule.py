@@ -137,24 +137,12 @@ def build_schedule(
         # A measured time is the whole kernel: its bytes and its floor span it together.
         floor_s[k] = body_s[k] = max(0.0, float(kernel_s[k]) - launch)
         serial[k] = False
-    comp = platform.compute
-    eff = {c: comp.efficiency(c).memory for c in {op_class(k.op) for k in graph.kernels}}
-    flows = []
-    for k, kern in enumerate(graph.kernels):
-        # A kernel with no memory time (a measured time within its launch overhead) moves its
-        # bytes in no time: a flow of size 0.
-        nbytes = int(read_bytes[k].sum() + write_bytes[k].sum()) if body_s[k] > 0 else 0
-        cap = nbytes / float(body_s[k]) if nbytes > 0 else math.inf
-        flows.append(
-            Flow(
-                float(nbytes),
-                tuple(float(x) for x in read_bytes[k]),
-                tuple(float(x) for x in write_bytes[k]),
-                cap,
-                writers=comp.cores,
-                efficiency=eff[op_class(kern.op)],
-            )
-        )
+    eff = memory_efficiency(graph, platform)
+    writers = platform.compute.cores
+    flows = [
+        kernel_flow(read_bytes[k], write_bytes[k], float(body_s[k]), writers, float(eff[k]))
+        for k in range(n_k)
+    ]
     moves, pools, links = _moves(plan, graph, platform, tiers)
     sync_at: list[list[int]] = [[] for _ in range(n_k + 1)]
     async_at: list[list[int]] = [[] for _ in range(n_k)]
@@ -177,6 +165,35 @@ def build_schedule(
         async_at=tuple(tuple(x) for x in async_at),
         pool_engines=tuple(pools),
         link_bw_bytes_per_s=tuple(links),
+    )
+
+
+def memory_efficiency(graph: Graph, platform: Platform) -> FloatArray:
+    """Fraction of peak bandwidth each kernel's access pattern reaches [K]: the memory
+    efficiency of its op class on ``platform``'s compute device."""
+    comp = platform.compute
+    eff = {c: comp.efficiency(c).memory for c in {op_class(k.op) for k in graph.kernels}}
+    return np.array([eff[op_class(k.op)] for k in graph.kernels], dtype=np.float64)
+
+
+def kernel_flow(
+    read_bytes: IntArray, write_bytes: IntArray, body_s: float, writers: int, efficiency: float
+) -> Flow:
+    """A kernel's memory traffic as one flow that alone lasts ``body_s`` seconds.
+
+    ``read_bytes``/``write_bytes`` [tiers] are the bytes it reads and writes on each tier; the
+    flow is capped at their sum over ``body_s``. A kernel with no memory time (a measured time
+    within its launch overhead) moves its bytes in no time: a flow of size 0.
+    """
+    nbytes = int(read_bytes.sum() + write_bytes.sum()) if body_s > 0 else 0
+    cap = nbytes / body_s if nbytes > 0 else math.inf
+    return Flow(
+        float(nbytes),
+        tuple(float(x) for x in read_bytes),
+        tuple(float(x) for x in write_bytes),
+        cap,
+        writers=writers,
+        efficiency=efficiency,
     )
 
 
@@ -296,4 +313,11 @@ def _fast_bytes(plan: Plan, graph: Graph, platform: Platform) -> IntArray:
     return np.cumsum(delta[:-1])
 
 
-__all__ = ["COPY_WRITERS", "MoveSpec", "Schedule", "build_schedule"]
+__all__ = [
+    "COPY_WRITERS",
+    "MoveSpec",
+    "Schedule",
+    "build_schedule",
+    "kernel_flow",
+    "memory_efficiency",
+]
