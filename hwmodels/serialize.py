@@ -284,6 +284,10 @@ def _platform(top: _Table) -> Platform:
     for name in kernel_tiers:
         if not isinstance(name, str):
             top.fail(f"kernel_tiers must list tier names, got {_type_name(name)}")
+    controllers = top.array("shared_controllers") if top.has("shared_controllers") else []
+    for group in controllers:
+        if not (isinstance(group, list) and all(isinstance(t, str) for t in group)):
+            top.fail("shared_controllers must be a list of lists of tier names")
     compute = _compute(_Table(top.get("compute"), origin, "compute"))
     cache = _cache(_Table(top.get("cache"), origin, "cache")) if top.has("cache") else None
     platform = Platform(
@@ -293,6 +297,7 @@ def _platform(top: _Table) -> Platform:
         copy_paths=paths,
         kernel_tiers=tuple(kernel_tiers),
         cache=cache,
+        shared_controllers=tuple(tuple(g) for g in controllers),
         description=top.string("description", ""),
         source=top.string("source", ""),
     )
@@ -310,6 +315,7 @@ def platform_to_dict(p: Platform) -> dict[str, Any]:
         "description": p.description,
         "source": p.source,
         "kernel_tiers": list(p.kernel_tiers),
+        "shared_controllers": [list(g) for g in p.shared_controllers],
         "tiers": [
             {
                 "name": t.name,

@@ -61,11 +61,23 @@ def test_compute_lookups(cpu: Platform) -> None:
         ({"kernel_tiers": ()}, "kernel_tiers is empty"),
         ({"kernel_tiers": ("DRAM", "DRAM")}, "lists a tier twice"),
         ({"kernel_tiers": ("NVM",)}, "kernel_tiers names unknown tier 'NVM'"),
+        ({"shared_controllers": (("DRAM",),)}, "two or more tiers"),
+        ({"shared_controllers": (("DRAM", "NVM"),)}, "unknown tier 'NVM'"),
+        ({"shared_controllers": (("DRAM", "PMM"), ("PMM", "DRAM"))}, "more than one shared"),
     ],
 )
 def test_platform_validation(cpu: Platform, change: dict[str, object], match: str) -> None:
     with pytest.raises(HardwareModelError, match=match):
         replace(cpu, **change)  # type: ignore[arg-type]
+
+
+def test_shared_controllers_as_indices_and_through_toml(cpu: Platform) -> None:
+    from hwmodels.serialize import platform_from_dict, platform_to_dict
+
+    assert cpu.shared_controllers == () and cpu.controller_groups() == ()
+    joint = replace(cpu, shared_controllers=(("PMM", "DRAM"),))
+    assert joint.controller_groups() == ((1, 0),)
+    assert platform_from_dict(platform_to_dict(joint), "test") == joint
 
 
 def test_tier_and_path_validation(cpu: Platform) -> None:

@@ -42,10 +42,11 @@ def run(
     tiers: Sequence[MemoryTier] = (),
     links: Sequence[float] = (),
     shared: bool = True,
+    controllers: Sequence[Sequence[int]] = (),
 ) -> list[FlowResult]:
     """Start each ``(time, flow)`` at its time; return the results in input order."""
     env = simpy.Environment()
-    model = FluidModel(env, tiers, links, shared=shared)
+    model = FluidModel(env, tiers, links, shared=shared, controllers=controllers)
     out: list[FlowResult | None] = [None] * len(flows)
 
     def start(i: int, at: float, flow: Flow) -> simpy.events.ProcessGenerator:
@@ -149,6 +150,31 @@ def test_pmm_read_stream_beside_a_capped_write_stream_fills_the_device() -> None
     x = 40 * GB - (read.end_s - 1.0) * PMM.read_bw_bytes_per_s
     assert float(PMM.service_time_s(x, cap, 1)) == pytest.approx(1.0, rel=1e-7)
     assert x < PMM.read_bw_bytes_per_s * (1 - cap / float(PMM.write_bw_at(1)))  # the mix costs
+
+
+def test_a_shared_controller_adds_the_device_times_of_its_tiers() -> None:
+    # A DRAM read stream and a PMM read stream, uncapped, at one rate x. Apart, each tier is
+    # busy only with its own stream (the PMM one ends after 10 GB / 37.6 GB/s). Behind one
+    # controller they take x (1/read_dram + 1/read_pmm) controller-seconds per second: both
+    # 10 GB streams end together at 10 GB x (1/read_dram + 1/read_pmm).
+    flows = [(0.0, tier_flow(2, 0, 10 * GB, 0.0)), (0.0, tier_flow(2, 1, 10 * GB, 0.0))]
+    apart = run(flows, CPU.tiers)
+    assert apart[0].end_s == pytest.approx(10 * GB / DRAM.read_bw_bytes_per_s, rel=REL)
+    assert apart[1].end_s == pytest.approx(10 * GB / PMM.read_bw_bytes_per_s, rel=REL)
+    joint = run(flows, CPU.tiers, controllers=[(0, 1)])
+    both = 10 * GB * (1 / DRAM.read_bw_bytes_per_s + 1 / PMM.read_bw_bytes_per_s)
+    assert joint[0].end_s == pytest.approx(both, rel=REL)
+    assert joint[1].end_s == pytest.approx(both, rel=REL)
+    # A capped copy-like flow (PMM read at 2 GB/s) beside a DRAM stream takes its share of
+    # the controller: the stream gets (1 - 2 GB/s / read_pmm) x read_dram while it runs.
+    capped = [(0.0, tier_flow(2, 0, 200 * GB, 0.0)), (0.0, tier_flow(2, 1, 2 * GB, 0.0, cap=2 * GB))]
+    stream, copy = run(capped, CPU.tiers, controllers=[(0, 1)])
+    assert copy.end_s == pytest.approx(1.0, rel=REL)
+    during = (1 - 2 * GB / PMM.read_bw_bytes_per_s) * DRAM.read_bw_bytes_per_s
+    assert stream.end_s == pytest.approx(1.0 + (200 * GB - during) / DRAM.read_bw_bytes_per_s,
+                                         rel=REL)  # fmt: skip
+    with pytest.raises(ValueError, match="unknown tiers"):
+        FluidModel(simpy.Environment(), CPU.tiers, controllers=[(0, 2)])
 
 
 def test_dram_has_no_mix_penalty() -> None:

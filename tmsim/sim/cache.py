@@ -128,7 +128,9 @@ def replay_cache(
     ]
     pre_s = cost.launch_s + np.where(walk.misses > 0, cache.miss_latency_s, 0.0)
     env = simpy.Environment()
-    fluid = FluidModel(env, platform.tiers, shared=contention)
+    fluid = FluidModel(
+        env, platform.tiers, shared=contention, controllers=platform.controller_groups()
+    )
     start_s, end_s = np.zeros(n_k), np.zeros(n_k)
     proc = env.process(_step(env, fluid, flows, pre_s, cost.compute_s, serial, start_s, end_s))
     events = 0

@@ -22,6 +22,11 @@ The resources and what one second of them buys:
   :meth:`hwmodels.MemoryTier.service_time_s` does for their sum. A flow whose own read/write
   mix must pay the mix factor should be given as a read flow and a write flow.
 - a link has a bandwidth in bytes per second; a flow uses it for the bytes it carries there.
+- a memory controller shared by a group of tiers (:attr:`hwmodels.Platform.shared_controllers`)
+  is one more device with one second per second: a flow uses it for the sum of the
+  device-seconds it spends on the group's tiers, so concurrent traffic on DRAM and PMM
+  behind one controller takes the sum of their device times, as the cost model charges a
+  kernel that uses both.
 
 Concurrent flows share every resource max-min fairly in bytes per second, each capped by its
 own limit (:func:`tmsim.sim.sharing.max_min_rates`). Because the mix factor depends on the
@@ -121,8 +126,10 @@ class FluidModel:
     """Flows sharing memory tiers and links on ``env`` (see the module documentation).
 
     ``tiers``: the memory tiers, indexed as the flows' byte tuples; ``link_bw_bytes_per_s``:
-    each link's bandwidth (> 0); ``shared=False`` runs every flow at its own cap, ignoring
-    resources. Raises ``ValueError`` for a link bandwidth that is not positive.
+    each link's bandwidth (> 0); ``controllers``: groups of tier indices behind one shared
+    memory controller (:meth:`hwmodels.Platform.controller_groups`); ``shared=False`` runs
+    every flow at its own cap, ignoring resources. Raises ``ValueError`` for a link bandwidth
+    that is not positive or a controller group naming an unknown tier.
     """
 
     def __init__(
@@ -131,9 +138,18 @@ class FluidModel:
         tiers: Sequence[MemoryTier],
         link_bw_bytes_per_s: Sequence[float] = (),
         shared: bool = True,
+        controllers: Sequence[Sequence[int]] = (),
     ) -> None:
         if any(not (bw > 0) for bw in link_bw_bytes_per_s):
             raise ValueError(f"link bandwidths must be > 0, got {list(link_bw_bytes_per_s)}")
+        if any(not 0 <= t < len(tiers) for g in controllers for t in g):
+            raise ValueError(f"controller groups name unknown tiers: {list(controllers)}")
+        #: controller index of each tier, or -1 for a tier with a controller of its own
+        self._controller = [-1] * len(tiers)
+        for c, group in enumerate(controllers):
+            for t in group:
+                self._controller[t] = c
+        self._n_controllers = len(controllers)
         self.env = env
         self.tiers = tuple(tiers)
         self.link_bw_bytes_per_s = tuple(float(b) for b in link_bw_bytes_per_s)
@@ -266,6 +282,8 @@ class FluidModel:
             for a in active
         ]
         capacities = [1.0] * n_tiers + list(self.link_bw_bytes_per_s)
+        capacities += [1.0] * self._n_controllers
+        first_controller = n_tiers + len(self.link_bw_bytes_per_s)
         mixing = [t for t in range(n_tiers) if self._mixing[t] and len(on_tier[t]) > 1]
         fraction: dict[int, float] = {}
         rates: list[float] = []
@@ -278,7 +296,12 @@ class FluidModel:
                         mix = float(self.tiers[u.tier].interference.mix_factor(fraction[u.tier]))
                         b *= max(1.0, mix / u.own_mix)
                     row.append((u.tier, b))
-                uses.append(row + links[i])
+                shared: dict[int, float] = {}
+                for t, b in row:
+                    c = self._controller[t]
+                    if c >= 0:
+                        shared[first_controller + c] = shared.get(first_controller + c, 0.0) + b
+                uses.append(row + links[i] + list(shared.items()))
             rates = max_min_rates(caps, uses, capacities)
             if not mixing:
                 break

@@ -59,7 +59,8 @@ def replay(
     """
     sched = build_schedule(plan, graph, platform, cost)
     env = simpy.Environment()
-    fluid = FluidModel(env, platform.tiers, sched.link_bw_bytes_per_s, shared=contention)
+    fluid = FluidModel(env, platform.tiers, sched.link_bw_bytes_per_s, shared=contention,
+                       controllers=platform.controller_groups())  # fmt: skip
     run = _Run(env, fluid, sched, platform.tier_names, contention)
     proc = env.process(run.step())
     events = 0

@@ -182,7 +182,9 @@ def replay_unified(
              d2h.sync_bw_bytes_per_s * p.migration_bw_fraction)  # fmt: skip
     before, alloc_stall = _migrations(graph, platform, pages, p, rates)
     env = simpy.Environment()
-    fluid = FluidModel(env, platform.tiers, shared=contention)
+    fluid = FluidModel(
+        env, platform.tiers, shared=contention, controllers=platform.controller_groups()
+    )
     run = _Run(env, fluid, sched, pages, before, alloc_stall)
     proc = env.process(run.step())
     events = 0
