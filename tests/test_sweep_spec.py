@@ -1,0 +1,290 @@
+"""Sweep specs: grid expansion, stable keys, explicit points, platform overrides, and a
+one-line error naming the file and key for every kind of bad spec."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hwmodels.presets import load_preset, platform_to_toml
+from tmsim.sweep_overrides import apply_override
+from tmsim.sweep_spec import SweepSpecError, load_sweep, sweep_from_dict
+
+REPO = Path(__file__).resolve().parent.parent
+CPU = "cascadelake-optane"
+
+
+def test_grid_expands_to_the_product_plus_one_baseline_per_workload_and_platform() -> None:
+    spec = tomllib.loads(
+        """
+        [grid]
+        model = "resnet50"
+        batch = [2, 4]
+        platform = ["cascadelake-optane"]
+        ratio = ["4:1", "1:1"]
+        strategy = ["all-slow", "first-touch", "static"]
+        [grid.overrides]
+        "tiers.PMM.read_bw_GBps" = [30, 37.6]
+        [settings]
+        time_limit_s = 7
+        """
+    )
+    sweep = sweep_from_dict(spec, "spec.toml")
+    grid = [p for p in sweep.points if p.role == "grid"]
+    baselines = [p for p in sweep.points if p.role == "baseline"]
+    assert len(grid) == 2 * 2 * 2 * 3
+    assert len(baselines) == 2 * 2  # per batch and bandwidth
+    assert len({p.key for p in sweep.points}) == len(sweep.points)
+    first = grid[0].config()
+    assert first["model"] == "resnet50" and first["batch"] == 2 and first["dtype"] == "fp32"
+    assert first["ratio"] == "4:1" and first["strategy"] == "all-slow"
+    assert first["tiers.PMM.read_bw_GBps"] == 30.0  # int and float in one list: all floats
+    assert isinstance(first["tiers.PMM.read_bw_GBps"], float)
+    pmm = grid[0].platform_si["tiers"][1]
+    assert pmm["name"] == "PMM" and pmm["read_bw_bytes_per_s"] == 30e9
+    # Solver settings only where they matter.
+    static = next(p for p in grid if p.strategy == "static")
+    assert (static.solver, static.time_limit_s, static.target_gap) == ("HIGHS", 7, 0.01)
+    assert grid[0].solver is None and grid[0].time_limit_s is None
+    for b in baselines:
+        assert (b.strategy, b.ratio, b.fast_bytes) == ("all-fast", None, None)
+
+
+def test_keys_are_stable_and_only_what_matters_changes_them() -> None:
+    def keys(
+        settings: str = "", order: tuple[str, str] = ("a", "b"), bw: str = "read_bw_GBps = [30.0]"
+    ) -> dict[str, str]:
+        field, values = bw.split(" = ")
+        over = {
+            "a": f'"tiers.PMM.{field}" = {values}',
+            "b": '"compute.launch_overhead_us" = [1.0]',
+        }
+        text = f"""
+        [grid]
+        model = "vgg19"
+        batch = 1
+        platform = "cascadelake-optane"
+        ratio = "4:1"
+        strategy = ["first-touch", "static"]
+        [grid.overrides]
+        {over[order[0]]}
+        {over[order[1]]}
+        [settings]
+        {settings}
+        """
+        sweep = sweep_from_dict(tomllib.loads(text), "x")
+        return {p.strategy: p.key for p in sweep.points}
+
+    base = keys()
+    assert keys() == base
+    assert keys(order=("b", "a")) == base
+    longer = keys("time_limit_s = 99")
+    assert longer["first-touch"] == base["first-touch"]
+    assert longer["static"] != base["static"]
+    assert keys("contention = false")["first-touch"] != base["first-touch"]
+    # One platform, one point: however the override spells it.
+    assert keys(bw="read_bw_GBps = [30]") == base
+    assert keys(bw="read_bw_bytes_per_s = [3e10]") == base
+    assert keys(bw="read_bw_GBps = [31.0]")["first-touch"] != base["first-touch"]
+    assert keys("time_limit_s = 300") == keys("time_limit_s = 300.0") == base
+
+
+def test_inapplicable_grid_points_are_skipped_and_listed() -> None:
+    spec = tomllib.loads(
+        """
+        [grid]
+        model = "vgg19"
+        batch = 1
+        platform = ["cascadelake-optane", "v100-pcie3"]
+        ratio = "4:1"
+        strategy = ["first-touch", "unified-memory"]
+        """
+    )
+    sweep = sweep_from_dict(spec, "x")
+    asked = {(p.platform, p.strategy) for p in sweep.points if p.role == "grid"}
+    assert asked == {(CPU, "first-touch"), ("v100-pcie3", "unified-memory")}
+    assert len(sweep.skipped) == 2
+    assert "unified-memory does not apply to cascadelake-optane" in sweep.skipped[0]
+
+
+def test_explicit_points_join_the_grid_and_share_no_key() -> None:
+    spec = tomllib.loads(
+        """
+        [grid]
+        model = "vgg19"
+        batch = 1
+        platform = "cascadelake-optane"
+        strategy = ["all-fast", "first-touch"]
+        [[points]]
+        model = "vgg19"
+        batch = 1
+        platform = "cascadelake-optane"
+        strategy = "first-touch"
+        [[points]]
+        model = "vgg19"
+        batch = 1
+        platform = "cascadelake-optane"
+        strategy = "all-slow"
+        overrides = { "tiers.PMM.write_bw_GBps" = 6.25 }
+        """
+    )
+    sweep = sweep_from_dict(spec, "x")
+    # The grid's all-fast at the platform's capacity is the baseline; the first explicit
+    # point repeats a grid point; the second adds itself and its own baseline.
+    assert [(p.strategy, p.role) for p in sweep.points] == [
+        ("all-fast", "grid"),
+        ("first-touch", "grid"),
+        ("all-slow", "grid"),
+        ("all-fast", "baseline"),
+    ]
+    assert sweep.points[3].overrides == (("tiers.PMM.write_bw_GBps", 6.25),)
+
+
+def test_example_spec_expands() -> None:
+    sweep = load_sweep(REPO / "experiments" / "sweeps" / "example.toml")
+    assert sweep.name == "example"
+    assert len(sweep.points) == 1 * 1 * 3 * 2 * 4 + 2 + 1 + 1  # grid, baselines, explicit
+
+
+def test_overrides_walk_tiers_by_name_or_index_and_paths_by_direction() -> None:
+    doc = tomllib.loads((REPO / "hwmodels" / "presets" / f"{CPU}.toml").read_text())
+
+    def fail(message: str) -> Any:
+        raise ValueError(message)
+
+    apply_override(doc, "tiers.PMM.read_bw_GBps", 10.0, fail)
+    apply_override(doc, "tiers.0.write_bw_GBps", 50.0, fail)
+    apply_override(doc, "copy_paths.DRAM->PMM.async_bw_GBps", 1.0, fail)
+    apply_override(doc, "copy_paths.0.sync_bw_GBps", 9.0, fail)
+    apply_override(doc, "compute.efficiency.conv.compute", 0.5, fail)
+    # Another unit of the same quantity replaces the preset's spelling.
+    apply_override(doc, "tiers.PMM.write_bw_bytes_per_s", 5e9, fail)
+    assert "write_bw_GBps" not in doc["tiers"][1]
+    assert doc["tiers"][1]["read_bw_GBps"] == 10.0
+    assert doc["tiers"][0]["write_bw_GBps"] == 50.0
+    assert doc["copy_paths"][1]["async_bw_GBps"] == 1.0
+    assert doc["copy_paths"][0]["sync_bw_GBps"] == 9.0
+    assert doc["compute"]["efficiency"]["conv"]["compute"] == 0.5
+    with pytest.raises(ValueError, match=r"no element 'XPM' \(give one of DRAM, PMM"):
+        apply_override(doc, "tiers.XPM.read_bw_GBps", 1.0, fail)
+    with pytest.raises(ValueError, match="give one of PMM->DRAM, DRAM->PMM"):
+        apply_override(doc, "copy_paths.DRAM->DRAM.sync_bw_GBps", 1.0, fail)
+    with pytest.raises(ValueError, match="compute has no table 'peak_GFLOPs'"):
+        apply_override(doc, "compute.peak_GFLOPs.fp32", 1.0, fail)
+
+
+BAD_SPECS = [
+    ("[grid]\nmodle = ['vgg19']", "grid.modle: unknown key"),
+    ("[grids]\nmodel = 1", "grids: unknown key"),
+    ("[sweep]\nnmae = 'x'\n[grid]", "sweep.nmae: unknown key"),
+    ("[settings]\ntime_limit = 3\n[grid]", "settings.time_limit: unknown key"),
+    ("[settings]\ntime_limit_s = 0\n[grid]", "settings.time_limit_s: must be > 0"),
+    (
+        "[settings]\nsolver = 'NOPE'\n[grid]\nmodel='vgg19'\nbatch=1\nplatform='cascadelake-optane'\nstrategy='static'",
+        "settings.solver: solver 'NOPE' is not installed",
+    ),
+    (
+        "[grid]\nbatch = [1]\nplatform = ['cascadelake-optane']\nstrategy = ['static']",
+        "grid: missing key 'model'",
+    ),
+    (
+        "[grid]\nmodel = ['resnet51']\nbatch = 1\nplatform = 'cascadelake-optane'\nstrategy = 'static'",
+        "grid.model: unknown model 'resnet51'",
+    ),
+    (
+        "[grid]\nmodel = 'vgg19'\nbatch = '8'\nplatform = 'cascadelake-optane'\nstrategy = 'static'",
+        "grid.batch: must be a positive integer",
+    ),
+    (
+        "[grid]\nmodel = 'vgg19'\nbatch = 1\nplatform = 'cascadelake-optane'\nstrategy = 'static'\nratio = '4:0'",
+        "grid.ratio: ratio must look like '4:1'",
+    ),
+    (
+        "[grid]\nmodel = 'vgg19'\nbatch = 1\nplatform = 'cascadelake-optane'\nstrategy = 'static'\nratio = '4:1'\nfast_bytes = 100",
+        "grid: give ratio or fast_bytes, not both",
+    ),
+    (
+        "[grid]\nmodel = 'vgg19'\nbatch = 1\nplatform = 'nowhere.toml'\nstrategy = 'static'",
+        "grid.platform: 'nowhere.toml' is neither a platform preset",
+    ),
+    (
+        "[grid]\nmodel = 'vgg19'\nbatch = 1\nplatform = 'cascadelake-optane'\nstrategy = 'static'\n[grid.overrides]\n'tiers.PMM.read_bw_GBps' = 3.0",
+        "grid.overrides.tiers.PMM.read_bw_GBps: must be a non-empty list",
+    ),
+    (
+        "[grid]\nmodel = 'vgg19'\nbatch = 1\nplatform = 'cascadelake-optane'\nstrategy = 'static'\n[grid.overrides]\n'tiers.HBM.read_bw_GBps' = [3.0]",
+        "grid.overrides.tiers.HBM.read_bw_GBps: platform.tiers has no element 'HBM'",
+    ),
+    (
+        "[grid]\nmodel = 'vgg19'\nbatch = 1\nplatform = 'cascadelake-optane'\nstrategy = 'static'\n[grid.overrides]\n'tiers.PMM.read_bw_GBps' = [-3.0]",
+        "grid.overrides: platform cascadelake-optane: tiers[1] (PMM): read_bw_GBps must be a finite number > 0",
+    ),
+    (
+        "[grid]\nmodel = 'vgg19'\nbatch = 1\nplatform = 'cascadelake-optane'\nstrategy = 'static'\n[grid.overrides]\n'tiers.PMM.read_bandwidth' = [3.0]",
+        "unknown field(s) read_bandwidth (with tiers.PMM.read_bandwidth = 3.0)",
+    ),
+    (
+        "[grid]\nmodel = 'vgg19'\nbatch = 1\nplatform = 'cascadelake-optane'\nstrategy = 'static'\n[grid.overrides]\n'name' = [1979-05-27]",
+        "grid.overrides.name: 1979-05-27 is not a number",
+    ),
+    (
+        "[grid]\nmodel = 'vgg19'\nbatch = 1\nplatform = 'cascadelake-optane'\nstrategy = 'all-fast'\ndtype = 'fp16'",
+        "grid.dtype: platform 'cascadelake-optane' has no peak rate for 'fp16'",
+    ),
+    (
+        "[[points]]\nmodel = 'vgg19'\nbatch = 1\nplatform = 'cascadelake-optane'\nstrategy = 'unified-memory'",
+        "points[0]: unified-memory does not apply to cascadelake-optane",
+    ),
+    (
+        "[[points]]\nmodel = 'vgg19'\nbatch = 1\nplatform = 'cascadelake-optane'\nstrategy = 'sync'\nwindow = 3",
+        "points[0].window: unknown key",
+    ),
+    ("[sweep]\nname = 'x'", "give a [grid] table, [[points]], or both"),
+    ("[grid\n", "not valid TOML"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), BAD_SPECS)
+def test_bad_specs_give_one_line_naming_file_and_key(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = tmp_path / "spec.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(SweepSpecError) as info:
+        load_sweep(path)
+    text_of = str(info.value)
+    assert text_of.startswith(f"{path}: ")
+    assert message in text_of
+    assert "\n" not in text_of
+
+
+def test_platform_files_are_found_beside_the_spec_and_take_overrides_in_any_unit(
+    tmp_path: Path,
+) -> None:
+    mine = replace(load_preset(CPU), name="my-box")
+    (tmp_path / "box.toml").write_text(platform_to_toml(mine), encoding="utf-8")  # SI keys
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        """
+        [grid]
+        model = "vgg19"
+        batch = 1
+        platform = "box.toml"
+        fast_bytes = [1000000000, 2000000000]
+        strategy = "first-touch"
+        [grid.overrides]
+        "tiers.PMM.read_bw_GBps" = [20.0]
+        """,
+        encoding="utf-8",
+    )
+    sweep = load_sweep(spec)
+    grid = [p for p in sweep.points if p.role == "grid"]
+    assert [(p.ratio, p.fast_bytes) for p in grid] == [(None, 10**9), (None, 2 * 10**9)]
+    assert all(p.platform == "box.toml" and p.config()["platform_name"] == "my-box" for p in grid)
+    pmm = grid[0].platform_si["tiers"][1]
+    assert pmm["read_bw_bytes_per_s"] == 20e9
+    assert pmm["write_bw_bytes_per_s"] == mine.tiers[1].write_bw_bytes_per_s
