@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow lint bench clean
+.PHONY: demo reproduce reproduce-quick test test-slow lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -13,8 +13,13 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/tmsim graph resnet200 --batch 512
-	$(BIN)/tmsim plan resnet200 --batch 512 --ratio 4:1 --mode sync
+	$(BIN)/tmsim compare inception_v4 --batch 16 --ratio 4:1
+
+reproduce: $(STAMP)
+	$(BIN)/tmsim reproduce --out out/figures
+
+reproduce-quick: $(STAMP)
+	$(BIN)/tmsim reproduce --quick --out out/figures-quick
 
 test: $(STAMP)
 	$(BIN)/ruff check .

@@ -14,21 +14,25 @@ A figure module under :mod:`experiments` defines
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.figure import Figure
 
-from tmsim.results import provenance, read_table, write_table  # noqa: E402
+from hwmodels.platform import Platform
+from tmsim.compare import CompareSettings, compare, rows_frame
+from tmsim.graph import Graph
+from tmsim.results import provenance, read_table, write_table
 
 #: ``progress(message)``: called as a figure's compute stage reaches each point.
 Progress = Callable[[str], None]
@@ -134,3 +138,94 @@ __all__ = [
     "save_figure",
     "write_data",
 ]
+
+
+# Shared helpers of the figure modules (appended; the contract above is unchanged).
+
+
+def geomean(values: Iterable[float]) -> float:
+    """The geometric mean of ``values``; ``nan`` if there are none or any is not a finite
+    positive number (a failed point must not vanish into a mean of the others)."""
+    logs = []
+    for v in values:
+        if not (math.isfinite(v) and v > 0):
+            return math.nan
+        logs.append(math.log(v))
+    return math.exp(sum(logs) / len(logs)) if logs else math.nan
+
+
+def compare_frame(
+    graph: Graph, platform: Platform, settings: CompareSettings, **labels: object
+) -> pd.DataFrame:
+    """:func:`tmsim.compare.compare` of ``graph`` on ``platform`` as a frame
+    (:func:`tmsim.compare.rows_frame`), with one leading column per keyword of ``labels``
+    (e.g. ``model="resnet50", batch=2``) holding that value on every row. Raises as
+    :func:`~tmsim.compare.compare`."""
+    frame = rows_frame(compare(graph, platform, settings))
+    for i, (key, value) in enumerate(labels.items()):
+        frame.insert(i, key, [value] * len(frame))
+    return frame
+
+
+__all__ += ["compare_frame", "geomean"]
+
+
+_P = TypeVar("_P")
+_R = TypeVar("_R")
+
+
+def run_points(
+    fn: Callable[[_P], _R],
+    points: Sequence[_P],
+    workers: int = 1,
+    progress: Progress | None = None,
+    describe: Callable[[_P], str] = str,
+) -> list[_R]:
+    """``[fn(p) for p in points]``, in order, in a pool of ``workers`` processes when
+    ``workers > 1`` (independent MILP solves use one core each; HiGHS gains nothing from
+    threads). ``fn`` must be a module-level function and the points picklable. Workers are
+    forked where the platform can (so a calling script needs no ``__main__`` guard; a parent
+    that has already run HiGHS forks cleanly), spawned elsewhere. ``progress(describe(p))``
+    is called as each point finishes. Raises ``ValueError`` if ``workers < 1`` and whatever
+    ``fn`` raises.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    if workers == 1 or len(points) <= 1:
+        results = []
+        for p in points:
+            results.append(fn(p))
+            if progress is not None:
+                progress(describe(p))
+        return results
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    with ProcessPoolExecutor(min(workers, len(points)), mp_context=context) as pool:
+        futures = {pool.submit(fn, p): i for i, p in enumerate(points)}
+        done: dict[int, _R] = {}
+        for future in as_completed(futures):
+            i = futures[future]
+            done[i] = future.result()
+            if progress is not None:
+                progress(describe(points[i]))
+    return [done[i] for i in range(len(points))]
+
+
+__all__ += ["run_points"]
+
+#: The paper's GPU workloads whose training step does not fit the RTX 2080 Ti's 11 GiB in our
+#: model (peak live bytes 1.2 to 3.0 times the device); the others fit whole, where every plan
+#: is the all-fast plan.
+GPU_OVERSUBSCRIBED: tuple[tuple[str, int], ...] = (
+    ("inception_v4", 128),
+    ("inception_v4", 256),
+    ("resnet200", 64),
+    ("resnet200", 128),
+    ("densenet264", 64),
+    ("densenet264", 128),
+)
+
+__all__ += ["GPU_OVERSUBSCRIBED"]

@@ -1,0 +1,269 @@
+"""Figure: asynchronous against synchronous plans, with and without contention.
+
+AutoTM (Hildebrand et al., ASPLOS 2020) extended its ILP with asynchronous movement (copies
+beside running kernels) and found, on Optane, that it "actually hurt performance due to
+interference at the memory controller", while on a GPU over PCIe "asynchronous movement can
+improve performance" (the project page). The planner's cost model charges an asynchronous
+copy only where it outlasts the kernel beside it; it cannot see interference.
+
+Here each workload is planned by the sync MILP and by the async MILP (warm-started from the
+sync plan, :func:`tmsim.planners.milp.plan_milp_chain`), and both plans are replayed twice:
+``contention=False`` gives exactly the planner's prediction (every kernel and copy at its own
+rate), ``contention=True`` lets kernels and copies share tier and link bandwidth, with
+Optane's read/write interference. The figure shows async time over sync time per workload,
+one panel per platform, without and with contention.
+
+The async MILP is hard for HiGHS: where it does not beat the sync plan within the time limit
+it returns the sync plan (status ``fallback to milp-sync``) or stops at that warm start; such
+points are labelled ``(async = sync plan)`` under the workload, since their ratio of 1 says
+nothing about asynchronous movement (``improved`` in the table).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.patches import Patch
+
+from experiments.common import (
+    CONVENTIONAL,
+    GPU_OVERSUBSCRIBED,
+    Progress,
+    label,
+    read_data,
+    run_points,
+    save_figure,
+    write_data,
+)
+from hwmodels.cost import MoveMode
+from hwmodels.presets import load_preset
+from tmsim.compare import Row, plan_row, rows_frame
+from tmsim.cost import CostModel
+from tmsim.errors import TmsimError
+from tmsim.planners.common import fast_limit_bytes
+from tmsim.planners.milp import MilpOptions, plan_milp_chain
+from tmsim.planners.milp_model import Formulation
+from tmsim.zoo import training_graph_of
+
+NAME = "async_sync"
+TITLE = "Asynchronous against synchronous movement, with and without contention"
+
+#: Small-batch CPU workloads, where a helper thread's copies can hide behind kernels.
+CPU_SMALL: tuple[tuple[str, int], ...] = (("vgg19", 8), ("vgg19", 16), ("inception_v4", 16))
+
+#: The columns written before those of :func:`tmsim.compare.rows_frame`.
+LEADING = (
+    "platform", "kind", "capacity", "workload", "model", "batch", "kernels",
+    "footprint_bytes", "contention",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Config:
+    """What the figure runs; the defaults are the full experiment.
+
+    ``cpu_platform``/``cpu_ratio``/``cpu_workloads``: the Optane preset, its PMM:DRAM ratio
+    (of each step's peak live bytes) and (zoo model, batch) pairs; ``gpu_platform``/
+    ``gpu_workloads``: the GPU preset and its workloads, at the device's real memory, or at
+    ``gpu_device_fraction`` of each step's peak live bytes when that is given;
+    ``time_limit_s``: wall-clock cap of one workload's MILP chain (static, sync, async);
+    ``gap``: relative optimality gap; ``window``: kernels either side of a user where an
+    asynchronous copy may run (AutoTM: 15; 3 keeps HiGHS within minutes);
+    ``workers``: processes running workloads in parallel.
+    """
+
+    cpu_platform: str = "cascadelake-optane"
+    cpu_ratio: str = "4:1"
+    cpu_workloads: tuple[tuple[str, int], ...] = (*CPU_SMALL, *CONVENTIONAL)
+    gpu_platform: str = "rtx2080ti-pcie3"
+    gpu_device_fraction: float | None = None
+    gpu_workloads: tuple[tuple[str, int], ...] = GPU_OVERSUBSCRIBED
+    time_limit_s: float = 600.0
+    gap: float = 0.01
+    window: int = 3
+    workers: int = 2
+
+
+#: Two small workloads per platform (VGG19 b4 and b8 are the CPU ones whose async MILP beats
+#: the sync plan within 5 to 25 s at a 5% gap), the GPU shrunk to 0.6 of each step's peak, a
+#: 30 s cap, one process; about 60 s.
+QUICK = Config(
+    cpu_workloads=(("vgg19", 4), ("vgg19", 8)),
+    gpu_device_fraction=0.6,
+    gpu_workloads=(("resnet50", 16), ("vgg19", 16)),
+    time_limit_s=30.0,
+    gap=0.05,
+    workers=1,
+)
+
+#: One point: (platform, kind, ratio or None, device fraction or None, model, batch).
+Point = tuple[str, str, str | None, float | None, str, int]
+
+
+def points(config: Config) -> list[Point]:
+    """Every (platform, kind, ratio, device fraction, model, batch) of ``config``."""
+    cpu: list[Point] = [
+        (config.cpu_platform, "Optane PMM", config.cpu_ratio, None, m, b)
+        for m, b in config.cpu_workloads
+    ]
+    gpu: list[Point] = [
+        (config.gpu_platform, "GPU", None, config.gpu_device_fraction, m, b)
+        for m, b in config.gpu_workloads
+    ]
+    return cpu + gpu
+
+
+def point_rows(point: Point, config: Config) -> pd.DataFrame:
+    """The sync and async plans of one point, each replayed without and with contention: four
+    rows (:data:`LEADING`, the :class:`tmsim.compare.Row` fields, ``async_moved_bytes``,
+    ``fallback``, ``improved``: the async plan predicts a shorter step than the sync one, and
+    ``over_sync``: the row's simulated time over the sync plan's at the same contention).
+    A formulation that fails gives rows with its error and no times."""
+    preset, kind, ratio, fraction, model, batch = point
+    graph = training_graph_of(model, batch)
+    platform = load_preset(preset)
+    fast_bytes = None if fraction is None else int(graph.peak_live_bytes * fraction)
+    limit = fast_limit_bytes(graph, platform, ratio, fast_bytes)
+    options = MilpOptions(
+        formulation=Formulation.ASYNC, ratio=ratio, fast_bytes=fast_bytes,
+        time_limit_s=config.time_limit_s, gap=config.gap, window=config.window,
+    )  # fmt: skip
+    try:
+        chain = plan_milp_chain(graph, platform, options)
+    except TmsimError as exc:
+        chain = {f: exc for f in Formulation}
+    cost = CostModel(graph, platform)
+    parts = []
+    for contention in (False, True):
+        rows: list[Row] = []
+        async_bytes: list[float] = []
+        for formulation in (Formulation.SYNC, Formulation.ASYNC):
+            name = formulation.value
+            got = chain.get(formulation, TmsimError("the MILP chain did not reach it"))
+            if isinstance(got, TmsimError):
+                rows.append(Row(name, "", "error", error=str(got), fast_limit_bytes=limit))
+                async_bytes.append(float("nan"))
+                continue
+            rows.append(plan_row(name, got, graph, platform, contention, cost))
+            moved = sum(graph.tensor(m.tensor).size_bytes for m in got.moves
+                        if m.mode is MoveMode.ASYNC)  # fmt: skip
+            async_bytes.append(float(moved))
+        frame = rows_frame(rows)
+        frame["async_moved_bytes"] = async_bytes
+        frame.insert(0, "contention", contention)
+        parts.append(frame)
+    out = pd.concat(parts, ignore_index=True)
+    capacity = ratio if ratio is not None else (
+        f"{fraction:g} of footprint" if fraction is not None else f"{limit / 2**30:.3g} GiB"
+    )  # fmt: skip
+    leading = {"platform": preset, "kind": kind, "capacity": capacity,
+               "workload": label(model, batch), "model": model, "batch": batch,
+               "kernels": len(graph.kernels), "footprint_bytes": graph.peak_live_bytes}  # fmt: skip
+    for i, (key, value) in enumerate(leading.items()):
+        out.insert(i, key, [value] * len(out))
+    predicted = dict(zip(out["strategy"], out["predicted_s"], strict=False))
+    out["fallback"] = out["status"].str.startswith("fallback")
+    out["improved"] = bool(predicted.get("async", np.nan) < predicted.get("sync", np.nan))
+    sync = out[out["strategy"] == "sync"].set_index("contention")["simulated_s"]
+    out["over_sync"] = out["simulated_s"] / out["contention"].map(sync)
+    return out
+
+
+def _point(job: tuple[Point, Config]) -> pd.DataFrame:
+    return point_rows(*job)
+
+
+def compute(
+    config: Config, out_dir: str | os.PathLike[str], progress: Progress | None = None
+) -> Path:
+    """Run every point of ``config`` (:func:`point_rows`, in ``config.workers`` processes) and
+    write the table with the configuration; return the data file's path."""
+    jobs = [(p, config) for p in points(config)]
+    frames = run_points(
+        _point, jobs, config.workers, progress, describe=lambda j: f"{j[0][0]} {label(*j[0][4:])}"
+    )
+    return write_data(pd.concat(frames, ignore_index=True), out_dir, NAME, config)
+
+
+def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Async step time over sync step time per workload, without contention (the planner's
+    prediction) and with it (simulated), one panel per platform; bars grow from 1, so a bar
+    below the line is async winning. Workloads whose async MILP did not improve on the sync
+    plan are labelled so."""
+    frame, _meta = read_data(data)
+    asyn = frame[frame["strategy"] == "async"]
+    platforms = list(dict.fromkeys(asyn["platform"]))
+    widths = [max(2.5, 1.0 * asyn.loc[asyn["platform"] == p, "workload"].nunique())
+              for p in platforms]  # fmt: skip
+    fig, axes = plt.subplots(
+        1, len(platforms), figsize=(sum(widths) + 1.5, 4.2), squeeze=False,
+        gridspec_kw={"width_ratios": widths}, sharey=True,
+    )  # fmt: skip
+    ratios = asyn["over_sync"].to_numpy(dtype=float)
+    finite = ratios[np.isfinite(ratios)]
+    low, high = float(finite.min(initial=1.0)), float(finite.max(initial=1.0))
+    pad = 0.12 * max(high - low, 0.05)  # room for the value labels beyond the bars
+    low, high = min(low - pad, 0.98), max(high + pad, 1.02)
+    for ax, name in zip(axes[0], platforms, strict=True):
+        _panel(ax, asyn[asyn["platform"] == name], name, (low, high))
+    axes[0][0].set_ylabel("async step time / sync step time\n(below 1: async faster)")
+    handles = [Patch(facecolor=SHADES[c], label=LABELS[c]) for c in (False, True)]
+    fig.legend(handles=handles, loc="upper center", ncol=2, frameon=False,
+               bbox_to_anchor=(0.5, 1.05))  # fmt: skip
+    fig.tight_layout()
+    return save_figure(fig, out_dir, NAME)
+
+
+#: Bar colours: the planner's world and the simulated machine.
+SHADES = {False: "#a6dba0", True: "#1b7837"}
+LABELS = {False: "no contention (= planner's prediction)", True: "with contention (simulated)"}
+
+
+def _panel(ax: Axes, rows: pd.DataFrame, platform: str, ylim: tuple[float, float]) -> None:
+    workloads = list(dict.fromkeys(rows["workload"]))
+    x = np.arange(len(workloads))
+    width = 0.38
+    for j, contention in enumerate((False, True)):
+        sub = rows[rows["contention"] == contention].set_index("workload").reindex(workloads)
+        ratio = sub["over_sync"].to_numpy(dtype=float)
+        xs = x + (j - 0.5) * width
+        bars = ax.bar(xs, np.nan_to_num(ratio - 1.0), width, bottom=1.0, color=SHADES[contention],
+                      label=LABELS[contention], edgecolor="white", linewidth=0.5)  # fmt: skip
+        for bar, r in zip(bars, ratio, strict=True):
+            text = "n/a" if not np.isfinite(r) else f"{r:.3f}"
+            y = 1.0 if not np.isfinite(r) else r
+            ax.annotate(text, (bar.get_x() + width / 2, y), ha="center", fontsize=6,
+                        va="bottom" if y >= 1 else "top", rotation=90,
+                        xytext=(0, 2 if y >= 1 else -2), textcoords="offset points")  # fmt: skip
+    first = rows.drop_duplicates("workload").set_index("workload").reindex(workloads)
+    ticks = [
+        w + ("" if bool(i) else "\n(async = sync plan)")
+        for w, i in zip(workloads, first["improved"], strict=True)
+    ]
+    ax.set_xticks(x, ticks, rotation=30, ha="right", fontsize=7)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    kind = str(first["kind"].iloc[0])
+    ax.set_title(f"{kind}: {platform}\ncapacity {first['capacity'].iloc[0]}", fontsize=9)
+    ax.set_ylim(*ylim)
+    ax.grid(axis="y", linewidth=0.3)
+
+
+__all__ = [
+    "CPU_SMALL",
+    "LEADING",
+    "NAME",
+    "QUICK",
+    "TITLE",
+    "Config",
+    "Point",
+    "compute",
+    "plot",
+    "point_rows",
+    "points",
+]

@@ -1,0 +1,237 @@
+"""Figure: slowdown against all-DRAM of the conventional workloads at PMM:DRAM ratios.
+
+AutoTM (Hildebrand et al., ASPLOS 2020) trains four conventional workloads (footprints 111 to
+143 GB) on a Cascade Lake socket with Optane PMM and DRAM as two tiers, with DRAM limited to
+a share of the footprint: all PMM, 8:1, 4:1, 1:1 (PMM:DRAM), all DRAM. Its synchronous plans
+stay close to all-DRAM at 1:1 and do far better than first-touch (the NUMA default) and all-PMM
+at every ratio (the talk: "Replace 50-80% DRAM with NVDIMMs with geometric mean 27.1%
+performance loss"; the paper's abstract says 27.7%).
+
+Here every workload's training step is planned by each strategy at each ratio, validated and
+replayed by the simulator; the slowdown is the simulated step time over that of all-DRAM
+(``all-fast``, the fast tier as large as the step needs). :func:`slowdowns` computes that table
+and is shared with :mod:`experiments.cost`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from experiments.common import (
+    COLORS,
+    CONVENTIONAL,
+    Progress,
+    compare_frame,
+    geomean,
+    label,
+    read_data,
+    save_figure,
+    write_data,
+)
+from hwmodels.presets import load_preset
+from tmsim.compare import CompareSettings
+from tmsim.planners import PlanSettings
+from tmsim.zoo import training_graph_of
+
+NAME = "conventional"
+TITLE = "Conventional workloads: slowdown against all-DRAM by PMM:DRAM ratio"
+
+#: The ``ratio`` label of the all-DRAM configuration (strategy ``all-fast``).
+ALL_DRAM = "all-DRAM"
+#: The ``ratio`` label of the all-PMM configuration (strategy ``all-slow``).
+ALL_PMM = "all-PMM"
+#: Label of the geometric-mean group in the figure.
+GEOMEAN = "geo. mean"
+
+#: The columns :func:`slowdowns` writes before those of :func:`tmsim.compare.rows_frame`.
+LEADING = ("workload", "model", "batch", "kernels", "footprint_bytes", "ratio")
+
+
+@dataclass(frozen=True)
+class Config:
+    """What the figure runs; the defaults are the paper's full experiment.
+
+    ``workloads``: (zoo model, batch) pairs; ``platform``: a :mod:`hwmodels.presets` name;
+    ``ratios``: PMM:DRAM capacity ratios (``"S:F"`` of each step's peak live bytes, see
+    :func:`tmsim.planners.common.fast_limit_bytes`); all-DRAM and all-PMM are always added;
+    ``strategies``: the strategies planned at every ratio (names of
+    :data:`tmsim.compare.STRATEGIES`); ``time_limit_s``: wall-clock cap of the MILP chain
+    (static, then sync from it) of one workload at one ratio; ``gap``: the MILP's relative
+    optimality gap; ``contention``: simulate with shared bandwidth.
+    """
+
+    workloads: tuple[tuple[str, int], ...] = CONVENTIONAL
+    platform: str = "cascadelake-optane"
+    ratios: tuple[str, ...] = ("8:1", "4:1", "1:1")
+    strategies: tuple[str, ...] = ("first-touch", "static", "sync")
+    time_limit_s: float = 600.0
+    gap: float = 0.01
+    contention: bool = True
+
+
+#: Three small workloads, same ratios and strategies, a looser gap (at 0.01 the sync MILP of
+#: Inception v4 b4 at 4:1 takes about 17 s, at 0.05 about 3 s); about 40 s on two cores.
+QUICK = Config(
+    workloads=(("vgg19", 8), ("inception_v4", 4), ("resnet50", 4)), time_limit_s=20.0, gap=0.05
+)
+
+
+def slowdowns(
+    workloads: tuple[tuple[str, int], ...],
+    platform: str,
+    ratios: tuple[str, ...],
+    strategies: tuple[str, ...],
+    time_limit_s: float,
+    gap: float,
+    contention: bool,
+    progress: Progress | None = None,
+) -> pd.DataFrame:
+    """One row per workload and configuration: ``all-fast`` (``ratio`` :data:`ALL_DRAM`),
+    ``all-slow`` (:data:`ALL_PMM`) and every strategy of ``strategies`` at every ratio.
+
+    Columns: :data:`LEADING` (``workload`` is the figure label, ``kernels`` the graph's kernel
+    count, ``footprint_bytes`` its peak live bytes), then those of
+    :func:`tmsim.compare.rows_frame`; ``slowdown`` is the simulated step time over that of the
+    workload's all-DRAM row. A strategy that cannot run keeps its row, with ``status`` error,
+    the reason in ``error`` and ``nan`` times. Raises :class:`tmsim.errors.TmsimError` for an
+    unknown model, platform, strategy or a malformed ratio.
+    """
+    hw = load_preset(platform)
+    plan = PlanSettings(time_limit_s=time_limit_s, gap=gap)
+    frames = []
+    for model, batch in workloads:
+        graph = training_graph_of(model, batch)
+        labels = {
+            "workload": label(model, batch),
+            "model": model,
+            "batch": batch,
+            "kernels": len(graph.kernels),
+            "footprint_bytes": graph.peak_live_bytes,
+        }
+        if progress is not None:
+            progress(f"{labels['workload']}: all-DRAM and all-PMM")
+        base = compare_frame(
+            graph,
+            hw,
+            CompareSettings(plan=plan, contention=contention, strategies=("all-fast", "all-slow")),
+            **labels,
+            ratio="",
+        )
+        base["ratio"] = base["strategy"].map({"all-fast": ALL_DRAM, "all-slow": ALL_PMM})
+        parts = [base]
+        for ratio in ratios:
+            if progress is not None:
+                progress(f"{labels['workload']}: {ratio} ({', '.join(strategies)})")
+            settings = CompareSettings(
+                plan=PlanSettings(ratio=ratio, time_limit_s=time_limit_s, gap=gap),
+                contention=contention,
+                strategies=strategies,
+            )
+            parts.append(compare_frame(graph, hw, settings, **labels, ratio=ratio))
+        frame = pd.concat(parts, ignore_index=True)
+        all_dram_s = float(base.loc[base["strategy"] == "all-fast", "simulated_s"].iloc[0])
+        frame["slowdown"] = frame["simulated_s"] / all_dram_s
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def compute(
+    config: Config, out_dir: str | os.PathLike[str], progress: Progress | None = None
+) -> Path:
+    """Plan, validate and simulate every point of ``config``; write ``out_dir/NAME.parquet``
+    (:func:`slowdowns`'s table, with the config and provenance) and return its path."""
+    frame = slowdowns(
+        config.workloads,
+        config.platform,
+        config.ratios,
+        config.strategies,
+        config.time_limit_s,
+        config.gap,
+        config.contention,
+        progress,
+    )
+    return write_data(frame, out_dir, NAME, config)
+
+
+def geomean_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Geometric mean of ``slowdown`` across workloads, indexed by ``ratio`` (rows) and
+    ``strategy`` (columns); ``nan`` where any workload's point failed."""
+    return frame.pivot_table(
+        index="ratio", columns="strategy", values="slowdown", aggfunc=geomean, dropna=False
+    )
+
+
+def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Draw ``data`` (written by :func:`compute`): one panel per ratio, bars per workload and
+    for the geometric mean, one bar per strategy beside all-PMM; write PDF and PNG to
+    ``out_dir`` and return their paths."""
+    frame, meta = read_data(data)
+    ratios = list(meta["config"]["ratios"])
+    strategies = ["all-slow", *meta["config"]["strategies"]]
+    names = {"all-slow": "all-PMM", "first-touch": "first-touch (NUMA)"}
+    workloads = list(dict.fromkeys(frame["workload"]))
+    groups = [*workloads, GEOMEAN]
+    fig, axes = plt.subplots(
+        1, len(ratios), figsize=(1.2 + 0.9 * len(groups) * len(ratios), 3.6), sharey=True,
+        squeeze=False,
+    )  # fmt: skip
+    width = 0.8 / len(strategies)
+    top = 1.0
+    for ax, ratio in zip(axes[0], ratios, strict=True):
+        for j, strategy in enumerate(strategies):
+            at = ALL_PMM if strategy == "all-slow" else ratio
+            values = [_value(frame, w, at, strategy) for w in workloads]
+            values.append(geomean(values))
+            x = np.arange(len(groups)) + (j - (len(strategies) - 1) / 2) * width
+            ax.bar(x, values, width, color=COLORS[strategy], label=names.get(strategy, strategy))
+            for xi, v in zip(x, values, strict=True):
+                if not np.isfinite(v):
+                    ax.text(xi, 1.02, "n/a", ha="center", va="bottom", fontsize=6, rotation=90)
+                else:
+                    top = max(top, v)
+            if strategy == "sync":
+                ax.text(x[-1], values[-1], f"{values[-1]:.2f}", ha="center", va="bottom",
+                        fontsize=7)  # fmt: skip
+        ax.axhline(1.0, color=COLORS["all-fast"], lw=1, ls="--", label="all-DRAM")
+        ax.axvline(len(workloads) - 0.5, color="0.7", lw=0.8)
+        ax.set_xticks(np.arange(len(groups)), groups, rotation=30, ha="right", fontsize=8)
+        ax.set_title(f"PMM:DRAM = {ratio}", fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("slowdown vs all-DRAM (x, step time ratio)")
+    axes[0][0].set_ylim(0, top * 1.12)
+    handles, labels_ = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels_, loc="upper center", ncol=len(labels_), fontsize=8,
+               bbox_to_anchor=(0.5, 1.06), frameon=False)  # fmt: skip
+    fig.suptitle(f"{TITLE} ({meta['config']['platform']})", fontsize=10, y=1.12)
+    fig.tight_layout()
+    return save_figure(fig, out_dir, NAME)
+
+
+def _value(frame: pd.DataFrame, workload: str, ratio: str, strategy: str) -> float:
+    """The slowdown of one point; ``nan`` if missing or failed."""
+    hit = frame[
+        (frame["workload"] == workload)
+        & (frame["ratio"] == ratio)
+        & (frame["strategy"] == strategy)
+    ]
+    return float(hit["slowdown"].iloc[0]) if len(hit) else float("nan")
+
+
+__all__ = [
+    "ALL_DRAM",
+    "ALL_PMM",
+    "NAME",
+    "QUICK",
+    "TITLE",
+    "Config",
+    "compute",
+    "geomean_table",
+    "plot",
+    "slowdowns",
+]

@@ -1,0 +1,195 @@
+"""Figure: the large workloads (about 650 GB) against the hardware DRAM cache (2LM).
+
+AutoTM (Hildebrand et al., ASPLOS 2020) trains workloads of 650 to 690 GB on a socket with
+192 GiB of DRAM and 1.5 TiB of Optane PMM, either managed by AutoTM (DRAM and PMM as two
+tiers) or in Memory Mode (2LM: the DRAM a direct-mapped hardware cache of the PMM). Software
+management came out up to 2x (abstract) or 3x (talk) faster than 2LM.
+
+Here each workload is planned by ``static`` and ``sync`` with the fast tier at the platform's
+real DRAM capacity (no ratio), validated and replayed, and the ``2lm`` strategy of
+:func:`tmsim.compare.compare` simulates the DRAM cache at that same capacity. ``all-fast`` (as
+if all 650 GB were DRAM) and ``all-slow`` (all PMM) bound the picture.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from experiments.common import (
+    COLORS,
+    LARGE,
+    Progress,
+    compare_frame,
+    label,
+    read_data,
+    save_figure,
+    write_data,
+)
+from hwmodels.presets import load_preset
+from tmsim.compare import CompareSettings
+from tmsim.errors import TmsimError
+from tmsim.planners import PlanSettings
+from tmsim.planners.common import FAST
+from tmsim.zoo import training_graph_of
+
+NAME = "large"
+TITLE = "Large workloads: software tensor management against the DRAM cache (2LM)"
+
+#: Strategies whose speedup over 2LM the figure shows, in drawing order.
+SHOWN = ("all-slow", "static", "sync")
+_NAMES = {"all-fast": "all-DRAM (oracle)", "all-slow": "all-PMM", "2lm": "2LM (DRAM cache)"}
+
+
+@dataclass(frozen=True)
+class Config:
+    """What the figure runs; the defaults are the paper's full experiment.
+
+    ``workloads``: (zoo model, batch) pairs; ``platform``: a :mod:`hwmodels.presets` name;
+    ``fast_share``: the fast tier (DRAM, and the 2LM cache) as a share of each step's peak
+    live bytes; ``None`` (the paper's setting): the platform's DRAM capacity; ``strategies``:
+    strategies of :data:`tmsim.compare.STRATEGIES` to run (``2lm`` is what the others are
+    compared against); ``time_limit_s``: wall-clock cap of the MILP chain of one workload;
+    ``gap``: the MILP's relative optimality gap; ``contention``: simulate with shared
+    bandwidth; ``cache_block_bytes``: the 2LM simulation's block size (``None``: its default).
+    """
+
+    workloads: tuple[tuple[str, int], ...] = LARGE
+    platform: str = "cascadelake-optane"
+    fast_share: float | None = None
+    strategies: tuple[str, ...] = ("all-fast", "all-slow", "static", "sync", "2lm")
+    time_limit_s: float = 600.0
+    gap: float = 0.01
+    contention: bool = True
+    cache_block_bytes: int | None = None
+
+
+#: Small stand-ins at the paper's DRAM share (192 GiB of about 650 GB is 0.3), a looser gap;
+#: about 20 s.
+QUICK = Config(
+    workloads=(("vgg19", 16), ("resnet50", 8)), fast_share=0.3, time_limit_s=20.0, gap=0.05
+)
+
+
+def compute(
+    config: Config, out_dir: str | os.PathLike[str], progress: Progress | None = None
+) -> Path:
+    """Run every strategy of ``config`` on every workload; write ``out_dir/NAME.parquet`` and
+    return its path.
+
+    One row per workload and strategy: ``workload``, ``model``, ``batch``, ``kernels``,
+    ``footprint_bytes`` (peak live bytes), then the columns of
+    :func:`tmsim.compare.rows_frame` (``fast_limit_bytes`` is the DRAM capacity compared at),
+    then ``speedup_vs_2lm`` (2LM's simulated step time over the row's; ``nan`` if either
+    failed). Raises :class:`tmsim.errors.TmsimError` for an unknown model, platform or
+    strategy, or a ``fast_share`` outside (0, 1].
+    """
+    if config.fast_share is not None and not 0 < config.fast_share <= 1:
+        raise TmsimError(f"fast_share must be in (0, 1], got {config.fast_share}")
+    hw = load_preset(config.platform)
+    frames = []
+    for model, batch in config.workloads:
+        graph = training_graph_of(model, batch)
+        if config.fast_share is None:
+            fast_bytes = int(hw.tiers[FAST].capacity_bytes)
+        else:
+            fast_bytes = int(config.fast_share * graph.peak_live_bytes)
+        name = label(model, batch)
+        if progress is not None:
+            progress(
+                f"{name}: {graph.peak_live_bytes / 1e9:.1f} GB, {fast_bytes / 1e9:.1f} GB DRAM"
+            )
+        settings = CompareSettings(
+            plan=PlanSettings(
+                fast_bytes=fast_bytes, time_limit_s=config.time_limit_s, gap=config.gap
+            ),
+            contention=config.contention,
+            strategies=config.strategies,
+            cache_block_bytes=config.cache_block_bytes,
+        )
+        frame = compare_frame(
+            graph,
+            hw,
+            settings,
+            workload=name,
+            model=model,
+            batch=batch,
+            kernels=len(graph.kernels),
+            footprint_bytes=graph.peak_live_bytes,
+        )
+        twolm = frame.loc[frame["strategy"] == "2lm", "simulated_s"]
+        base = float(twolm.iloc[0]) if len(twolm) else np.nan
+        frame["speedup_vs_2lm"] = base / frame["simulated_s"]
+        frames.append(frame)
+    return write_data(pd.concat(frames, ignore_index=True), out_dir, NAME, config)
+
+
+def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Draw ``data`` (written by :func:`compute`): left, the speedup of all-PMM, static and
+    sync over 2LM per workload; right, every strategy's slowdown against all-DRAM (the
+    oracle). Writes PDF and PNG to ``out_dir`` and returns their paths."""
+    frame, meta = read_data(data)
+    workloads = list(dict.fromkeys(frame["workload"]))
+    x = np.arange(len(workloads))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(4.5 + 2.2 * len(workloads), 3.8))
+
+    shown = [s for s in SHOWN if s in set(frame["strategy"])]
+    width = 0.8 / max(1, len(shown))
+    for j, strategy in enumerate(shown):
+        values = [_get(frame, w, strategy, "speedup_vs_2lm") for w in workloads]
+        at = x + (j - (len(shown) - 1) / 2) * width
+        left.bar(at, values, width, color=COLORS[strategy], label=_NAMES.get(strategy, strategy))
+        for xi, v in zip(at, values, strict=True):
+            text = f"{v:.2f}x" if np.isfinite(v) else "n/a"
+            left.text(xi, v if np.isfinite(v) else 0.02, text, ha="center", va="bottom", fontsize=7)
+    left.axhline(1.0, color=COLORS["2lm"], lw=1.2, ls="--", label=_NAMES["2lm"])
+    left.set_ylabel("speedup over 2LM (2LM step time / step time)")
+    left.set_title("speedup over the DRAM cache (higher is better)", fontsize=9)
+
+    order = [s for s in ("all-fast", "2lm", *SHOWN) if s in set(frame["strategy"])]
+    width = 0.8 / max(1, len(order))
+    for j, strategy in enumerate(order):
+        values = [_get(frame, w, strategy, "slowdown") for w in workloads]
+        at = x + (j - (len(order) - 1) / 2) * width
+        right.bar(at, values, width, color=COLORS[strategy], label=_NAMES.get(strategy, strategy))
+    right.set_ylabel("slowdown vs all-DRAM (step time / oracle's)")
+    right.set_title("step time against all-DRAM (lower is better)", fontsize=9)
+
+    ticks = []
+    for w in workloads:
+        rows = frame[(frame["workload"] == w) & (frame["strategy"] != "all-fast")]
+        dram = float(rows["fast_limit_bytes"].max()) if len(rows) else float("nan")
+        footprint = float(frame.loc[frame["workload"] == w, "footprint_bytes"].iloc[0])
+        ticks.append(f"{w}\n{_gb(footprint)} GB, DRAM {_gb(dram)} GB")
+    for ax in (left, right):
+        ax.set_xticks(x, ticks, fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+    top = np.nanmax(
+        frame.loc[frame["strategy"].isin(shown), "speedup_vs_2lm"].to_numpy(), initial=1
+    )
+    left.set_ylim(0, max(1.0, float(top)) * 1.35)
+    slowest = np.nanmax(frame.loc[frame["strategy"].isin(order), "slowdown"].to_numpy(), initial=1)
+    right.set_ylim(0, float(slowest) * 1.35)
+    fig.suptitle(f"{TITLE} ({meta['config']['platform']})", fontsize=10)
+    fig.tight_layout()
+    return save_figure(fig, out_dir, NAME)
+
+
+def _gb(n_bytes: float) -> str:
+    """``n_bytes`` in GB (10^9 bytes), to two significant figures below 10."""
+    return f"{n_bytes / 1e9:.0f}" if n_bytes >= 10e9 else f"{n_bytes / 1e9:.2g}"
+
+
+def _get(frame: pd.DataFrame, workload: str, strategy: str, column: str) -> float:
+    """One value of one workload's strategy row; ``nan`` if the row is missing."""
+    hit = frame[(frame["workload"] == workload) & (frame["strategy"] == strategy)]
+    return float(hit[column].iloc[0]) if len(hit) else float("nan")
+
+
+__all__ = ["NAME", "QUICK", "SHOWN", "TITLE", "Config", "compute", "plot"]

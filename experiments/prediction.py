@@ -1,0 +1,242 @@
+"""Figure: the planner's predicted step time against the simulated one, with contention.
+
+AutoTM (Hildebrand et al., ASPLOS 2020) checked its ILP's predicted runtimes against measured
+ones. Here the measurement is the simulator with contention: kernels and copies share tier
+and link bandwidth, and Optane's mixed reads and writes interfere, none of which the
+planner's cost model sees. (Without contention the replay equals the prediction exactly, a
+test of :mod:`tmsim.sim.replay`.) Many plans are made: heuristics and the static, sync and
+async MILPs on the Optane CPU at several PMM:DRAM ratios, and sync and async on a GPU, each
+validated and replayed through :func:`tmsim.compare.compare`. The error of a plan is
+``(simulated - predicted) / predicted``.
+
+In this model only overlap makes an error: a plan whose copies all run between kernels
+(heuristics, static, sync) is simulated exactly as predicted, since then no two flows share a
+tier at once. Asynchronous plans err upwards on Optane (the helper thread's copies slow the
+kernels beside them) and slightly downwards on a GPU (the cost model charges a kernel's
+async copies one after another; the copy engines run them side by side).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+
+from experiments.common import (
+    COLORS,
+    CONVENTIONAL,
+    GPU_OVERSUBSCRIBED,
+    Progress,
+    label,
+    read_data,
+    run_points,
+    save_figure,
+    write_data,
+)
+from hwmodels.presets import load_preset
+from tmsim.compare import CompareSettings, compare, rows_frame
+from tmsim.planners import PlanSettings
+from tmsim.planners.common import fast_limit_bytes
+from tmsim.zoo import training_graph_of
+
+NAME = "prediction"
+TITLE = "Planner prediction against simulation with contention"
+
+#: The columns written before those of :func:`tmsim.compare.rows_frame`.
+LEADING = (
+    "platform", "kind", "capacity", "workload", "model", "batch", "kernels", "footprint_bytes",
+)  # fmt: skip
+
+#: Marker of each platform kind in the scatter.
+MARKERS = {"Optane PMM": "o", "GPU": "s"}
+
+
+@dataclass(frozen=True)
+class Config:
+    """What the figure runs; the defaults are the full experiment.
+
+    ``cpu_platform``, ``cpu_workloads`` ((zoo model, batch) pairs), ``cpu_ratios`` (PMM:DRAM
+    of each step's peak live bytes) and ``cpu_strategies``: the Optane plans, one per
+    workload, ratio and strategy; ``gpu_platform``, ``gpu_workloads``, ``gpu_strategies``:
+    the GPU plans, at the device's real memory or, when ``gpu_device_fraction`` is given, at
+    that share of each step's peak live bytes; ``time_limit_s``: wall-clock cap of one
+    point's MILP chain (static, sync, async); ``gap``: relative optimality gap; ``window``:
+    kernels either side of a user where an asynchronous copy may run; ``workers``: processes
+    running points in parallel.
+    """
+
+    cpu_platform: str = "cascadelake-optane"
+    cpu_workloads: tuple[tuple[str, int], ...] = (
+        ("vgg19", 8), ("vgg19", 16), ("inception_v4", 16), *CONVENTIONAL,
+    )  # fmt: skip
+    cpu_ratios: tuple[str, ...] = ("8:1", "4:1", "1:1")
+    cpu_strategies: tuple[str, ...] = ("all-slow", "first-touch", "static", "sync", "async")
+    gpu_platform: str = "rtx2080ti-pcie3"
+    gpu_device_fraction: float | None = None
+    gpu_workloads: tuple[tuple[str, int], ...] = GPU_OVERSUBSCRIBED
+    gpu_strategies: tuple[str, ...] = ("sync", "async")
+    time_limit_s: float = 120.0
+    gap: float = 0.01
+    window: int = 3
+    workers: int = 2
+
+
+#: VGG19 b8 and ResNet-50 b4 at 4:1 and 1:1 on Optane, VGG19 b16 on the GPU shrunk to 0.6
+#: of its peak; a 5% gap, a 15 s cap, one process; about 60 s.
+QUICK = Config(
+    cpu_workloads=(("vgg19", 8), ("resnet50", 4)),
+    cpu_ratios=("4:1", "1:1"),
+    gpu_device_fraction=0.6,
+    gpu_workloads=(("vgg19", 16),),
+    time_limit_s=15.0,
+    gap=0.05,
+    workers=1,
+)
+
+#: One point: (platform, kind, ratio or None, device fraction or None, model, batch,
+#: strategies).
+Point = tuple[str, str, str | None, float | None, str, int, tuple[str, ...]]
+
+
+def points(config: Config) -> list[Point]:
+    """Every point of ``config``: the CPU workloads at each ratio, then the GPU workloads."""
+    cpu: list[Point] = [
+        (config.cpu_platform, "Optane PMM", r, None, m, b, config.cpu_strategies)
+        for m, b in config.cpu_workloads
+        for r in config.cpu_ratios
+    ]
+    gpu: list[Point] = [
+        (config.gpu_platform, "GPU", None, config.gpu_device_fraction, m, b,
+         config.gpu_strategies)
+        for m, b in config.gpu_workloads
+    ]  # fmt: skip
+    return cpu + gpu
+
+
+def point_rows(point: Point, config: Config) -> pd.DataFrame:
+    """The plans of one point, replayed with contention: the :data:`LEADING` columns, the
+    :class:`tmsim.compare.Row` fields, ``rel_error`` (``(simulated_s - predicted_s) /
+    predicted_s``), ``fallback`` and ``same_as_sync`` (an async row whose plan predicts no
+    better than the sync plan: a fallback, or the solver stopped at its sync start; such a
+    row repeats the sync point and the figure leaves it out)."""
+    preset, kind, ratio, fraction, model, batch, strategies = point
+    graph = training_graph_of(model, batch)
+    platform = load_preset(preset)
+    fast_bytes = None if fraction is None else int(graph.peak_live_bytes * fraction)
+    settings = CompareSettings(
+        plan=PlanSettings(
+            ratio=ratio, fast_bytes=fast_bytes, time_limit_s=config.time_limit_s,
+            gap=config.gap, window=config.window,
+        ),
+        strategies=strategies,
+        contention=True,
+    )  # fmt: skip
+    frame = rows_frame(compare(graph, platform, settings))
+    limit = fast_limit_bytes(graph, platform, ratio, fast_bytes)
+    capacity = ratio if ratio is not None else (
+        f"{fraction:g} of footprint" if fraction is not None else f"{limit / 2**30:.3g} GiB"
+    )  # fmt: skip
+    leading = {"platform": preset, "kind": kind, "capacity": capacity,
+               "workload": label(model, batch), "model": model, "batch": batch,
+               "kernels": len(graph.kernels), "footprint_bytes": graph.peak_live_bytes}  # fmt: skip
+    for i, (key, value) in enumerate(leading.items()):
+        frame.insert(i, key, [value] * len(frame))
+    frame["rel_error"] = (frame["simulated_s"] - frame["predicted_s"]) / frame["predicted_s"]
+    frame["fallback"] = frame["status"].str.startswith("fallback")
+    sync = frame.loc[frame["strategy"] == "sync", "predicted_s"].to_numpy(dtype=float)
+    sync_s = float(sync[0]) if len(sync) else np.nan
+    frame["same_as_sync"] = (frame["strategy"] == "async") & ~(
+        frame["predicted_s"] < sync_s * (1 - 1e-9)
+    )
+    return frame
+
+
+def _point(job: tuple[Point, Config]) -> pd.DataFrame:
+    return point_rows(*job)
+
+
+def compute(
+    config: Config, out_dir: str | os.PathLike[str], progress: Progress | None = None
+) -> Path:
+    """Run every point of ``config`` (:func:`point_rows`, in ``config.workers`` processes) and
+    write the table with the configuration; return the data file's path."""
+    jobs = [(p, config) for p in points(config)]
+    frames = run_points(
+        _point, jobs, config.workers, progress,
+        describe=lambda j: f"{j[0][0]} {j[0][2] or ''} {label(*j[0][4:6])}",
+    )  # fmt: skip
+    return write_data(pd.concat(frames, ignore_index=True), out_dir, NAME, config)
+
+
+def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Left: simulated against predicted step time of every plan (log-log, the y = x line:
+    perfect prediction). Right: the relative error per strategy and platform, each plan a dot.
+    Async rows that repeat the sync plan and rows without times are left out."""
+    frame, _meta = read_data(data)
+    timed = frame[np.isfinite(frame["predicted_s"]) & np.isfinite(frame["simulated_s"])]
+    ok = timed[~timed["same_as_sync"].astype(bool)]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 4.4),
+                                      gridspec_kw={"width_ratios": [1, 1.3]})  # fmt: skip
+    _scatter(left, ok)
+    left_out = len(timed) - len(ok)
+    note = f" ({left_out} async plans that repeat the sync plan left out)" if left_out else ""
+    left.set_title(f"{len(ok)} plans{note}", fontsize=9)
+    _errors(right, ok)
+    fig.tight_layout()
+    return save_figure(fig, out_dir, NAME)
+
+
+def _scatter(ax: Axes, ok: pd.DataFrame) -> None:
+    for (kind, strategy), sub in ok.groupby(["kind", "strategy"], sort=False):
+        ax.scatter(sub["predicted_s"], sub["simulated_s"], s=18, alpha=0.8,
+                   marker=MARKERS.get(str(kind), "^"), color=COLORS.get(str(strategy), "k"),
+                   label=f"{strategy} ({kind})", edgecolor="white", linewidth=0.3)  # fmt: skip
+    values = np.concatenate([ok["predicted_s"].to_numpy(float), ok["simulated_s"].to_numpy(float)])
+    lo, hi = (float(values.min()) / 1.3, float(values.max()) * 1.3) if len(values) else (0.1, 1)
+    ax.plot([lo, hi], [lo, hi], color="0.4", linewidth=0.8, linestyle="--", label="y = x")
+    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi))
+    ax.set_xlabel("predicted step time (s)")
+    ax.set_ylabel("simulated step time, with contention (s)")
+    ax.legend(fontsize=7, loc="upper left")
+    ax.grid(linewidth=0.3, which="both")
+
+
+def _errors(ax: Axes, ok: pd.DataFrame) -> None:
+    groups = list(ok.groupby(["kind", "strategy"], sort=False))
+    for i, ((kind, strategy), sub) in enumerate(groups):
+        err = 100 * sub["rel_error"].to_numpy(dtype=float)
+        jitter = np.linspace(-0.18, 0.18, len(err)) if len(err) > 1 else np.zeros(1)
+        ax.scatter(i + jitter, err, s=14, alpha=0.8, marker=MARKERS.get(str(kind), "^"),
+                   color=COLORS.get(str(strategy), "k"))  # fmt: skip
+        ax.hlines([err.min(), err.max()], i - 0.3, i + 0.3, color="0.5", linewidth=0.6)
+        # rounding noise (1e-13 %) reads as zero, and zero without a sign
+        lo, hi = (float(f"{np.round(v, 6):.2g}") + 0.0 for v in (err.min(), err.max()))
+        text = f"{lo:+.2g}%" if lo == hi else f"{lo:+.2g}..{hi:+.2g}%"
+        ax.annotate(text, (i, err.max()), ha="center",
+                    va="bottom", fontsize=6, xytext=(0, 3), textcoords="offset points")  # fmt: skip
+    ax.axhline(0.0, color="0.4", linewidth=0.8, linestyle="--")
+    ax.set_xticks(range(len(groups)), [f"{s}\n{k}" for (k, s), _ in groups], fontsize=7)
+    ax.set_ylabel("(simulated - predicted) / predicted (%)")
+    ax.set_title("prediction error per strategy and platform", fontsize=9)
+    ax.margins(y=0.15)
+    ax.grid(axis="y", linewidth=0.3)
+
+
+__all__ = [
+    "LEADING",
+    "MARKERS",
+    "NAME",
+    "QUICK",
+    "TITLE",
+    "Config",
+    "Point",
+    "compute",
+    "plot",
+    "point_rows",
+    "points",
+]

@@ -1,0 +1,218 @@
+"""Figure: MILP solve time against graph size.
+
+AutoTM (Hildebrand et al., ASPLOS 2020) names ILP solution time as a limitation (the talk's
+"Limitations" slide); its asynchronous formulation, with a window of kernels either side of
+each use where a copy may run, is much larger than the synchronous one.
+
+Here each workload's MILP chain (:func:`tmsim.planners.milp.plan_milp_chain`: static, then
+sync from it, then async from that) is solved once under one wall-clock limit for the whole
+chain, and each formulation's solver statistics are tabulated: model size, build and solve
+seconds (cumulative over the chain, as the planner reports them: what it costs to get that
+plan), gap and whether the time limit cut it short.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from experiments.common import (
+    COLORS,
+    CONVENTIONAL,
+    LARGE,
+    Progress,
+    label,
+    read_data,
+    save_figure,
+    write_data,
+)
+from hwmodels.presets import load_preset
+from tmsim.errors import TmsimError
+from tmsim.plan import Plan
+from tmsim.planners.milp import MilpOptions, plan_milp_chain
+from tmsim.planners.milp_model import Formulation
+from tmsim.zoo import training_graph_of
+
+NAME = "solve_time"
+TITLE = "MILP solve time against graph size"
+
+#: A formulation whose cumulative build and solve seconds reach this share of the time limit
+#: ran out of time (the chain's deadline is shared, so the one that exhausted it is at ~1).
+LIMIT_SHARE = 0.95
+
+
+@dataclass(frozen=True)
+class Config:
+    """What the figure runs; the defaults are the paper's workloads.
+
+    ``workloads``: (zoo model, batch) pairs; ``platform``: a :mod:`hwmodels.presets` name;
+    ``ratio``: the PMM:DRAM capacity ratio planned for; ``formulations``: the MILP
+    formulations tabulated (the chain is solved up to the largest); ``time_limit_s``:
+    wall-clock cap of one workload's whole chain; ``gap``: the relative optimality gap at
+    which the solver stops; ``window``: the asynchronous window (kernels either side of a use).
+    """
+
+    workloads: tuple[tuple[str, int], ...] = CONVENTIONAL + LARGE
+    platform: str = "cascadelake-optane"
+    ratio: str = "4:1"
+    formulations: tuple[str, ...] = ("static", "sync", "async")
+    time_limit_s: float = 600.0
+    gap: float = 0.01
+    window: int = MilpOptions.window
+
+
+#: Three small graphs (142 to 1396 kernels), 20 s per chain; about 50 s.
+QUICK = Config(workloads=(("vgg19", 8), ("resnet50", 8), ("densenet121", 4)), time_limit_s=20.0)
+
+
+def compute(
+    config: Config, out_dir: str | os.PathLike[str], progress: Progress | None = None
+) -> Path:
+    """Solve every workload's MILP chain; write ``out_dir/NAME.parquet`` and return its path.
+
+    One row per workload and formulation: ``workload``, ``model``, ``batch``, ``kernels``,
+    ``tensors``, ``footprint_bytes``, ``formulation``, ``status`` (the solver's, ``fallback
+    to ...`` where the smaller formulation's plan was kept, or ``error``), ``error``,
+    ``variables``, ``constraints`` (of the model the plan came from), ``build_s``, ``solve_s``
+    (cumulative over the chain), ``own_solve_s`` (minus the formulation before it), ``gap``,
+    ``predicted_s``, ``fallback`` and ``time_limit_hit``. Raises :class:`TmsimError` for an
+    unknown model, platform or formulation.
+    """
+    wanted = [Formulation(f) for f in config.formulations]
+    top = max(wanted, key=list(Formulation).index)
+    hw = load_preset(config.platform)
+    options = MilpOptions(
+        formulation=top,
+        ratio=config.ratio,
+        time_limit_s=config.time_limit_s,
+        gap=config.gap,
+        window=config.window,
+    )
+    rows = []
+    for model, batch in config.workloads:
+        graph = training_graph_of(model, batch)
+        name = label(model, batch)
+        if progress is not None:
+            progress(f"{name}: {len(graph.kernels)} kernels, chain up to {top.value}")
+        try:
+            chain: dict[Formulation, Plan | TmsimError] = plan_milp_chain(graph, hw, options)
+        except TmsimError as exc:
+            chain = {f: exc for f in Formulation}
+        before = 0.0
+        for formulation in Formulation:
+            row = _row(chain.get(formulation), config.time_limit_s, before)
+            before = row["solve_s"] if math.isfinite(row["solve_s"]) else before
+            if formulation not in wanted:
+                continue
+            rows.append(
+                {
+                    "workload": name,
+                    "model": model,
+                    "batch": batch,
+                    "kernels": len(graph.kernels),
+                    "tensors": len(graph.tensors),
+                    "footprint_bytes": graph.peak_live_bytes,
+                    "formulation": formulation.value,
+                    **row,
+                }
+            )
+    return write_data(pd.DataFrame(rows), out_dir, NAME, config)
+
+
+def _row(got: Plan | TmsimError | None, limit_s: float, before_s: float) -> dict[str, Any]:
+    """The statistics columns of one formulation's outcome."""
+    nan = math.nan
+    if not isinstance(got, Plan) or got.stats is None:
+        error = str(got) if got is not None else "not solved"
+        return {
+            "status": "error", "error": error, "variables": 0, "constraints": 0,
+            "build_s": nan, "solve_s": nan, "own_solve_s": nan, "gap": nan,
+            "predicted_s": nan, "fallback": False, "time_limit_hit": "time limit" in error,
+        }  # fmt: skip
+    s = got.stats
+    spent = s.build_s + s.solve_s
+    return {
+        "status": s.status,
+        "error": "",
+        "variables": s.variables,
+        "constraints": s.constraints,
+        "build_s": s.build_s,
+        "solve_s": s.solve_s,
+        "own_solve_s": s.solve_s - before_s,
+        "gap": s.gap,
+        "predicted_s": got.predicted_s,
+        "fallback": s.status.startswith("fallback"),
+        "time_limit_hit": "user_limit" in s.status or spent >= LIMIT_SHARE * limit_s,
+    }
+
+
+def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Draw ``data`` (written by :func:`compute`): log-log solve seconds against kernels (left)
+    and against MILP variables (right, plans of their own model only); hollow markers where
+    the time limit cut the chain short, crosses at the limit where no plan came back, and the
+    limit as a dashed line. Writes PDF and PNG to ``out_dir`` and returns their paths."""
+    frame, meta = read_data(data)
+    limit = float(meta["config"]["time_limit_s"])
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    marker = {"static": "s", "sync": "o", "async": "^"}
+    for formulation, rows in frame.groupby("formulation", sort=False):
+        color = COLORS.get(str(formulation), "k")
+        shape = marker.get(str(formulation), "o")
+        ok = rows[rows["status"] != "error"]
+        for ax, x_col, part in ((left, "kernels", ok), (right, "variables", ok[~ok["fallback"]])):
+            hit = part["time_limit_hit"].astype(bool)
+            ax.scatter(part.loc[~hit, x_col], part.loc[~hit, "solve_s"], marker=shape, s=40,
+                       color=color)  # fmt: skip
+            ax.scatter(part.loc[hit, x_col], part.loc[hit, "solve_s"], marker=shape, s=40,
+                       facecolors="none", edgecolors=color, linewidths=1.5)  # fmt: skip
+        failed = rows[rows["status"] == "error"]
+        left.scatter(failed["kernels"], [limit] * len(failed), marker="x", s=50, color=color)
+    for ax in (left, right):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.axhline(limit, color="0.3", ls="--", lw=1)
+        ax.grid(which="both", alpha=0.25)
+        ax.margins(x=0.15, y=0.15)
+    # kernels span a decade or two: label 1, 2, 5 x 10^k; variables span more: powers of ten
+    left.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    left.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    left.xaxis.set_minor_formatter(NullFormatter())
+    left.set_xlabel("graph size (kernels)")
+    right.set_xlabel("MILP size (variables)")
+    left.set_ylabel("solve time (s, cumulative over the chain)")
+    left.set_title("against kernels (same workload: same x)", fontsize=9)
+    right.set_title("against MILP variables (plans of their own model)", fontsize=9)
+    for _, rows in frame.groupby("kernels"):
+        y = rows["solve_s"].min()
+        if np.isfinite(y):
+            text = "\n".join(dict.fromkeys(rows["workload"].astype(str)))
+            left.annotate(text, (float(rows["kernels"].iloc[0]), y), fontsize=6, xytext=(0, -5),
+                          textcoords="offset points", ha="center", va="top")  # fmt: skip
+    present = list(dict.fromkeys(frame["formulation"]))
+    handles = [
+        Line2D([], [], marker=marker.get(f, "o"), ls="", color=COLORS.get(f, "k")) for f in present
+    ]
+    labels_ = list(present)
+    handles += [
+        Line2D([], [], marker="o", ls="", mfc="none", mec="k", mew=1.5),
+        Line2D([], [], marker="x", ls="", color="k"),
+        Line2D([], [], color="0.3", ls="--"),
+    ]
+    labels_ += ["time limit hit", "no plan in time", f"time limit ({limit:g} s per chain)"]
+    right.legend(handles, labels_, fontsize=7, loc="lower right")
+    fig.suptitle(f"{TITLE} ({meta['config']['platform']}, PMM:DRAM {meta['config']['ratio']}, "
+                 f"HiGHS, gap {meta['config']['gap']:g})", fontsize=10)  # fmt: skip
+    fig.tight_layout()
+    return save_figure(fig, out_dir, NAME)
+
+
+__all__ = ["LIMIT_SHARE", "NAME", "QUICK", "TITLE", "Config", "compute", "plot"]
