@@ -97,16 +97,9 @@ def plan_milp(graph: Graph, platform: Platform, options: MilpOptions | None = No
     """
     opts = options or MilpOptions()
     opts = replace(opts, formulation=Formulation(opts.formulation))
-    if len(platform.addressable_tiers) < 2 or platform.cache is not None:
-        raise TmsimError(f"platform {platform.name!r}: the MILP needs two addressable tiers")
-    limit = fast_limit_bytes(graph, platform, opts.ratio, opts.fast_bytes)
-    gpu = not platform.kernel_tier_mask()[SLOW]
-    if gpu:
-        check_operands_fit(graph, platform, limit, f"milp-{opts.formulation.value}")
-        if opts.formulation is Formulation.STATIC:
-            _check_static_fits(graph, limit)
-    cost = CostModel(graph, platform)
-    deadline = None if opts.time_limit_s is None else time.perf_counter() + opts.time_limit_s
+    cost, limit, gpu, deadline = _setup(graph, platform, opts)
+    if gpu and opts.formulation is Formulation.STATIC:
+        _check_static_fits(graph, limit)
     solved = _plan(cost, opts, opts.formulation, limit, gpu, deadline, {})
     plan = solved.plan
     if opts.lp_bound and plan.stats is not None:
@@ -122,6 +115,22 @@ def plan_milp(graph: Graph, platform: Platform, options: MilpOptions | None = No
             pass  # the bound is optional: an unknown one is reported as nan
         plan = replace(plan, stats=replace(plan.stats, lp_bound=lp))
     return plan
+
+
+def _setup(
+    graph: Graph, platform: Platform, opts: MilpOptions
+) -> tuple[CostModel, int, bool, float | None]:
+    """The cost model, capacity, whether kernels reach only the fast tier (a GPU), and the
+    solve deadline. Raises :class:`TmsimError` for a platform the MILP cannot plan for and
+    :class:`InfeasibleError` when a kernel's own operands do not fit on a GPU."""
+    if len(platform.addressable_tiers) < 2 or platform.cache is not None:
+        raise TmsimError(f"platform {platform.name!r}: the MILP needs two addressable tiers")
+    limit = fast_limit_bytes(graph, platform, opts.ratio, opts.fast_bytes)
+    gpu = not platform.kernel_tier_mask()[SLOW]
+    if gpu:
+        check_operands_fit(graph, platform, limit, f"milp-{opts.formulation.value}")
+    deadline = None if opts.time_limit_s is None else time.perf_counter() + opts.time_limit_s
+    return CostModel(graph, platform), limit, gpu, deadline
 
 
 _SMALLER = {Formulation.SYNC: Formulation.STATIC, Formulation.ASYNC: Formulation.SYNC}
@@ -142,14 +151,7 @@ def plan_milp_chain(
     """
     opts = options or MilpOptions()
     opts = replace(opts, formulation=Formulation(opts.formulation), lp_bound=False)
-    if len(platform.addressable_tiers) < 2 or platform.cache is not None:
-        raise TmsimError(f"platform {platform.name!r}: the MILP needs two addressable tiers")
-    limit = fast_limit_bytes(graph, platform, opts.ratio, opts.fast_bytes)
-    gpu = not platform.kernel_tier_mask()[SLOW]
-    if gpu:
-        check_operands_fit(graph, platform, limit, f"milp-{opts.formulation.value}")
-    cost = CostModel(graph, platform)
-    deadline = None if opts.time_limit_s is None else time.perf_counter() + opts.time_limit_s
+    cost, limit, gpu, deadline = _setup(graph, platform, opts)
     memo: dict[Formulation, _Solved | TmsimError] = {}
     if gpu:
         try:

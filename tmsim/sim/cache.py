@@ -69,7 +69,7 @@ from tmsim.sim.cache_walk import (
     step_layout,
     walk_step,
 )
-from tmsim.sim.fluid import Flow, FluidModel
+from tmsim.sim.fluid import Flow, FluidModel, kernel_body
 from tmsim.sim.schedule import kernel_flow, memory_efficiency
 from tmsim.sim.trace import KERNEL, Record, Trace
 
@@ -203,13 +203,7 @@ def _step(
         start_s[k] = env.now
         if pre_s[k] > 0:
             yield env.timeout(float(pre_s[k]))
-        floor = float(floor_s[k])
-        if serial and floor > 0:
-            yield env.timeout(floor)
-        done = [fluid.transfer(f) for f in pair]
-        if not serial and floor > 0:
-            done.append(env.timeout(floor))
-        yield env.all_of(done)
+        yield from kernel_body(env, fluid, pair, float(floor_s[k]), serial)
         end_s[k] = env.now
 
 

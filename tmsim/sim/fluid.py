@@ -43,8 +43,9 @@ at the same times finish at the same times.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import simpy
 
@@ -333,6 +334,24 @@ class FluidModel:
         return bw
 
 
+def kernel_body(
+    env: simpy.Environment,
+    fluid: FluidModel,
+    flows: Sequence[Flow],
+    floor_s: float,
+    serial: bool,
+) -> Generator[simpy.Event, Any, None]:
+    """A kernel's body after its launch: its memory ``flows`` and its compute floor
+    (``floor_s`` seconds), one after the other (``serial``: the floor first) or together (the
+    body ends when all have). Every replay runs kernels through this one rule."""
+    if serial and floor_s > 0:
+        yield env.timeout(floor_s)
+    done = [fluid.transfer(f) for f in flows]
+    if not serial and floor_s > 0:
+        done.append(env.timeout(floor_s))
+    yield done[0] if len(done) == 1 else env.all_of(done)
+
+
 def _finished(a: _Active, now: float) -> bool:
     if a.remaining <= DONE_REL * a.flow.nbytes:
         return True
@@ -340,4 +359,4 @@ def _finished(a: _Active, now: float) -> bool:
     return a.rate > 0 and now + a.remaining / a.rate <= now
 
 
-__all__ = ["DONE_REL", "Flow", "FlowResult", "FluidModel"]
+__all__ = ["DONE_REL", "Flow", "FlowResult", "FluidModel", "kernel_body"]

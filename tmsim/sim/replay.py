@@ -33,7 +33,7 @@ from hwmodels.platform import Platform
 from tmsim.cost import CostModel
 from tmsim.graph import Graph
 from tmsim.plan import Plan
-from tmsim.sim.fluid import FlowResult, FluidModel
+from tmsim.sim.fluid import FlowResult, FluidModel, kernel_body
 from tmsim.sim.schedule import MoveSpec, Schedule, build_schedule
 from tmsim.sim.trace import ASYNC, KERNEL, SYNC, Record, Trace
 
@@ -117,16 +117,9 @@ class _Run:
                     copies = [env.process(self._copies_in_turn(s.async_at[k]))]
             if s.launch_s > 0:
                 yield env.timeout(s.launch_s)
-            flow = s.kernel_flows[k]
-            floor = float(s.floor_s[k])
-            if s.serial[k]:
-                if floor > 0:
-                    yield env.timeout(floor)
-                yield self.fluid.transfer(flow)
-            elif floor > 0:
-                yield env.all_of([self.fluid.transfer(flow), env.timeout(floor)])
-            else:
-                yield self.fluid.transfer(flow)
+            yield from kernel_body(
+                env, self.fluid, (s.kernel_flows[k],), float(s.floor_s[k]), bool(s.serial[k])
+            )
             self._kernel(k, start, seq)
             if copies:
                 yield env.all_of(copies)

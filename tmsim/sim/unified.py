@@ -41,7 +41,7 @@ from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.graph import Graph
 from tmsim.plan import Plan
-from tmsim.sim.fluid import Flow, FluidModel
+from tmsim.sim.fluid import Flow, FluidModel, kernel_body
 from tmsim.sim.schedule import COPY_WRITERS, Schedule, build_schedule
 from tmsim.sim.trace import KERNEL, SYNC, Record, Trace
 from tmsim.sim.unified_pages import (
@@ -312,15 +312,9 @@ class _Run:
             stall = self.alloc_stall[k] + s.launch_s
             if stall > 0:
                 yield env.timeout(stall)
-            flow, floor = s.kernel_flows[k], float(s.floor_s[k])
-            if s.serial[k]:
-                if floor > 0:
-                    yield env.timeout(floor)
-                yield self.fluid.transfer(flow)
-            elif floor > 0:
-                yield env.all_of([self.fluid.transfer(flow), env.timeout(floor)])
-            else:
-                yield self.fluid.transfer(flow)
+            yield from kernel_body(
+                env, self.fluid, (s.kernel_flows[k],), float(s.floor_s[k]), bool(s.serial[k])
+            )
             out.append(self._kernel(k, start))
         self.end_s = float(env.now)
 
