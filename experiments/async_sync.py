@@ -35,6 +35,8 @@ from experiments.common import (
     CONVENTIONAL,
     GPU_OVERSUBSCRIBED,
     Progress,
+    async_not_better,
+    insert_labels,
     label,
     read_data,
     run_points,
@@ -84,7 +86,7 @@ class Config:
     gpu_platform: str = "rtx2080ti-pcie3"
     gpu_device_fraction: float | None = None
     gpu_workloads: tuple[tuple[str, int], ...] = GPU_OVERSUBSCRIBED
-    time_limit_s: float = 600.0
+    time_limit_s: float = 150.0
     gap: float = 0.01
     window: int = 3
     workers: int = 2
@@ -165,11 +167,10 @@ def point_rows(point: Point, config: Config) -> pd.DataFrame:
     leading = {"platform": preset, "kind": kind, "capacity": capacity,
                "workload": label(model, batch), "model": model, "batch": batch,
                "kernels": len(graph.kernels), "footprint_bytes": graph.peak_live_bytes}  # fmt: skip
-    for i, (key, value) in enumerate(leading.items()):
-        out.insert(i, key, [value] * len(out))
-    predicted = dict(zip(out["strategy"], out["predicted_s"], strict=False))
+    insert_labels(out, leading)
     out["fallback"] = out["status"].str.startswith("fallback")
-    out["improved"] = bool(predicted.get("async", np.nan) < predicted.get("sync", np.nan))
+    has_async = bool((out["strategy"] == "async").any())
+    out["improved"] = has_async and not bool(async_not_better(out).any())
     sync = out[out["strategy"] == "sync"].set_index("contention")["simulated_s"]
     out["over_sync"] = out["simulated_s"] / out["contention"].map(sync)
     return out

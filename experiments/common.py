@@ -161,13 +161,31 @@ def compare_frame(
     (:func:`tmsim.compare.rows_frame`), with one leading column per keyword of ``labels``
     (e.g. ``model="resnet50", batch=2``) holding that value on every row. Raises as
     :func:`~tmsim.compare.compare`."""
-    frame = rows_frame(compare(graph, platform, settings))
+    return insert_labels(rows_frame(compare(graph, platform, settings)), labels)
+
+
+def insert_labels(frame: pd.DataFrame, labels: dict[str, object]) -> pd.DataFrame:
+    """``frame`` with one leading column per item of ``labels``, in order, holding that value
+    on every row (in place; returned for chaining)."""
     for i, (key, value) in enumerate(labels.items()):
         frame.insert(i, key, [value] * len(frame))
     return frame
 
 
-__all__ += ["compare_frame", "geomean"]
+def async_not_better(frame: pd.DataFrame) -> pd.Series:
+    """Per row of a frame of one workload's strategies (columns ``strategy`` and
+    ``predicted_s``): whether it is an ``async`` row whose plan predicts no shorter step than
+    the ``sync`` plan, i.e. the MILP fell back to the sync plan or stopped at that warm start,
+    so the row says nothing about asynchronous movement. False everywhere when there is no
+    sync row."""
+    sync = frame.loc[frame["strategy"] == "sync", "predicted_s"].to_numpy(dtype=float)
+    if sync.size == 0:
+        return pd.Series(False, index=frame.index)
+    best_sync = float(sync.min())
+    return (frame["strategy"] == "async") & ~(frame["predicted_s"] < best_sync * (1 - 1e-9))
+
+
+__all__ += ["async_not_better", "compare_frame", "geomean", "insert_labels"]
 
 
 _P = TypeVar("_P")

@@ -16,7 +16,7 @@ and is shared with :mod:`experiments.cost`.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -82,18 +82,10 @@ QUICK = Config(
 )
 
 
-def slowdowns(
-    workloads: tuple[tuple[str, int], ...],
-    platform: str,
-    ratios: tuple[str, ...],
-    strategies: tuple[str, ...],
-    time_limit_s: float,
-    gap: float,
-    contention: bool,
-    progress: Progress | None = None,
-) -> pd.DataFrame:
-    """One row per workload and configuration: ``all-fast`` (``ratio`` :data:`ALL_DRAM`),
-    ``all-slow`` (:data:`ALL_PMM`) and every strategy of ``strategies`` at every ratio.
+def slowdowns(config: Config, progress: Progress | None = None) -> pd.DataFrame:
+    """One row per workload of ``config`` and configuration: ``all-fast`` (``ratio``
+    :data:`ALL_DRAM`), ``all-slow`` (:data:`ALL_PMM`) and every strategy of
+    ``config.strategies`` at every one of ``config.ratios``.
 
     Columns: :data:`LEADING` (``workload`` is the figure label, ``kernels`` the graph's kernel
     count, ``footprint_bytes`` its peak live bytes), then those of
@@ -102,10 +94,11 @@ def slowdowns(
     the reason in ``error`` and ``nan`` times. Raises :class:`tmsim.errors.TmsimError` for an
     unknown model, platform, strategy or a malformed ratio.
     """
-    hw = load_preset(platform)
-    plan = PlanSettings(time_limit_s=time_limit_s, gap=gap)
+    hw = load_preset(config.platform)
+    contention, strategies = config.contention, config.strategies
+    plan = PlanSettings(time_limit_s=config.time_limit_s, gap=config.gap)
     frames = []
-    for model, batch in workloads:
+    for model, batch in config.workloads:
         graph = training_graph_of(model, batch)
         labels = {
             "workload": label(model, batch),
@@ -125,11 +118,11 @@ def slowdowns(
         )
         base["ratio"] = base["strategy"].map({"all-fast": ALL_DRAM, "all-slow": ALL_PMM})
         parts = [base]
-        for ratio in ratios:
+        for ratio in config.ratios:
             if progress is not None:
                 progress(f"{labels['workload']}: {ratio} ({', '.join(strategies)})")
             settings = CompareSettings(
-                plan=PlanSettings(ratio=ratio, time_limit_s=time_limit_s, gap=gap),
+                plan=replace(plan, ratio=ratio),
                 contention=contention,
                 strategies=strategies,
             )
@@ -146,17 +139,7 @@ def compute(
 ) -> Path:
     """Plan, validate and simulate every point of ``config``; write ``out_dir/NAME.parquet``
     (:func:`slowdowns`'s table, with the config and provenance) and return its path."""
-    frame = slowdowns(
-        config.workloads,
-        config.platform,
-        config.ratios,
-        config.strategies,
-        config.time_limit_s,
-        config.gap,
-        config.contention,
-        progress,
-    )
-    return write_data(frame, out_dir, NAME, config)
+    return write_data(slowdowns(config, progress), out_dir, NAME, config)
 
 
 def geomean_table(frame: pd.DataFrame) -> pd.DataFrame:

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.lines import Line2D
 
+from experiments import conventional
 from experiments.common import (
     COLORS,
     CONVENTIONAL,
@@ -118,16 +119,8 @@ def compute(
 ) -> Path:
     """Simulate every configuration of ``config`` (:func:`experiments.conventional.slowdowns`),
     price it (:func:`add_costs`), write ``out_dir/NAME.parquet`` and return its path."""
-    frame = slowdowns(
-        config.workloads,
-        config.platform,
-        config.ratios,
-        config.strategies,
-        config.time_limit_s,
-        config.gap,
-        config.contention,
-        progress,
-    )
+    shared = {f.name: getattr(config, f.name) for f in fields(conventional.Config)}
+    frame = slowdowns(conventional.Config(**shared), progress)
     priced = add_costs(
         frame, config.dram_price_per_gb, config.pmm_price_per_gb, config.budget_slowdown
     )

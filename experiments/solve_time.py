@@ -57,7 +57,8 @@ class Config:
     ``workloads``: (zoo model, batch) pairs; ``platform``: a :mod:`hwmodels.presets` name;
     ``ratio``: the PMM:DRAM capacity ratio planned for; ``formulations``: the MILP
     formulations tabulated (the chain is solved up to the largest); ``time_limit_s``:
-    wall-clock cap of one workload's whole chain; ``gap``: the relative optimality gap at
+    wall-clock cap of one workload's whole chain (a chain that reaches it is marked
+    ``time_limit_hit``); ``gap``: the relative optimality gap at
     which the solver stops; ``window``: the asynchronous window (kernels either side of a use).
     """
 
@@ -65,7 +66,7 @@ class Config:
     platform: str = "cascadelake-optane"
     ratio: str = "4:1"
     formulations: tuple[str, ...] = ("static", "sync", "async")
-    time_limit_s: float = 600.0
+    time_limit_s: float = 300.0
     gap: float = 0.01
     window: int = MilpOptions.window
 

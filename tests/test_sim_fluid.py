@@ -167,7 +167,10 @@ def test_a_shared_controller_adds_the_device_times_of_its_tiers() -> None:
     assert joint[1].end_s == pytest.approx(both, rel=REL)
     # A capped copy-like flow (PMM read at 2 GB/s) beside a DRAM stream takes its share of
     # the controller: the stream gets (1 - 2 GB/s / read_pmm) x read_dram while it runs.
-    capped = [(0.0, tier_flow(2, 0, 200 * GB, 0.0)), (0.0, tier_flow(2, 1, 2 * GB, 0.0, cap=2 * GB))]
+    capped = [
+        (0.0, tier_flow(2, 0, 200 * GB, 0.0)),
+        (0.0, tier_flow(2, 1, 2 * GB, 0.0, cap=2 * GB)),
+    ]
     stream, copy = run(capped, CPU.tiers, controllers=[(0, 1)])
     assert copy.end_s == pytest.approx(1.0, rel=REL)
     during = (1 - 2 * GB / PMM.read_bw_bytes_per_s) * DRAM.read_bw_bytes_per_s

@@ -81,9 +81,7 @@ def provenance(solver: str = "HIGHS", seed: int | None = None) -> dict[str, Any]
     }
 
 
-def write_table(
-    frame: pd.DataFrame, path: str | os.PathLike[str], meta: dict[str, Any]
-) -> Path:
+def write_table(frame: pd.DataFrame, path: str | os.PathLike[str], meta: dict[str, Any]) -> Path:
     """Write ``frame`` to ``path`` (``.parquet`` or ``.csv``) with ``meta`` (JSON-ready: the
     resolved configuration and :func:`provenance`), atomically; return the path.
 

@@ -33,6 +33,7 @@ from tmsim.planners.common import (
     fast_limit_bytes,
 )
 from tmsim.planners.layout import overflow_bytes, resident_overflow_bytes
+from tmsim.planners.milp_async import overlap_copies
 from tmsim.planners.milp_build import Model, build_model, extract_plan
 from tmsim.planners.milp_model import (
     Formulation,
@@ -68,10 +69,12 @@ class MilpOptions:
     either side of a user where asynchronous copies may run; ``lp_bound``: also solve the LP
     relaxation and report its bound; ``warm_start``: start HiGHS from the solution of the
     formulation this one contains, solved first (static: from the better of the greedy and
-    first-touch heuristics); ``layout``: lay the fast-tier buffers out
-    (:mod:`tmsim.memplan`) and, as AutoTM does, solve again with the limit lowered where the
-    layout overflowed (without it, only the bytes are checked and the plan may not lay out);
-    ``max_rounds``: most solves of that loop; ``verbose``: solver log on stdout.
+    first-touch heuristics; async: from the sync solution with its copies moved beside
+    neighbouring kernels where that helps, :mod:`tmsim.planners.milp_async`); ``layout``: lay
+    the fast-tier buffers out (:mod:`tmsim.memplan`) and, as AutoTM does, solve again with the
+    limit lowered where the layout overflowed (without it, only the bytes are checked and the
+    plan may not lay out); ``max_rounds``: most solves of that loop; ``verbose``: solver log
+    on stdout.
     """
 
     formulation: Formulation = Formulation.SYNC
@@ -236,6 +239,10 @@ def _solve_formulation(
         build_total += time.perf_counter() - started
         if base is not None:
             start = lift(base.model, np.asarray(base.model.x.value) > 0.5, model)
+            if start is not None and formulation is Formulation.ASYNC:
+                started = time.perf_counter()
+                start = overlap_copies(model, start, max(opts.window, 1))
+                build_total += time.perf_counter() - started
         elif opts.warm_start and formulation is Formulation.STATIC and not gpu:
             start = static_start(model, best_heuristic_fast(cost, int(limits.min())))
         else:

@@ -43,7 +43,10 @@ from tmsim.planners.milp_model import (
 class Model:
     """The problem, its variables, and what reading a solution back (or in) needs.
 
-    ``c`` is bounded below by ``rows``: ``c >= const + (matrix @ x)`` for each pair.
+    ``c`` is bounded below by ``rows``: ``c >= const + (matrix @ x)`` for each pair; the
+    objective is ``sum(c) + sync_s @ x``; ``a_eq @ x == b_eq`` is the flow and
+    ``0 <= u <= capacity`` the fast-memory limit per kernel (``u`` as :meth:`complete` gives
+    it, in units of the largest limit).
     """
 
     problem: cp.Problem
@@ -59,6 +62,10 @@ class Model:
     move_async: np.ndarray
     variables: int
     constraints: int
+    sync_s: np.ndarray
+    a_eq: sp.csr_matrix
+    b_eq: np.ndarray
+    capacity: np.ndarray
 
     def complete(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The continuous variables ``(u, c)`` that go with binaries ``x`` at the optimum."""
@@ -147,6 +154,10 @@ def build_model(
         is_async,
         n + 2 * n_k,
         n_rows,
+        sync_cost,
+        flow.a_eq,
+        flow.b_eq,
+        limits / unit,
     )
 
 

@@ -1,0 +1,116 @@
+"""The asynchronous MILP's first incumbent: the sync solution with copies moved into windows."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from milp_brute import brute_force
+from test_milp import MB, tiny_graphs
+
+from hwmodels.presets import load_preset
+from tmsim.cost import CostModel
+from tmsim.graph import Graph, Kernel, Phase, Role, Tensor
+from tmsim.planners.milp_async import objective, overlap_copies
+from tmsim.planners.milp_build import Model, build_model
+from tmsim.planners.milp_model import Formulation
+from tmsim.planners.milp_solve import lift
+
+F = Phase.FORWARD
+
+
+def _sync_and_async(
+    graph: Graph, platform: str, limit: int, window: int
+) -> tuple[Model, np.ndarray, Model] | None:
+    """The async model and the optimal sync solution lifted into it (None: no sync plan)."""
+    cost = CostModel(graph, load_preset(platform))
+    gpu = not cost.platform.kernel_tier_mask()[1]
+    limits = np.full(len(graph.kernels), limit, dtype=np.int64)
+    sync = build_model(cost, window, Formulation.SYNC, limits, gpu, relax=False)
+    sync.problem.solve(solver="HIGHS", mip_rel_gap=0.0, mip_abs_gap=0.0)
+    if sync.problem.status != cp.OPTIMAL:
+        return None
+    large = build_model(cost, window, Formulation.ASYNC, limits, gpu, relax=False)
+    start = lift(sync, np.asarray(sync.x.value) > 0.5, large)
+    assert start is not None
+    return large, start, sync
+
+
+def _pinned_value(model: Model, x: np.ndarray) -> float | None:
+    """The problem's optimum with the binaries fixed to ``x`` (None if that is infeasible)."""
+    pinned = cp.Problem(
+        model.problem.objective, [*model.problem.constraints, model.x == x.astype(float)]
+    )
+    pinned.solve(solver="HIGHS")
+    return float(pinned.value) if pinned.status == cp.OPTIMAL else None
+
+
+def spill_step() -> Graph:
+    """An activation ``a`` made first and used last, with a 200 MB tensor ``c`` between
+    whose kernels leave no room for it: on a 250 MB device ``a`` goes to the host and back.
+    The kernels either side of ``c`` are long convolutions the copies can hide behind."""
+    tensors = [
+        Tensor("x", 10 * MB, Role.INPUT),
+        Tensor("a", 100 * MB, Role.ACTIVATION),
+        Tensor("b", 10 * MB, Role.ACTIVATION),
+        Tensor("c", 200 * MB, Role.ACTIVATION),
+        Tensor("d", 10 * MB, Role.ACTIVATION),
+        Tensor("e", 10 * MB, Role.ACTIVATION),
+        Tensor("f", 10 * MB, Role.ACTIVATION),
+    ]
+    kernels = [
+        Kernel("make_a", "relu", ("x",), ("a",), F, 10**6),
+        Kernel("conv1", "conv2d", ("x",), ("b",), F, 10**11),
+        Kernel("make_c", "relu", ("b",), ("c",), F, 10**6),
+        Kernel("use_c", "add", ("c",), ("d",), F, 10**6),
+        Kernel("conv2", "conv2d", ("d",), ("e",), F, 10**11),
+        Kernel("use_a", "add", ("a", "e"), ("f",), F, 10**6),
+    ]
+    return Graph("spill", tensors, kernels)
+
+
+def test_gpu_copies_move_beside_long_kernels() -> None:
+    # sync writes ``a`` out after make_a and fetches it before use_a, blocking both times;
+    # window 1 lets the write run beside conv1 and the fetch beside conv2
+    graph = spill_step()
+    found = _sync_and_async(graph, "rtx2080ti-pcie3", 250 * MB, window=1)
+    assert found is not None
+    model, start, _ = found
+    before = objective(model, start)
+    better = overlap_copies(model, start, rounds=1)
+    after = objective(model, better)
+    assert after < before * (1 - 1e-6)
+    optimum = brute_force(CostModel(graph, load_preset("rtx2080ti-pcie3")), 250 * MB, "async", 1)
+    assert after == pytest.approx(optimum, rel=1e-9)
+    assert _pinned_value(model, better) == pytest.approx(after, rel=1e-6)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    tiny_graphs,
+    st.floats(0.2, 1.2),
+    st.sampled_from(["cascadelake-optane", "rtx2080ti-pcie3"]),
+    st.integers(1, 2),
+)
+def test_overlapped_start_is_feasible_and_no_worse(
+    graph: Graph, share: float, platform: str, window: int
+) -> None:
+    limit = max(1, int(graph.peak_live_bytes * share))
+    found = _sync_and_async(graph, platform, limit, window)
+    if found is None:
+        return  # no sync plan fits: there is nothing to start from
+    model, start, _ = found
+    better = overlap_copies(model, start, rounds=window)
+    after = objective(model, better)
+    assert after <= objective(model, start) + 1e-12
+    # every constraint of the async problem holds at the new binaries, at that objective
+    assert _pinned_value(model, better) == pytest.approx(after, rel=1e-6)
+
+
+def test_no_rounds_changes_nothing() -> None:
+    found = _sync_and_async(spill_step(), "rtx2080ti-pcie3", 250 * MB, window=1)
+    assert found is not None
+    model, start, _ = found
+    assert np.array_equal(overlap_copies(model, start, rounds=0), start)
