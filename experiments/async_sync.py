@@ -7,11 +7,16 @@ improve performance" (the project page). The planner's cost model charges an asy
 copy only where it outlasts the kernel beside it; it cannot see interference.
 
 Here each workload is planned by the sync MILP and by the async MILP (warm-started from the
-sync plan, :func:`tmsim.planners.milp.plan_milp_chain`), and both plans are replayed twice:
-``contention=False`` gives exactly the planner's prediction (every kernel and copy at its own
-rate), ``contention=True`` lets kernels and copies share tier and link bandwidth, with
-Optane's read/write interference. The figure shows async time over sync time per workload,
-one panel per platform, without and with contention.
+sync plan with its copies moved beside neighbouring kernels where the model gains,
+:func:`tmsim.planners.milp.plan_milp_chain`), and both plans are replayed under each of
+:data:`CONDITIONS`: ``none`` (``contention=False``) gives exactly the planner's prediction
+(every kernel and copy at its own rate); ``bandwidth`` lets kernels and copies share tier and
+link bandwidth, with Optane's read/write interference; ``controller`` (Optane only) also puts
+DRAM and PMM behind one memory controller, so concurrent traffic on the two adds its device
+time (:attr:`hwmodels.platform.Platform.shared_controllers`, off in the presets because
+strict addition overstates the measured copy rates by 8 to 15%: an upper bound on that
+interference). The figure shows async time over sync time per workload and condition, one
+panel per platform.
 
 The async MILP is hard for HiGHS: where it does not beat the sync plan within the time limit
 it returns the sync plan (status ``fallback to milp-sync``) or stops at that warm start; such
@@ -22,7 +27,7 @@ nothing about asynchronous movement (``improved`` in the table).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -62,8 +67,12 @@ CPU_SMALL: tuple[tuple[str, int], ...] = (("vgg19", 8), ("vgg19", 16), ("incepti
 #: The columns written before those of :func:`tmsim.compare.rows_frame`.
 LEADING = (
     "platform", "kind", "capacity", "workload", "model", "batch", "kernels",
-    "footprint_bytes", "contention",
+    "footprint_bytes", "condition", "contention",
 )  # fmt: skip
+
+#: The replay conditions: the planner's world, shared bandwidth, and (Optane only) shared
+#: bandwidth with DRAM and PMM behind one memory controller.
+CONDITIONS = ("none", "bandwidth", "controller")
 
 
 @dataclass(frozen=True)
@@ -77,7 +86,9 @@ class Config:
     ``time_limit_s``: wall-clock cap of one workload's MILP chain (static, sync, async);
     ``gap``: relative optimality gap; ``window``: kernels either side of a user where an
     asynchronous copy may run (AutoTM: 15; 3 keeps HiGHS within minutes);
-    ``workers``: processes running workloads in parallel.
+    ``workers``: processes running workloads in parallel; ``cpu_shared_controllers``: tier
+    groups of the Optane preset put behind one memory controller for the third replay
+    (:attr:`hwmodels.platform.Platform.shared_controllers`; empty: no third replay).
     """
 
     cpu_platform: str = "cascadelake-optane"
@@ -90,6 +101,7 @@ class Config:
     gap: float = 0.01
     window: int = 3
     workers: int = 2
+    cpu_shared_controllers: tuple[tuple[str, ...], ...] = (("DRAM", "PMM"),)
 
 
 #: Two small workloads per platform (VGG19 b4 and b8 are the CPU ones whose async MILP beats
@@ -122,10 +134,12 @@ def points(config: Config) -> list[Point]:
 
 
 def point_rows(point: Point, config: Config) -> pd.DataFrame:
-    """The sync and async plans of one point, each replayed without and with contention: four
-    rows (:data:`LEADING`, the :class:`tmsim.compare.Row` fields, ``async_moved_bytes``,
+    """The sync and async plans of one point, each replayed under every condition of
+    :data:`CONDITIONS` that applies (``controller`` only on the Optane platform, when
+    ``config.cpu_shared_controllers`` names groups): one row per plan and condition
+    (:data:`LEADING`, the :class:`tmsim.compare.Row` fields, ``async_moved_bytes``,
     ``fallback``, ``improved``: the async plan predicts a shorter step than the sync one, and
-    ``over_sync``: the row's simulated time over the sync plan's at the same contention).
+    ``over_sync``: the row's simulated time over the sync plan's under the same condition).
     A formulation that fails gives rows with its error and no times."""
     preset, kind, ratio, fraction, model, batch = point
     graph = training_graph_of(model, batch)
@@ -140,9 +154,13 @@ def point_rows(point: Point, config: Config) -> pd.DataFrame:
         chain = plan_milp_chain(graph, platform, options)
     except TmsimError as exc:
         chain = {f: exc for f in Formulation}
-    cost = CostModel(graph, platform)
+    conditions = [("none", False, platform), ("bandwidth", True, platform)]
+    if kind == "Optane PMM" and config.cpu_shared_controllers:
+        grouped = replace(platform, shared_controllers=config.cpu_shared_controllers)
+        conditions.append(("controller", True, grouped))
     parts = []
-    for contention in (False, True):
+    for condition, contention, machine in conditions:
+        cost = CostModel(graph, machine)
         rows: list[Row] = []
         async_bytes: list[float] = []
         for formulation in (Formulation.SYNC, Formulation.ASYNC):
@@ -152,13 +170,14 @@ def point_rows(point: Point, config: Config) -> pd.DataFrame:
                 rows.append(Row(name, "", "error", error=str(got), fast_limit_bytes=limit))
                 async_bytes.append(float("nan"))
                 continue
-            rows.append(plan_row(name, got, graph, platform, contention, cost))
+            rows.append(plan_row(name, got, graph, machine, contention, cost))
             moved = sum(graph.tensor(m.tensor).size_bytes for m in got.moves
                         if m.mode is MoveMode.ASYNC)  # fmt: skip
             async_bytes.append(float(moved))
         frame = rows_frame(rows)
         frame["async_moved_bytes"] = async_bytes
-        frame.insert(0, "contention", contention)
+        frame.insert(0, "condition", condition)
+        frame.insert(1, "contention", contention)
         parts.append(frame)
     out = pd.concat(parts, ignore_index=True)
     capacity = ratio if ratio is not None else (
@@ -171,8 +190,8 @@ def point_rows(point: Point, config: Config) -> pd.DataFrame:
     out["fallback"] = out["status"].str.startswith("fallback")
     has_async = bool((out["strategy"] == "async").any())
     out["improved"] = has_async and not bool(async_not_better(out).any())
-    sync = out[out["strategy"] == "sync"].set_index("contention")["simulated_s"]
-    out["over_sync"] = out["simulated_s"] / out["contention"].map(sync)
+    sync = out[out["strategy"] == "sync"].set_index("condition")["simulated_s"]
+    out["over_sync"] = out["simulated_s"] / out["condition"].map(sync)
     return out
 
 
@@ -193,10 +212,10 @@ def compute(
 
 
 def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
-    """Async step time over sync step time per workload, without contention (the planner's
-    prediction) and with it (simulated), one panel per platform; bars grow from 1, so a bar
-    below the line is async winning. Workloads whose async MILP did not improve on the sync
-    plan are labelled so."""
+    """Async step time over sync step time per workload under each replay condition (without
+    contention: the planner's prediction; with shared bandwidth; with a shared memory
+    controller too), one panel per platform; bars grow from 1, so a bar below the line is async
+    winning. Workloads whose async MILP did not improve on the sync plan are labelled so."""
     frame, _meta = read_data(data)
     asyn = frame[frame["strategy"] == "async"]
     platforms = list(dict.fromkeys(asyn["platform"]))
@@ -214,28 +233,34 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
     for ax, name in zip(axes[0], platforms, strict=True):
         _panel(ax, asyn[asyn["platform"] == name], name, (low, high))
     axes[0][0].set_ylabel("async step time / sync step time\n(below 1: async faster)")
-    handles = [Patch(facecolor=SHADES[c], label=LABELS[c]) for c in (False, True)]
-    fig.legend(handles=handles, loc="upper center", ncol=2, frameon=False,
-               bbox_to_anchor=(0.5, 1.05))  # fmt: skip
+    present = [c for c in CONDITIONS if c in set(asyn["condition"])]
+    handles = [Patch(facecolor=SHADES[c], label=LABELS[c]) for c in present]
+    fig.legend(handles=handles, loc="upper center", ncol=len(handles), frameon=False,
+               bbox_to_anchor=(0.5, 1.05), fontsize=8)  # fmt: skip
     fig.tight_layout()
     return save_figure(fig, out_dir, NAME)
 
 
-#: Bar colours: the planner's world and the simulated machine.
-SHADES = {False: "#a6dba0", True: "#1b7837"}
-LABELS = {False: "no contention (= planner's prediction)", True: "with contention (simulated)"}
+#: Bar colours and legend of each condition: the planner's world and the simulated machine.
+SHADES = {"none": "#a6dba0", "bandwidth": "#1b7837", "controller": "#762a83"}
+LABELS = {
+    "none": "no contention (= planner's prediction)",
+    "bandwidth": "shared bandwidth (simulated)",
+    "controller": "and DRAM+PMM behind one controller (simulated)",
+}
 
 
 def _panel(ax: Axes, rows: pd.DataFrame, platform: str, ylim: tuple[float, float]) -> None:
     workloads = list(dict.fromkeys(rows["workload"]))
     x = np.arange(len(workloads))
-    width = 0.38
-    for j, contention in enumerate((False, True)):
-        sub = rows[rows["contention"] == contention].set_index("workload").reindex(workloads)
+    conditions = [c for c in CONDITIONS if c in set(rows["condition"])]
+    width = 0.8 / len(conditions)
+    for j, condition in enumerate(conditions):
+        sub = rows[rows["condition"] == condition].set_index("workload").reindex(workloads)
         ratio = sub["over_sync"].to_numpy(dtype=float)
-        xs = x + (j - 0.5) * width
-        bars = ax.bar(xs, np.nan_to_num(ratio - 1.0), width, bottom=1.0, color=SHADES[contention],
-                      label=LABELS[contention], edgecolor="white", linewidth=0.5)  # fmt: skip
+        xs = x + (j - (len(conditions) - 1) / 2) * width
+        bars = ax.bar(xs, np.nan_to_num(ratio - 1.0), width, bottom=1.0, color=SHADES[condition],
+                      label=LABELS[condition], edgecolor="white", linewidth=0.5)  # fmt: skip
         for bar, r in zip(bars, ratio, strict=True):
             text = "n/a" if not np.isfinite(r) else f"{r:.3f}"
             y = 1.0 if not np.isfinite(r) else r
@@ -256,6 +281,7 @@ def _panel(ax: Axes, rows: pd.DataFrame, platform: str, ylim: tuple[float, float
 
 
 __all__ = [
+    "CONDITIONS",
     "CPU_SMALL",
     "LEADING",
     "NAME",

@@ -133,27 +133,38 @@ def test_async_sync_table(async_data: tuple[Path, pd.DataFrame, dict[str, Any]])
     assert list(frame.columns) == [*async_sync.LEADING, *ROW_FIELDS, *extra]
     _check_meta(meta, "async_sync", ASYNC_TINY)
     assert set(frame["kind"]) == {"Optane PMM", "GPU"}
-    assert len(frame) == 2 * 2 * 2  # two points, sync and async, without and with contention
+    # sync and async under no contention and shared bandwidth on both platforms, and under a
+    # shared memory controller on Optane only
+    conditions = frame.groupby("kind")["condition"].agg(set)
+    assert conditions["Optane PMM"] == {"none", "bandwidth", "controller"}
+    assert conditions["GPU"] == {"none", "bandwidth"}
+    assert len(frame) == 2 * 3 + 2 * 2
     assert (frame["error"] == "").all() and frame["valid"].all()
+    assert (frame["contention"] == (frame["condition"] != "none")).all()
     quiet = frame[~frame["contention"]]
     # without contention the replay is the planner's world: simulated equals predicted
     np.testing.assert_allclose(quiet["simulated_s"], quiet["predicted_s"], rtol=1e-9)
     for _, rows in frame.groupby("platform"):
-        by = rows.set_index(["strategy", "contention"])
-        for contention in (False, True):
-            assert by.at[("sync", contention), "over_sync"] == pytest.approx(1.0)
+        by = rows.set_index(["strategy", "condition"])
+        for condition in set(rows["condition"]):
+            assert by.at[("sync", condition), "over_sync"] == pytest.approx(1.0)
             ratio = (
-                by.at[("async", contention), "simulated_s"]
-                / by.at[("sync", contention), "simulated_s"]
+                by.at[("async", condition), "simulated_s"]
+                / by.at[("sync", condition), "simulated_s"]
             )
-            assert by.at[("async", contention), "over_sync"] == pytest.approx(ratio)
-        assert by.at[("sync", True), "async_moved_bytes"] == 0
-        asyn = by.loc[("async", True)]
+            assert by.at[("async", condition), "over_sync"] == pytest.approx(ratio)
+        assert by.at[("sync", "bandwidth"), "async_moved_bytes"] == 0
+        asyn = by.loc[("async", "bandwidth")]
         assert 0 <= asyn["async_moved_bytes"] <= asyn["moved_bytes"]
-        improved = by.at[("async", False), "predicted_s"] < by.at[("sync", False), "predicted_s"]
+        improved = by.at[("async", "none"), "predicted_s"] < by.at[("sync", "none"), "predicted_s"]
         assert bool(asyn["improved"]) == bool(improved)
         if asyn["async_moved_bytes"] == 0:  # no overlap: contention changes nothing
             assert asyn["simulated_s"] == pytest.approx(asyn["predicted_s"])
+    # a shared controller only adds device time: no plan gets faster than with bandwidth alone
+    cpu = frame[frame["kind"] == "Optane PMM"].set_index(["strategy", "condition"])
+    for strategy in ("sync", "async"):
+        shared = cpu.at[(strategy, "controller"), "simulated_s"]
+        assert shared >= cpu.at[(strategy, "bandwidth"), "simulated_s"] * (1 - 1e-9)
 
 
 def test_async_sync_plot(
