@@ -4,8 +4,9 @@ what cost.
 For the paper's GPU workloads that oversubscribe ``rtx2080ti-pcie3`` and two Optane workloads
 at 4:1: the sync MILP is solved (1% gap, 120 s), its solution lifted into the async model
 (window 3) and :func:`tmsim.planners.milp_async.overlap_copies` run on it. Printed: model
-size, seconds to build the async model, to lift and to overlap, and the objective (predicted
-step seconds) of the lifted sync solution and of the overlapped one.
+size, seconds to build the async model's arrays and cvxpy expressions (cvxpy compiles them for
+the solver only when it solves), to lift and to overlap, and the objective (predicted step
+seconds) of the lifted sync solution and of the overlapped one.
 """
 
 from __future__ import annotations

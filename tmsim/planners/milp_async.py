@@ -31,6 +31,8 @@ IntArray = npt.NDArray[np.int64]
 
 #: A move must lower the objective by more than this share of it to be kept (rounding noise).
 MIN_GAIN = 1e-12
+#: Occupancy changes below this (in units of the largest limit) are rounding, not a tensor.
+LEVEL_EPS = 1e-12
 
 
 def overlap_copies(model: Model, x: BoolArray, rounds: int) -> BoolArray:
@@ -151,31 +153,19 @@ class _Search:
 
     # -- evaluation ------------------------------------------------------------------------
 
-    def _column_sum(
-        self, matrix: sp.csc_matrix, cols: list[int], signs: list[float]
-    ) -> dict[int, float]:
-        out: dict[int, float] = {}
-        ptr, idx, val = matrix.indptr, matrix.indices, matrix.data
-        for col, sign in zip(cols, signs, strict=True):
-            for k, w in zip(
-                idx[ptr[col] : ptr[col + 1]], val[ptr[col] : ptr[col + 1]], strict=True
-            ):
-                out[int(k)] = out.get(int(k), 0.0) + sign * float(w)
-        return out
-
     def _try(self, off: list[int], on: list[int]) -> bool:
         """Apply the change if it lowers the objective and fits; return whether it did."""
         cols = off + on
         signs = [-1.0] * len(off) + [1.0] * len(on)
         gain = -float(self.model.sync_s[on].sum() - self.model.sync_s[off].sum())
         # occupancy: u is the running sum of delta @ x, so a change is a step function
-        steps = sorted(self._column_sum(self.delta, cols, signs).items())
+        steps = sorted(_column_sum(self.delta, cols, signs).items())
         level, ranges = 0.0, []
         n_k = self.u.size
         for i, (k, w) in enumerate(steps):
             level += w
             end = steps[i + 1][0] if i + 1 < len(steps) else n_k
-            if abs(level) > 0 and end > k:
+            if abs(level) > LEVEL_EPS and end > k:
                 ranges.append((k, end, level))
         for lo, hi, lvl in ranges:
             if lvl > 0 and np.any(
@@ -183,8 +173,7 @@ class _Search:
             ):
                 return False
         changes = [
-            self._column_sum(r.matrix, cols, signs) if r.matrix is not None else {}
-            for r in self.rows
+            _column_sum(r.matrix, cols, signs) if r.matrix is not None else {} for r in self.rows
         ]
         kernels = sorted({k for ch in changes for k in ch})
         new_c = {}
@@ -229,3 +218,15 @@ class _Search:
             if change is not None and self._try(*change):
                 moved += 1
         return moved
+
+
+def _column_sum(matrix: sp.csc_matrix, cols: list[int], signs: list[float]) -> dict[int, float]:
+    """``matrix[:, cols] @ signs`` as {row: value}, reading the CSC arrays directly (a handful
+    of columns; scipy's slicing costs more than the arithmetic)."""
+    out: dict[int, float] = {}
+    ptr, idx, val = matrix.indptr, matrix.indices, matrix.data
+    for col, sign in zip(cols, signs, strict=True):
+        lo, hi = ptr[col], ptr[col + 1]
+        for k, w in zip(idx[lo:hi], val[lo:hi], strict=True):
+            out[int(k)] = out.get(int(k), 0.0) + sign * float(w)
+    return out
