@@ -18,7 +18,7 @@ import numpy as np
 from hwmodels.presets import load_preset
 from tmsim.cost import CostModel
 from tmsim.planners.common import SLOW, fast_limit_bytes
-from tmsim.planners.milp_async import objective, overlap_copies
+from tmsim.planners.milp_async import overlap_copies
 from tmsim.planners.milp_build import build_model
 from tmsim.planners.milp_model import Formulation
 from tmsim.planners.milp_solve import lift, solve, solver_options
@@ -57,7 +57,7 @@ def main() -> None:
         assert start is not None
         better = overlap_copies(model, start, WINDOW)
         done = time.perf_counter()
-        before, after = objective(model, start), objective(model, better)
+        before, after = model.objective(start), model.objective(better)
         print(
             f"{preset:20s} {graph.name:18s} {model.vars.count:10d} {built - started:8.2f} "
             f"{lifted - built:7.2f} {done - lifted:9.2f} {before:10.4f} {after:11.4f} "

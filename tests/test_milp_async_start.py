@@ -13,7 +13,7 @@ from test_milp import MB, tiny_graphs
 from hwmodels.presets import load_preset
 from tmsim.cost import CostModel
 from tmsim.graph import Graph, Kernel, Phase, Role, Tensor
-from tmsim.planners.milp_async import objective, overlap_copies
+from tmsim.planners.milp_async import _Search, overlap_copies
 from tmsim.planners.milp_build import Model, build_model
 from tmsim.planners.milp_model import Formulation
 from tmsim.planners.milp_solve import lift
@@ -71,6 +71,17 @@ def spill_step() -> Graph:
     return Graph("spill", tensors, kernels)
 
 
+def _check_incremental(model: Model, start: np.ndarray, rounds: int) -> int:
+    """Walk from ``start`` and check the walk's incrementally kept occupancy and kernel times
+    against recomputing them from its binaries; return how many moves it kept."""
+    search = _Search(model, start)
+    moved = sum(search.round() for _ in range(rounds))
+    u, c = model.complete(search.x.astype(float))
+    np.testing.assert_allclose(search.u, u, atol=1e-9)
+    np.testing.assert_allclose(search.c, c, rtol=1e-12, atol=1e-15)
+    return moved
+
+
 def test_gpu_copies_move_beside_long_kernels() -> None:
     # sync writes ``a`` out after make_a and fetches it before use_a, blocking both times;
     # window 1 lets the write run beside conv1 and the fetch beside conv2
@@ -78,9 +89,10 @@ def test_gpu_copies_move_beside_long_kernels() -> None:
     found = _sync_and_async(graph, "rtx2080ti-pcie3", 250 * MB, window=1)
     assert found is not None
     model, start, _ = found
-    before = objective(model, start)
+    before = model.objective(start)
+    assert _check_incremental(model, start, rounds=1) == 2  # the write and the fetch
     better = overlap_copies(model, start, rounds=1)
-    after = objective(model, better)
+    after = model.objective(better)
     assert after < before * (1 - 1e-6)
     optimum = brute_force(CostModel(graph, load_preset("rtx2080ti-pcie3")), 250 * MB, "async", 1)
     assert after == pytest.approx(optimum, rel=1e-9)
@@ -102,9 +114,10 @@ def test_overlapped_start_is_feasible_and_no_worse(
     if found is None:
         return  # no sync plan fits: there is nothing to start from
     model, start, _ = found
+    _check_incremental(model, start, window)
     better = overlap_copies(model, start, rounds=window)
-    after = objective(model, better)
-    assert after <= objective(model, start) + 1e-12
+    after = model.objective(better)
+    assert after <= model.objective(start) + 1e-12
     # every constraint of the async problem holds at the new binaries, at that objective
     assert _pinned_value(model, better) == pytest.approx(after, rel=1e-6)
 

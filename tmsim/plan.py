@@ -75,7 +75,8 @@ class Residency:
 class SolverStats:
     """What a solver reported; ``nan`` where a figure does not apply or is unknown.
 
-    ``gap`` is relative: ``|objective - bound| / |objective|``. Seconds are wall time.
+    ``gap`` is relative: ``|objective - bound| / |objective|``. Seconds are wall time;
+    ``build_s`` covers building the model and its warm start, ``solve_s`` the solver.
     """
 
     solver: str

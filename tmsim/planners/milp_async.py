@@ -27,7 +27,6 @@ from tmsim.planners.milp_model import Edge, Kind
 
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 #: A move must lower the objective by more than this share of it to be kept (rounding noise).
 MIN_GAIN = 1e-12
@@ -52,13 +51,6 @@ def overlap_copies(model: Model, x: BoolArray, rounds: int) -> BoolArray:
     return out if _acceptable(model, x, out) else x
 
 
-def objective(model: Model, x: BoolArray) -> float:
-    """The model's objective at binaries ``x`` (with ``u`` and ``c`` at their optimum)."""
-    xf = x.astype(np.float64)
-    _, c = model.complete(xf)
-    return float(c.sum() + model.sync_s @ xf)
-
-
 def _acceptable(model: Model, before: BoolArray, after: BoolArray) -> bool:
     """Flow holds, no kernel's occupancy got worse past its limit, objective not higher."""
     xf = after.astype(np.float64)
@@ -69,7 +61,7 @@ def _acceptable(model: Model, before: BoolArray, after: BoolArray) -> bool:
     bound = np.maximum(model.capacity, u_before) + 1e-9
     if np.any(u_after > bound):
         return False
-    return objective(model, after) <= objective(model, before) + 1e-12
+    return model.objective(after) <= model.objective(before) + 1e-12
 
 
 @dataclass
@@ -108,7 +100,7 @@ class _Search:
         prefetch = et <= Edge.FETCH_INVAL
         self.pre[eg[prefetch]] = et[prefetch]
         self.evict[eg[~prefetch]] = et[~prefetch]
-        self.scale = max(abs(objective(model, x)), 1e-30)
+        self.scale = max(abs(float(self.c.sum() + model.sync_s @ xf)), 1e-30)
 
     # -- candidates ------------------------------------------------------------------------
 

@@ -75,6 +75,11 @@ class Model:
             c = np.maximum(c, const + (matrix @ x if matrix is not None else 0.0))
         return u, c
 
+    def objective(self, x: np.ndarray) -> float:
+        """The objective at binaries ``x``, with ``u`` and ``c`` at their optimum."""
+        xf = np.asarray(x, dtype=np.float64)
+        return float(self.complete(xf)[1].sum() + self.sync_s @ xf)
+
 
 def build_model(
     cost: CostModel,
