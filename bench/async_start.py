@@ -3,7 +3,7 @@ what cost.
 
 For the paper's GPU workloads that oversubscribe ``rtx2080ti-pcie3`` and two Optane workloads
 at 4:1: the sync MILP is solved (1% gap, 120 s), its solution lifted into the async model
-(window 3) and :func:`tmsim.planners.milp_async.overlap_copies` run on it. Printed: model
+(window 3) and :func:`tmsim.planners.milp.overlap.overlap_copies` run on it. Printed: model
 size, seconds to build the async model's arrays and cvxpy expressions (cvxpy compiles them for
 the solver only when it solves), to lift and to overlap, and the objective (predicted step
 seconds) of the lifted sync solution and of the overlapped one.
@@ -16,13 +16,14 @@ import time
 import numpy as np
 
 from hwmodels.presets import load_preset
+from tmsim.capacity import Capacity, fast_limit_bytes
 from tmsim.cost import CostModel
-from tmsim.planners.common import SLOW, fast_limit_bytes
-from tmsim.planners.milp_async import overlap_copies
-from tmsim.planners.milp_build import build_model
-from tmsim.planners.milp_model import Formulation
-from tmsim.planners.milp_solve import lift, solve, solver_options
-from tmsim.zoo import training_graph_of
+from tmsim.planners.assemble import SLOW
+from tmsim.planners.milp.build import build_model
+from tmsim.planners.milp.network import Formulation
+from tmsim.planners.milp.overlap import overlap_copies
+from tmsim.planners.milp.solve import lift, solve, solver_options
+from tmsim.workload.zoo import training_graph_of
 
 POINTS = (
     ("rtx2080ti-pcie3", "inception_v4", 128, None),
@@ -45,7 +46,7 @@ def main() -> None:
         platform = load_preset(preset)
         cost = CostModel(graph, platform)
         gpu = not platform.kernel_tier_mask()[SLOW]
-        limit = fast_limit_bytes(graph, platform, ratio, None)
+        limit = fast_limit_bytes(graph, platform, None if ratio is None else Capacity.parse(ratio))
         limits = np.full(len(graph.kernels), limit, dtype=np.int64)
         sync = build_model(cost, WINDOW, Formulation.SYNC, limits, gpu, relax=False)
         solve(sync, "HIGHS", solver_options("HIGHS", 0.01, 120.0), False)

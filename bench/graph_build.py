@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from tmsim.graph import Graph, Kernel, Phase, Role, Tensor
-from tmsim.training import training_graph
-from tmsim.zoo import MODELS
+from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
+from tmsim.workload.training import training_graph
+from tmsim.workload.zoo import MODELS
 
 REPEATS = 5
 BATCH = 512

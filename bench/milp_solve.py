@@ -14,8 +14,9 @@ import os
 import time
 
 from hwmodels.presets import load_preset
+from tmsim.capacity import Capacity
 from tmsim.planners import PlanSettings, plan
-from tmsim.zoo import training_graph_of
+from tmsim.workload.zoo import training_graph_of
 
 WORKLOADS = (("inception_v4", 1024), ("vgg19", 2048), ("resnet200", 512), ("densenet264", 512))
 RATIOS = ("1:1", "4:1", "8:1")
@@ -38,7 +39,9 @@ def main() -> None:
         fast = plan("all-fast", graph, platform).predicted_s
         for ratio in RATIOS:
             for formulation in formulations:
-                settings = PlanSettings(ratio=ratio, time_limit_s=limit_s, window=window)
+                settings = PlanSettings(
+                    capacity=Capacity.parse(ratio), time_limit_s=limit_s, window=window
+                )
                 started = time.perf_counter()
                 result = plan(formulation, graph, platform, settings)
                 wall = time.perf_counter() - started

@@ -1,4 +1,4 @@
-"""Speed of the 2LM replay (tmsim.sim.cache.replay_cache), and the step times it predicts.
+"""Speed of the 2LM replay (tmsim.sim.cache.replay.replay_cache), and the step times it predicts.
 
 Workloads: AutoTM's large networks (650 to 840 GB, three to four times the 192 GiB DRAM cache
 of cascadelake-2lm): resnet200 at batch 2560, vgg416 at 320, inception_v4 at 6144 and
@@ -14,9 +14,9 @@ from __future__ import annotations
 import time
 
 from hwmodels.presets import load_preset
-from tmsim.graph import Graph
 from tmsim.sim import replay_cache
-from tmsim.zoo import training_graph_of
+from tmsim.workload.graph import Graph
+from tmsim.workload.zoo import training_graph_of
 
 WORKLOADS = (("resnet200", 2560), ("vgg416", 320), ("inception_v4", 6144), ("densenet264", 3072))
 GB = 1e9

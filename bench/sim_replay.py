@@ -15,11 +15,12 @@ import warnings
 
 from hwmodels.platform import Platform
 from hwmodels.presets import load_preset
-from tmsim.graph import Graph
-from tmsim.plan import Plan
+from tmsim.capacity import Capacity
+from tmsim.plan.values import Plan
 from tmsim.planners import PlanSettings, plan
 from tmsim.sim import replay
-from tmsim.zoo import training_graph_of
+from tmsim.workload.graph import Graph
+from tmsim.workload.zoo import training_graph_of
 
 WORKLOADS = (("inception_v4", 1024), ("vgg19", 2048), ("resnet200", 512), ("densenet264", 512))
 RATIO = "4:1"
@@ -50,7 +51,7 @@ def main() -> None:
         f"{'sim s':>10s} {'pred s':>10s} {'sim/pred':>8s}"
     )
     cpu = load_preset("cascadelake-optane")
-    settings = PlanSettings(ratio=RATIO, time_limit_s=120.0)
+    settings = PlanSettings(capacity=Capacity.parse(RATIO), time_limit_s=120.0)
     for name, batch in WORKLOADS:
         graph = training_graph_of(name, batch)
         t0 = time.perf_counter()

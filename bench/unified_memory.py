@@ -1,14 +1,15 @@
-"""Speed of the unified-memory replay (tmsim.sim.unified) on AutoTM's GPU workloads.
+"""Speed of the unified-memory replay (tmsim.sim.unified.replay) on AutoTM's GPU workloads.
 
 The paper's GPU set on rtx2080ti-pcie3 (11 GiB device): Inception v4 at batch 64/128/256,
 ResNet-200 at 32/64/128, DenseNet-264 at 32/64/128, VGG19 at 64/128, replayed with contention
-under cudaMallocManaged with the default parameters (2 MiB pages, 45 us per fault, LRU), as a
-first step (everything starts on the host) and as a steady-state step (weights and optimizer
-state where the previous step left them). Beside: the all-device time (the all-fast plan
-replayed, as if the device had room for everything) and the vDNN-style offload plan at the
-device's capacity, for scale. Printed per row: replay wall seconds (the page model and SimPy
-together), simulated step seconds, the ratio to all-device, faults (pages), GB migrated in and
-out, the peak live bytes of the graph and the peak device bytes in use (GB = 1e9 bytes).
+under cudaMallocManaged with the preset's driver parameters (its ``[unified_memory]`` table:
+2 MiB pages, 45 us per fault, LRU), as a first step (everything starts on the host) and as a
+steady-state step (weights and optimizer state where the previous step left them). Beside: the
+all-device time (the all-fast plan replayed, as if the device had room for everything) and the
+vDNN-style offload plan at the device's capacity, for scale. Printed per row: replay wall
+seconds (the page model and SimPy together), simulated step seconds, the ratio to all-device,
+faults (pages), GB migrated in and out, the peak live bytes of the graph and the peak device
+bytes in use (GB = 1e9 bytes).
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from __future__ import annotations
 import time
 
 from hwmodels.presets import load_preset
+from tmsim.capacity import Capacity
 from tmsim.errors import TmsimError
 from tmsim.planners import PlanSettings, plan
 from tmsim.sim import replay
-from tmsim.sim.unified import replay_unified
-from tmsim.zoo import training_graph_of
+from tmsim.sim.unified.replay import replay_unified
+from tmsim.workload.zoo import training_graph_of
 
 WORKLOADS = (
     *(("inception_v4", b) for b in (64, 128, 256)),
@@ -43,7 +45,7 @@ def main() -> None:
         graph = training_graph_of(name, batch)
         all_device = replay(plan("all-fast", graph, gpu), graph, gpu).simulated_s
         try:
-            vdnn = plan("vdnn", graph, gpu, PlanSettings(fast_bytes=device))
+            vdnn = plan("vdnn", graph, gpu, PlanSettings(capacity=Capacity.of_bytes(device)))
             vdnn_s = f"{replay(vdnn, graph, gpu).simulated_s:7.3f}"
         except TmsimError:
             vdnn_s = f"{'none':>7s}"

@@ -8,7 +8,7 @@ copy only where it outlasts the kernel beside it; it cannot see interference.
 
 Here each workload is planned by the sync MILP and by the async MILP (warm-started from the
 sync plan with its copies moved beside neighbouring kernels where the model gains,
-:func:`tmsim.planners.milp.plan_milp_chain`), and both plans are replayed under each of
+:func:`tmsim.planners.milp.chain.plan_milp_chain`), and both plans are replayed under each of
 :data:`CONDITIONS`: ``none`` (``contention=False``) gives exactly the planner's prediction
 (every kernel and copy at its own rate); ``bandwidth`` lets kernels and copies share tier and
 link bandwidth, with Optane's read/write interference; ``controller`` (Optane only) also puts
@@ -41,6 +41,7 @@ from experiments.common import (
     GPU_OVERSUBSCRIBED,
     Progress,
     async_not_better,
+    capacity_of,
     insert_labels,
     label,
     read_data,
@@ -48,15 +49,16 @@ from experiments.common import (
     save_figure,
     write_data,
 )
-from hwmodels.cost import MoveMode
 from hwmodels.presets import load_preset
+from hwmodels.timing import MoveMode
+from tmsim.capacity import fast_limit_bytes
 from tmsim.compare import Row, plan_row, rows_frame
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
-from tmsim.planners.common import fast_limit_bytes
-from tmsim.planners.milp import MilpOptions, plan_milp_chain
-from tmsim.planners.milp_model import Formulation
-from tmsim.zoo import training_graph_of
+from tmsim.planners.milp.chain import plan_milp_chain
+from tmsim.planners.milp.network import Formulation
+from tmsim.planners.settings import PlanSettings
+from tmsim.workload.zoo import training_graph_of
 
 NAME = "async_sync"
 TITLE = "Asynchronous against synchronous movement, with and without contention"
@@ -145,13 +147,15 @@ def point_rows(point: Point, config: Config) -> pd.DataFrame:
     graph = training_graph_of(model, batch)
     platform = load_preset(preset)
     fast_bytes = None if fraction is None else int(graph.peak_live_bytes * fraction)
-    limit = fast_limit_bytes(graph, platform, ratio, fast_bytes)
-    options = MilpOptions(
-        formulation=Formulation.ASYNC, ratio=ratio, fast_bytes=fast_bytes,
-        time_limit_s=config.time_limit_s, gap=config.gap, window=config.window,
-    )  # fmt: skip
+    settings = PlanSettings(
+        capacity=capacity_of(ratio, fast_bytes),
+        time_limit_s=config.time_limit_s,
+        gap=config.gap,
+        window=config.window,
+    )
+    limit = fast_limit_bytes(graph, platform, settings.capacity)
     try:
-        chain = plan_milp_chain(graph, platform, options)
+        chain = plan_milp_chain(graph, platform, settings, Formulation.ASYNC)
     except TmsimError as exc:
         chain = {f: exc for f in Formulation}
     conditions = [("none", False, platform), ("bandwidth", True, platform)]

@@ -30,9 +30,11 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from hwmodels.platform import Platform
+from tmsim.capacity import Capacity
 from tmsim.compare import CompareSettings, compare, rows_frame
-from tmsim.graph import Graph
 from tmsim.results import provenance, read_table, write_table
+from tmsim.strategies import STRATEGIES
+from tmsim.workload.graph import Graph
 
 #: ``progress(message)``: called as a figure's compute stage reaches each point.
 Progress = Callable[[str], None]
@@ -67,17 +69,8 @@ GPU_WORKLOADS: tuple[tuple[str, int], ...] = (
     ("vgg19", 128),
 )
 
-#: Colours of the strategies, the same in every figure.
-COLORS: dict[str, str] = {
-    "all-fast": "#4d4d4d",
-    "all-slow": "#bababa",
-    "first-touch": "#e08214",
-    "static": "#8073ac",
-    "sync": "#2166ac",
-    "async": "#1b7837",
-    "2lm": "#b2182b",
-    "unified-memory": "#b2182b",
-}
+#: Colours of the strategies, the same in every figure (:data:`tmsim.strategies.STRATEGIES`).
+COLORS: dict[str, str] = {name: s.color for name, s in STRATEGIES.items()}
 
 
 def data_path(out_dir: str | os.PathLike[str], name: str) -> Path:
@@ -251,3 +244,15 @@ GPU_OVERSUBSCRIBED: tuple[tuple[str, int], ...] = (
 )
 
 __all__ += ["GPU_OVERSUBSCRIBED"]
+
+
+def capacity_of(ratio: str | None, fast_bytes: int | None) -> Capacity | None:
+    """The capacity of a figure's point: a ``ratio`` (``"S:F"``), a size in bytes, or None
+    for the platform's own fast tier. Raises :class:`tmsim.capacity.CapacityError` for a
+    malformed ratio or size."""
+    if fast_bytes is not None:
+        return Capacity.of_bytes(fast_bytes)
+    return None if ratio is None else Capacity.parse(ratio)
+
+
+__all__ += ["capacity_of"]

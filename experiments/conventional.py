@@ -27,6 +27,7 @@ from experiments.common import (
     COLORS,
     CONVENTIONAL,
     Progress,
+    capacity_of,
     compare_frame,
     geomean,
     label,
@@ -37,7 +38,7 @@ from experiments.common import (
 from hwmodels.presets import load_preset
 from tmsim.compare import CompareSettings
 from tmsim.planners import PlanSettings
-from tmsim.zoo import training_graph_of
+from tmsim.workload.zoo import training_graph_of
 
 NAME = "conventional"
 TITLE = "Conventional workloads: slowdown against all-DRAM by PMM:DRAM ratio"
@@ -59,7 +60,7 @@ class Config:
 
     ``workloads``: (zoo model, batch) pairs; ``platform``: a :mod:`hwmodels.presets` name;
     ``ratios``: PMM:DRAM capacity ratios (``"S:F"`` of each step's peak live bytes, see
-    :func:`tmsim.planners.common.fast_limit_bytes`); all-DRAM and all-PMM are always added;
+    :class:`tmsim.capacity.Capacity`); all-DRAM and all-PMM are always added;
     ``strategies``: the strategies planned at every ratio (names of
     :data:`tmsim.compare.STRATEGIES`); ``time_limit_s``: wall-clock cap of the MILP chain
     (static, then sync from it) of one workload at one ratio; ``gap``: the MILP's relative
@@ -122,7 +123,7 @@ def slowdowns(config: Config, progress: Progress | None = None) -> pd.DataFrame:
             if progress is not None:
                 progress(f"{labels['workload']}: {ratio} ({', '.join(strategies)})")
             settings = CompareSettings(
-                plan=replace(plan, ratio=ratio),
+                plan=replace(plan, capacity=capacity_of(ratio, None)),
                 contention=contention,
                 strategies=strategies,
             )

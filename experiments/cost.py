@@ -81,7 +81,7 @@ def memory_split(footprint_bytes: float, ratio: str) -> tuple[float, float]:
     """``(dram_bytes, pmm_bytes)`` of a configuration: all of ``footprint_bytes`` in DRAM for
     :data:`~experiments.conventional.ALL_DRAM`, in PMM for
     :data:`~experiments.conventional.ALL_PMM`, else split ``"S:F"`` (PMM:DRAM) as
-    :func:`tmsim.planners.common.fast_limit_bytes` splits it. Raises :class:`TmsimError` for
+    :class:`tmsim.capacity.Capacity` splits it. Raises :class:`TmsimError` for
     a malformed ratio."""
     if ratio == ALL_DRAM:
         return float(footprint_bytes), 0.0

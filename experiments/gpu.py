@@ -9,7 +9,7 @@ where copy engines move data over PCIe beside the kernels.
 
 Here each workload's training step is planned (``sync`` and ``async`` MILPs, the ``all-fast``
 oracle), validated and replayed with contention, and unified memory is simulated as a
-steady-state step (:func:`tmsim.sim.unified.replay_unified`, ``warm=True``), all through
+steady-state step (:func:`tmsim.sim.unified.replay.replay_unified`, ``warm=True``), all through
 :func:`tmsim.compare.compare`; the figure shows each strategy's speedup over unified memory
 (unified-memory time over the strategy's time), one panel per platform.
 
@@ -40,6 +40,7 @@ from experiments.common import (
     GPU_WORKLOADS,
     Progress,
     async_not_better,
+    capacity_of,
     insert_labels,
     label,
     read_data,
@@ -48,10 +49,10 @@ from experiments.common import (
     write_data,
 )
 from hwmodels.presets import load_preset
+from tmsim.capacity import fast_limit_bytes
 from tmsim.compare import CompareSettings, compare, rows_frame
 from tmsim.planners import PlanSettings
-from tmsim.planners.common import fast_limit_bytes
-from tmsim.zoo import training_graph_of
+from tmsim.workload.zoo import training_graph_of
 
 NAME = "gpu"
 TITLE = "GPU: speedup of AutoTM's plans over unified memory"
@@ -78,7 +79,8 @@ class Config:
 
     ``points``: (preset, zoo model, batch) triples; ``device_fraction``: None plans for each
     preset's real device memory, a number shrinks the device to that share of each step's peak
-    live bytes (:attr:`tmsim.graph.Graph.peak_live_bytes`) so small graphs oversubscribe it;
+    live bytes (:attr:`~tmsim.workload.graph.Graph.peak_live_bytes`) so small graphs
+    oversubscribe it;
     ``time_limit_s``: wall-clock cap of one workload's MILP chain (static, sync, async; the
     async plan of ResNet-200 b64 was the same at 60 s and 150 s, 27% shorter than sync, with
     HiGHS still closing the last 2% of gap);
@@ -133,10 +135,11 @@ def workload_rows(point: tuple[str, str, int], config: Config) -> pd.DataFrame:
         if config.device_fraction is None
         else int(graph.peak_live_bytes * config.device_fraction)
     )
-    device = fast_limit_bytes(graph, platform, None, fast_bytes)
+    capacity = capacity_of(None, fast_bytes)
+    device = fast_limit_bytes(graph, platform, capacity)
     settings = CompareSettings(
         plan=PlanSettings(
-            fast_bytes=fast_bytes,
+            capacity=capacity,
             time_limit_s=config.time_limit_s,
             gap=config.gap,
             window=config.window,

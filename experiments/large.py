@@ -25,6 +25,7 @@ from experiments.common import (
     COLORS,
     LARGE,
     Progress,
+    capacity_of,
     compare_frame,
     label,
     read_data,
@@ -35,8 +36,8 @@ from hwmodels.presets import load_preset
 from tmsim.compare import CompareSettings
 from tmsim.errors import TmsimError
 from tmsim.planners import PlanSettings
-from tmsim.planners.common import FAST
-from tmsim.zoo import training_graph_of
+from tmsim.planners.assemble import FAST
+from tmsim.workload.zoo import training_graph_of
 
 NAME = "large"
 TITLE = "Large workloads: software tensor management against the DRAM cache (2LM)"
@@ -106,7 +107,9 @@ def compute(
             )
         settings = CompareSettings(
             plan=PlanSettings(
-                fast_bytes=fast_bytes, time_limit_s=config.time_limit_s, gap=config.gap
+                capacity=capacity_of(None, fast_bytes),
+                time_limit_s=config.time_limit_s,
+                gap=config.gap,
             ),
             contention=config.contention,
             strategies=config.strategies,

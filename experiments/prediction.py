@@ -33,6 +33,7 @@ from experiments.common import (
     GPU_OVERSUBSCRIBED,
     Progress,
     async_not_better,
+    capacity_of,
     insert_labels,
     label,
     read_data,
@@ -41,10 +42,10 @@ from experiments.common import (
     write_data,
 )
 from hwmodels.presets import load_preset
+from tmsim.capacity import fast_limit_bytes
 from tmsim.compare import CompareSettings, compare, rows_frame
 from tmsim.planners import PlanSettings
-from tmsim.planners.common import fast_limit_bytes
-from tmsim.zoo import training_graph_of
+from tmsim.workload.zoo import training_graph_of
 
 NAME = "prediction"
 TITLE = "Planner prediction against simulation with contention"
@@ -131,16 +132,15 @@ def point_rows(point: Point, config: Config) -> pd.DataFrame:
     graph = training_graph_of(model, batch)
     platform = load_preset(preset)
     fast_bytes = None if fraction is None else int(graph.peak_live_bytes * fraction)
-    settings = CompareSettings(
-        plan=PlanSettings(
-            ratio=ratio, fast_bytes=fast_bytes, time_limit_s=config.time_limit_s,
-            gap=config.gap, window=config.window,
-        ),
-        strategies=strategies,
-        contention=True,
-    )  # fmt: skip
+    plan = PlanSettings(
+        capacity=capacity_of(ratio, fast_bytes),
+        time_limit_s=config.time_limit_s,
+        gap=config.gap,
+        window=config.window,
+    )
+    settings = CompareSettings(plan=plan, strategies=strategies, contention=True)
     frame = rows_frame(compare(graph, platform, settings))
-    limit = fast_limit_bytes(graph, platform, ratio, fast_bytes)
+    limit = fast_limit_bytes(graph, platform, plan.capacity)
     capacity = ratio if ratio is not None else (
         f"{fraction:g} of footprint" if fraction is not None else f"{limit / 2**30:.3g} GiB"
     )  # fmt: skip

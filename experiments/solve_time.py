@@ -4,7 +4,7 @@ AutoTM (Hildebrand et al., ASPLOS 2020) names ILP solution time as a limitation 
 "Limitations" slide); its asynchronous formulation, with a window of kernels either side of
 each use where a copy may run, is much larger than the synchronous one.
 
-Here each workload's MILP chain (:func:`tmsim.planners.milp.plan_milp_chain`: static, then
+Here each workload's MILP chain (:func:`tmsim.planners.milp.chain.plan_milp_chain`: static, then
 sync from it, then async from that) is solved once under one wall-clock limit for the whole
 chain, and each formulation's solver statistics are tabulated: model size, build and solve
 seconds (cumulative over the chain, as the planner reports them: what it costs to get that
@@ -30,6 +30,7 @@ from experiments.common import (
     CONVENTIONAL,
     LARGE,
     Progress,
+    capacity_of,
     label,
     read_data,
     save_figure,
@@ -37,10 +38,11 @@ from experiments.common import (
 )
 from hwmodels.presets import load_preset
 from tmsim.errors import TmsimError
-from tmsim.plan import Plan
-from tmsim.planners.milp import MilpOptions, plan_milp_chain
-from tmsim.planners.milp_model import Formulation
-from tmsim.zoo import training_graph_of
+from tmsim.plan.values import Plan
+from tmsim.planners.milp.chain import plan_milp_chain
+from tmsim.planners.milp.network import Formulation
+from tmsim.planners.settings import PlanSettings
+from tmsim.workload.zoo import training_graph_of
 
 NAME = "solve_time"
 TITLE = "MILP solve time against graph size"
@@ -68,7 +70,7 @@ class Config:
     formulations: tuple[str, ...] = ("static", "sync", "async")
     time_limit_s: float = 300.0
     gap: float = 0.01
-    window: int = MilpOptions.window
+    window: int = PlanSettings.window
 
 
 #: Three small graphs (142 to 1396 kernels), 20 s per chain; about 50 s.
@@ -91,9 +93,8 @@ def compute(
     wanted = [Formulation(f) for f in config.formulations]
     top = max(wanted, key=list(Formulation).index)
     hw = load_preset(config.platform)
-    options = MilpOptions(
-        formulation=top,
-        ratio=config.ratio,
+    settings = PlanSettings(
+        capacity=capacity_of(config.ratio, None),
         time_limit_s=config.time_limit_s,
         gap=config.gap,
         window=config.window,
@@ -105,7 +106,7 @@ def compute(
         if progress is not None:
             progress(f"{name}: {len(graph.kernels)} kernels, chain up to {top.value}")
         try:
-            chain: dict[Formulation, Plan | TmsimError] = plan_milp_chain(graph, hw, options)
+            chain: dict[Formulation, Plan | TmsimError] = plan_milp_chain(graph, hw, settings, top)
         except TmsimError as exc:
             chain = {f: exc for f in Formulation}
         before = 0.0

@@ -1,4 +1,5 @@
-"""hwmodels: parameterized hardware models (memory tiers, compute, copy paths, 2LM cache).
+"""hwmodels: parameterized hardware models (memory tiers, compute, copy paths, 2LM cache,
+memory mode, the unified-memory driver).
 
 Pure values (frozen dataclasses, SI units, the unit in every field name) and pure, numpy-
 vectorized cost functions; presets are TOML files under ``hwmodels/presets/``. The one mutable
@@ -8,17 +9,8 @@ object is :class:`CacheState`, the explicit state of the 2LM cache simulator.
 from hwmodels.cache import DramCache
 from hwmodels.cachesim import CacheState, CacheTraffic, new_cache_state, simulate_accesses
 from hwmodels.compute import ClassEfficiency, Compute, OpClass, canonical_dtype, op_class
-from hwmodels.cost import (
-    KernelTimes,
-    MoveMode,
-    Overlap,
-    PlacementProfile,
-    cache_traffic_by_tier,
-    move_time_s,
-    placement_profile,
-    roofline,
-)
 from hwmodels.errors import HardwareModelError
+from hwmodels.memory_mode import MemoryMode, memory_mode_platform
 from hwmodels.paths import CopyPath
 from hwmodels.platform import Platform
 from hwmodels.presets import (
@@ -32,6 +24,17 @@ from hwmodels.presets import (
 )
 from hwmodels.serialize import platform_from_dict, platform_to_dict
 from hwmodels.tiers import Interference, MemoryTier
+from hwmodels.timing import (
+    KernelTimes,
+    MoveMode,
+    Overlap,
+    PlacementProfile,
+    cache_traffic_by_tier,
+    move_time_s,
+    placement_profile,
+    roofline,
+)
+from hwmodels.unified_memory import UnifiedMemory
 
 __all__ = [
     "CacheState",
@@ -43,16 +46,19 @@ __all__ = [
     "HardwareModelError",
     "Interference",
     "KernelTimes",
+    "MemoryMode",
     "MemoryTier",
     "MoveMode",
     "OpClass",
     "Overlap",
     "PlacementProfile",
     "Platform",
+    "UnifiedMemory",
     "cache_traffic_by_tier",
     "canonical_dtype",
     "load_platform",
     "load_preset",
+    "memory_mode_platform",
     "move_time_s",
     "new_cache_state",
     "op_class",

@@ -23,6 +23,29 @@ from dataclasses import dataclass
 from hwmodels._checks import finite_nonnegative, positive_int
 from hwmodels.errors import HardwareModelError
 
+#: The fields a cache shares with :class:`hwmodels.memory_mode.MemoryMode`: line and policies.
+LINE_FIELDS = ("line_bytes", "associativity", "write_back", "write_allocate", "miss_latency_s")
+
+
+def check_line_fields(where: str, value: object) -> None:
+    """Check the :data:`LINE_FIELDS` of ``value`` (a :class:`DramCache` or a ``MemoryMode``).
+
+    ``line_bytes`` and ``associativity`` must be positive integers, ``write_back`` and
+    ``write_allocate`` booleans, ``miss_latency_s`` a finite number >= 0. Raises
+    :class:`HardwareModelError` as ``where: field ...`` for the first bad one.
+    """
+    fields = {name: getattr(value, name) for name in LINE_FIELDS}
+    for name in ("line_bytes", "associativity"):
+        if not positive_int(fields[name]):
+            raise HardwareModelError(
+                f"{where}: {name} must be a positive integer, got {fields[name]!r}"
+            )
+    for name in ("write_back", "write_allocate"):
+        if not isinstance(fields[name], bool):
+            raise HardwareModelError(f"{where}: {name} must be true or false")
+    if not finite_nonnegative(fields["miss_latency_s"]):
+        raise HardwareModelError(f"{where}: miss_latency_s must be a finite number >= 0")
+
 
 @dataclass(frozen=True, slots=True)
 class DramCache:
@@ -60,21 +83,16 @@ class DramCache:
                 raise HardwareModelError(f"{where}: {name} must be a non-empty tier name")
         if self.cache_tier == self.backing_tier:
             raise HardwareModelError(f"{where}: cache_tier and backing_tier are the same tier")
-        for name in ("capacity_bytes", "line_bytes", "associativity"):
-            if not positive_int(getattr(self, name)):
-                raise HardwareModelError(
-                    f"{where}: {name} must be a positive integer, got {getattr(self, name)!r}"
-                )
+        if not positive_int(self.capacity_bytes):
+            raise HardwareModelError(
+                f"{where}: capacity_bytes must be a positive integer, got {self.capacity_bytes!r}"
+            )
+        check_line_fields(where, self)
         if self.capacity_bytes % (self.line_bytes * self.associativity):
             raise HardwareModelError(
                 f"{where}: capacity_bytes {self.capacity_bytes} is not a multiple of "
                 f"line_bytes * associativity = {self.line_bytes * self.associativity}"
             )
-        for name in ("write_back", "write_allocate"):
-            if not isinstance(getattr(self, name), bool):
-                raise HardwareModelError(f"{where}: {name} must be true or false")
-        if not finite_nonnegative(self.miss_latency_s):
-            raise HardwareModelError(f"{where}: miss_latency_s must be a finite number >= 0")
 
     @property
     def n_sets(self) -> int:

@@ -1,4 +1,5 @@
-"""The platform: memory tiers, a compute device, copy paths and an optional 2LM cache."""
+"""The platform: memory tiers, a compute device, copy paths, an optional 2LM cache, and the
+optional descriptions of its memory mode and unified-memory driver."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from dataclasses import dataclass
 from hwmodels.cache import DramCache
 from hwmodels.compute import Compute
 from hwmodels.errors import HardwareModelError
+from hwmodels.memory_mode import MemoryMode
 from hwmodels.paths import CopyPath
 from hwmodels.tiers import MemoryTier
+from hwmodels.unified_memory import UnifiedMemory
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,11 +37,20 @@ class Platform:
       1.08 and 1.15 of the device time addition allows, so the presets leave it off; it is
       the knob for studying controller interference.
     - ``name``, ``description``, ``source``: identification and provenance.
+    - ``memory_mode``: with a :class:`MemoryMode`, how the flat platform's fastest tier can
+      act as a hardware cache of its next one (:func:`hwmodels.memory_mode.memory_mode_platform`
+      builds that platform). It describes what the flat platform can become; a platform in
+      memory mode (``cache`` set) may carry it too, and nothing checks that it agrees with
+      ``cache``.
+    - ``unified_memory``: with a :class:`UnifiedMemory`, how a GPU driver migrates managed
+      pages between tier 0 (the device) and tier 1 (the host).
 
     Raises :class:`HardwareModelError` for: no tiers; duplicate tier names; tiers not ordered
     fastest first; a copy path, kernel tier or cache naming an unknown tier; two copy paths for
     the same ordered pair; the two directions of a pair disagreeing on ``duplex``; no kernel
-    tier; a cache larger than its tier, or whose tier is visible to kernels or copies.
+    tier; a cache larger than its tier, or whose tier is visible to kernels or copies; a
+    ``memory_mode`` or ``unified_memory`` of the wrong type, or a memory mode on a platform of
+    one tier.
     """
 
     name: str
@@ -50,6 +62,8 @@ class Platform:
     shared_controllers: tuple[tuple[str, ...], ...] = ()
     description: str = ""
     source: str = ""
+    memory_mode: MemoryMode | None = None
+    unified_memory: UnifiedMemory | None = None
 
     def __post_init__(self) -> None:
         where = f"platform {self.name!r}"
@@ -114,6 +128,18 @@ class Platform:
                         f"{where}: tier {t!r} is in more than one shared controller"
                     )
                 grouped.add(t)
+        self._check_driver_models(where)
+
+    def _check_driver_models(self, where: str) -> None:
+        if self.memory_mode is not None:
+            if not isinstance(self.memory_mode, MemoryMode):
+                raise HardwareModelError(f"{where}: memory_mode must be a MemoryMode")
+            if len(self.tiers) < 2:
+                raise HardwareModelError(
+                    f"{where}: memory_mode needs two tiers, a cache and its backing tier"
+                )
+        if self.unified_memory is not None and not isinstance(self.unified_memory, UnifiedMemory):
+            raise HardwareModelError(f"{where}: unified_memory must be a UnifiedMemory")
 
     def _check_cache(self, where: str, known: set[str]) -> None:
         cache = self.cache

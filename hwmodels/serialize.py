@@ -2,176 +2,28 @@
 
 A dict (from TOML or JSON) may give each quantity in any unit its key names, e.g.
 ``read_bw_GBps = 104.6`` or ``read_bw_bytes_per_s = 1.046e11``; exactly one spelling of each
-quantity. :func:`platform_to_dict` writes SI keys only, so a platform survives a round trip
-exactly. Every error names the origin (a file), the place in it and the key.
+quantity (the unit-aware reads are :class:`hwmodels.tables.Table`'s). :func:`platform_to_dict`
+writes SI keys only, so a platform survives a round trip exactly. Every error names the origin
+(a file), the place in it and the key.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from typing import Any, NoReturn
+from typing import Any
 
-from hwmodels._checks import is_number
-from hwmodels.cache import DramCache
+from hwmodels.cache import LINE_FIELDS, DramCache
 from hwmodels.compute import ClassEfficiency, Compute, OpClass
 from hwmodels.errors import HardwareModelError
+from hwmodels.memory_mode import MemoryMode
 from hwmodels.paths import CopyPath
 from hwmodels.platform import Platform
+from hwmodels.tables import FLOPS, RATE, TIME, Table, type_name
 from hwmodels.tiers import Interference, MemoryTier
-
-#: Unit suffixes accepted in keys, with their factor to SI.
-BYTES = {
-    "bytes": 1,
-    "KiB": 2**10,
-    "MiB": 2**20,
-    "GiB": 2**30,
-    "TiB": 2**40,
-    "GB": 10**9,
-    "TB": 10**12,
-}
-RATE = {"bytes_per_s": 1.0, "MBps": 1e6, "GBps": 1e9, "TBps": 1e12, "GiBps": float(2**30)}
-TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
-FLOPS = {"flop_per_s": 1.0, "GFLOPs": 1e9, "TFLOPs": 1e12}
+from hwmodels.unified_memory import UnifiedMemory
 
 
-def _type_name(value: object) -> str:
-    return {bool: "boolean", int: "integer", float: "number", str: "string"}.get(
-        type(value), "table" if isinstance(value, Mapping) else type(value).__name__
-    )
-
-
-class _Table:
-    """Typed, unit-aware reads from one table, with errors naming ``origin: where: key``."""
-
-    def __init__(self, data: object, origin: str, where: str) -> None:
-        self.origin, self.where = origin, where
-        if not isinstance(data, Mapping):
-            self.fail(f"must be a table, got {_type_name(data)}")
-        self.data: Mapping[str, Any] = data
-        self.used: set[str] = set()
-
-    def fail(self, message: str) -> NoReturn:
-        raise HardwareModelError(f"{self.origin}: {self.where}: {message}")
-
-    def has(self, key: str) -> bool:
-        return key in self.data
-
-    def get(self, key: str) -> Any:
-        if key not in self.data:
-            self.fail(f"missing field {key!r}")
-        self.used.add(key)
-        return self.data[key]
-
-    def string(self, key: str, default: str | None = None) -> str:
-        if default is not None and key not in self.data:
-            return default
-        value = self.get(key)
-        if not isinstance(value, str):
-            self.fail(f"{key} must be a string, got {_type_name(value)}")
-        return str(value)
-
-    def boolean(self, key: str, default: bool) -> bool:
-        if key not in self.data:
-            return default
-        value = self.get(key)
-        if not isinstance(value, bool):
-            self.fail(f"{key} must be true or false, got {_type_name(value)}")
-        return bool(value)
-
-    def integer(self, key: str, default: int | None = None, minimum: int = 1) -> int:
-        if default is not None and key not in self.data:
-            return default
-        value = self.get(key)
-        if not isinstance(value, int) or isinstance(value, bool):
-            self.fail(f"{key} must be an integer, got {_type_name(value)}")
-        if value < minimum:
-            self.fail(f"{key} must be >= {minimum}, got {value}")
-        return int(value)
-
-    def number(self, key: str, *, low: float = 0.0, strict: bool = False) -> float:
-        value = self.get(key)
-        if not is_number(value):
-            self.fail(f"{key} must be a number, got {_type_name(value)}")
-        ok = math.isfinite(value) and (value > low if strict else value >= low)
-        if not ok:
-            self.fail(
-                f"{key} must be a finite number {'>' if strict else '>='} {low:g}, got {value}"
-            )
-        return float(value)
-
-    def fraction(self, key: str) -> float:
-        """A number in (0, 1]."""
-        value = self.number(key, strict=True)
-        if value > 1:
-            self.fail(f"{key} must lie in (0, 1], got {value}")
-        return value
-
-    def quantity(
-        self,
-        base: str,
-        units: Mapping[str, float],
-        *,
-        strict: bool = True,
-        default: float | None = None,
-    ) -> float:
-        """The value of ``base`` given as ``base_<unit>``, in SI (> 0, or >= 0 if not strict)."""
-        key = self._unit_key(base, units, default is not None)
-        if key is None:
-            assert default is not None
-            return default
-        return self.number(key, strict=strict) * units[key[len(base) + 1 :]]
-
-    def _unit_key(self, base: str, units: Mapping[str, float], optional: bool) -> str | None:
-        """The one ``base_<unit>`` key present (None if absent and ``optional``)."""
-        keys = [f"{base}_{u}" for u in units if f"{base}_{u}" in self.data]
-        if not keys:
-            spelled = sorted(k for k in self.data if k.startswith(f"{base}_"))
-            if spelled:
-                self.fail(
-                    f"{spelled[0]}: unknown unit (give one of "
-                    f"{', '.join(f'{base}_{u}' for u in units)})"
-                )
-            if optional:
-                return None
-            self.fail(
-                f"missing field {base} (give one of {', '.join(f'{base}_{u}' for u in units)})"
-            )
-        if len(keys) > 1:
-            self.fail(f"{base} given twice ({', '.join(keys)}); give one")
-        return keys[0]
-
-    def byte_count(self, base: str) -> int:
-        """A positive whole number of bytes; exact for integers in any binary or decimal unit."""
-        key = self._unit_key(base, BYTES, optional=False)
-        assert key is not None
-        self.number(key, strict=True)  # type and sign checks
-        raw = self.data[key]
-        factor = BYTES[key[len(base) + 1 :]]
-        if isinstance(raw, int):
-            return raw * factor
-        value = raw * factor
-        if value != int(value):
-            self.fail(f"{base} is not a whole number of bytes ({value})")
-        return int(value)
-
-    def table(self, key: str) -> _Table:
-        return _Table(self.get(key), self.origin, f"{self.where}.{key}" if self.where else key)
-
-    def array(self, key: str) -> list[Any]:
-        value = self.get(key)
-        if not isinstance(value, list):
-            self.fail(f"{key} must be an array, got {_type_name(value)}")
-        return list(value)
-
-    def done(self) -> None:
-        """Fail on keys nobody read: a misspelt key must not be silently ignored."""
-        extra = sorted(set(self.data) - self.used)
-        if extra:
-            self.fail(f"unknown field(s) {', '.join(extra)}")
-
-
-def _tier(t: _Table) -> MemoryTier:
+def _tier(t: Table) -> MemoryTier:
     inter = Interference()
     if t.has("interference"):
         i = t.table("interference")
@@ -199,7 +51,7 @@ def _tier(t: _Table) -> MemoryTier:
     return tier
 
 
-def _compute(c: _Table) -> Compute:
+def _compute(c: Table) -> Compute:
     peaks_key = [k for k in ("peak_flop_per_s", "peak_GFLOPs", "peak_TFLOPs") if c.has(k)]
     if len(peaks_key) != 1:
         c.fail("give exactly one of peak_flop_per_s, peak_GFLOPs, peak_TFLOPs (a dtype table)")
@@ -225,7 +77,7 @@ def _compute(c: _Table) -> Compute:
     return compute
 
 
-def _copy_path(p: _Table) -> CopyPath:
+def _copy_path(p: Table) -> CopyPath:
     path = CopyPath(
         src=p.string("src"),
         dst=p.string("dst"),
@@ -239,20 +91,53 @@ def _copy_path(p: _Table) -> CopyPath:
     return path
 
 
-def _cache(c: _Table) -> DramCache:
+def _cache(c: Table) -> DramCache:
     cache = DramCache(
         cache_tier=c.string("cache_tier"),
         backing_tier=c.string("backing_tier"),
         capacity_bytes=c.byte_count("capacity"),
-        line_bytes=c.integer("line_bytes", 64),
-        associativity=c.integer("associativity", 1),
-        write_back=c.boolean("write_back", True),
-        write_allocate=c.boolean("write_allocate", True),
-        miss_latency_s=c.quantity("miss_latency", TIME, strict=False, default=0.0),
         source=c.string("source", ""),
+        **_line_fields(c),
     )
     c.done()
     return cache
+
+
+def _line_fields(t: Table) -> dict[str, Any]:
+    """The :data:`LINE_FIELDS` of a ``[cache]`` or ``[memory_mode]`` table, in SI; a key left
+    out takes :class:`MemoryMode`'s default (which is :class:`DramCache`'s)."""
+    d = MemoryMode()
+    return {
+        "line_bytes": t.integer("line_bytes", d.line_bytes),
+        "associativity": t.integer("associativity", d.associativity),
+        "write_back": t.boolean("write_back", d.write_back),
+        "write_allocate": t.boolean("write_allocate", d.write_allocate),
+        "miss_latency_s": t.quantity("miss_latency", TIME, strict=False, default=d.miss_latency_s),
+    }
+
+
+def _memory_mode(m: Table) -> MemoryMode:
+    mode = MemoryMode(source=m.string("source", ""), **_line_fields(m))
+    m.done()
+    return mode
+
+
+def _unified_memory(u: Table) -> UnifiedMemory:
+    """A ``[unified_memory]`` table; a key left out takes :class:`UnifiedMemory`'s default."""
+    d = UnifiedMemory()
+    fraction = "migration_bw_fraction"
+    driver = UnifiedMemory(
+        page_bytes=u.byte_count("page", d.page_bytes),
+        fault_s=u.quantity("fault", TIME, strict=False, default=d.fault_s),
+        migration_bw_fraction=u.fraction(fraction) if u.has(fraction) else d.migration_bw_fraction,
+        eviction_s=u.quantity("eviction", TIME, strict=False, default=d.eviction_s),
+        writeback_clean=u.boolean("writeback_clean", d.writeback_clean),
+        policy=u.string("policy", d.policy),
+        alloc_fault=u.boolean("alloc_fault", d.alloc_fault),
+        source=u.string("source", d.source),
+    )
+    u.done()
+    return driver
 
 
 def platform_from_dict(data: Mapping[str, Any], origin: str) -> Platform:
@@ -262,7 +147,7 @@ def platform_from_dict(data: Mapping[str, Any], origin: str) -> Platform:
     a missing or unknown field, a wrong type, a bad value, or a platform that fails validation.
     """
     try:
-        return _platform(_Table(data, origin, "platform"))
+        return _platform(Table(data, origin, "platform"))
     except HardwareModelError as exc:
         message = str(exc)
         if message.startswith(f"{origin}: "):
@@ -270,26 +155,28 @@ def platform_from_dict(data: Mapping[str, Any], origin: str) -> Platform:
         raise HardwareModelError(f"{origin}: {message}") from None
 
 
-def _platform(top: _Table) -> Platform:
+def _platform(top: Table) -> Platform:
     origin = top.origin
     tiers = []
     for i, raw in enumerate(top.array("tiers")):
         name = raw.get("name", "?") if isinstance(raw, Mapping) else "?"
-        tiers.append(_tier(_Table(raw, origin, f"tiers[{i}] ({name})")))
+        tiers.append(_tier(Table(raw, origin, f"tiers[{i}] ({name})")))
     paths = tuple(
-        _copy_path(_Table(raw, origin, f"copy_paths[{i}]"))
+        _copy_path(Table(raw, origin, f"copy_paths[{i}]"))
         for i, raw in enumerate(top.array("copy_paths") if top.has("copy_paths") else [])
     )
     kernel_tiers = top.array("kernel_tiers")
     for name in kernel_tiers:
         if not isinstance(name, str):
-            top.fail(f"kernel_tiers must list tier names, got {_type_name(name)}")
+            top.fail(f"kernel_tiers must list tier names, got {type_name(name)}")
     controllers = top.array("shared_controllers") if top.has("shared_controllers") else []
     for group in controllers:
         if not (isinstance(group, list) and all(isinstance(t, str) for t in group)):
             top.fail("shared_controllers must be a list of lists of tier names")
-    compute = _compute(_Table(top.get("compute"), origin, "compute"))
-    cache = _cache(_Table(top.get("cache"), origin, "cache")) if top.has("cache") else None
+    compute = _compute(Table(top.get("compute"), origin, "compute"))
+    cache = _cache(Table(top.get("cache"), origin, "cache")) if top.has("cache") else None
+    mode = top.get("memory_mode") if top.has("memory_mode") else None
+    driver = top.get("unified_memory") if top.has("unified_memory") else None
     platform = Platform(
         name=top.string("name"),
         tiers=tuple(tiers),
@@ -300,6 +187,10 @@ def _platform(top: _Table) -> Platform:
         shared_controllers=tuple(tuple(g) for g in controllers),
         description=top.string("description", ""),
         source=top.string("source", ""),
+        memory_mode=None if mode is None else _memory_mode(Table(mode, origin, "memory_mode")),
+        unified_memory=(
+            None if driver is None else _unified_memory(Table(driver, origin, "unified_memory"))
+        ),
     )
     top.done()
     return platform
@@ -308,7 +199,8 @@ def _platform(top: _Table) -> Platform:
 def platform_to_dict(p: Platform) -> dict[str, Any]:
     """The platform as plain data in SI units (keys as :func:`platform_from_dict` reads them).
 
-    ``cache`` is omitted when there is none (TOML has no null).
+    ``cache``, ``memory_mode`` and ``unified_memory`` are omitted when None (TOML has no
+    null).
     """
     out: dict[str, Any] = {
         "name": p.name,
@@ -365,11 +257,30 @@ def platform_to_dict(p: Platform) -> dict[str, Any]:
             "cache_tier": c.cache_tier,
             "backing_tier": c.backing_tier,
             "capacity_bytes": c.capacity_bytes,
-            "line_bytes": c.line_bytes,
-            "associativity": c.associativity,
-            "write_back": c.write_back,
-            "write_allocate": c.write_allocate,
-            "miss_latency_s": c.miss_latency_s,
+            **{name: getattr(c, name) for name in LINE_FIELDS},
             "source": c.source,
         }
+    if p.memory_mode is not None:
+        m = p.memory_mode
+        out["memory_mode"] = {
+            **{name: getattr(m, name) for name in LINE_FIELDS},
+            "source": m.source,
+        }
+    if p.unified_memory is not None:
+        u = p.unified_memory
+        out["unified_memory"] = {
+            "page_bytes": u.page_bytes,
+            "fault_s": u.fault_s,
+            "migration_bw_fraction": u.migration_bw_fraction,
+            "eviction_s": u.eviction_s,
+            "writeback_clean": u.writeback_clean,
+            "policy": u.policy,
+            "alloc_fault": u.alloc_fault,
+            "source": u.source,
+        }
     return out
+
+
+# The unit maps belong to this file edge too: tools that edit a platform document before it
+# is parsed (tmsim's sweep overrides) convert units with them.
+__all__ = ["platform_from_dict", "platform_to_dict"]

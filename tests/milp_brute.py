@@ -1,179 +1,318 @@
 """Exhaustive search over every placement and move of a tiny graph, for checking the MILP.
 
-Each tensor's possible histories are enumerated one by one from the rules of a plan
-(tmsim/plan.py) restricted to what a formulation allows; then every combination of histories
-is scored at once with numpy broadcasting, and the cheapest one that fits is the optimum.
-Nothing here uses the MILP's variables, matrices or gadget code.
+Tiers are platform indices 0..K-1, fastest first; KT is the set of tiers kernels may access.
+The rules of a plan, as this search reads them (restricted by the formulation, static, sync
+or async, and the window):
+
+- State: at every kernel where a tensor is live it is in a state, the non-empty set of tiers
+  holding a valid copy. Weights and optimizer state are live over the whole step.
+- Access: a kernel using the tensor (input, output or in-place update) reads and writes it on
+  the fastest tier of its state that is in KT; a use whose state holds no KT tier is not
+  allowed. Memory time per operand: read bytes x read_s_per_byte + written bytes x
+  write_s_per_byte on that tier; kernel time = max(compute, memory) + launch (or their sum).
+- Gadgets (kernels where the state may change): static, the producer only; sync, the producer
+  and every kernel with the tensor as an operand; async, those plus kernels u - d (fetch
+  window) and u + d (evict window), d = 1..window, around every such kernel u, inside the live
+  range. Window gadgets fetch only in a fetch window and evict only in an evict window.
+- Capacity: tier 0 holds at most ``limit_bytes``; tier i > 0 its ``capacity_bytes``, and it is
+  constrained only if that is below the total bytes of the graph. At every kernel the live
+  tensors whose state holds a constrained tier fit in it.
+- Initial state: an input starts in one tier; weights and optimizer state in any non-empty
+  set of tiers (one tier in static) and end the step in the state they started in.
+- A produced tensor appears at its producer in one KT tier, with no copy.
+- Each gadget has two phases. Prefetch, from state B to the state D during the kernel:
+  D = B, or D = B + {d} for a tier d faster than all of B that some tier of B can copy to.
+  A kernel updating the tensor in place leaves D = {min(B)} or, fetching, D = {d}. Evict,
+  after the kernel, from D to A: A = D, (D + {d}) - X or D - X, where d is a tier outside D,
+  slower than min(D), that a tier of D can copy to, and X a set of constrained tiers of D;
+  A is non-empty. A copy comes from the source tier whose copy of the tensor is fastest.
+- Copies at the producer and users are synchronous and add to the step; copies at window
+  gadgets are asynchronous and add up beside their kernel, which then costs
+  max(kernel time, its asynchronous copies).
+
+Each tensor's histories are enumerated one by one; those that overflow a tier on their own or
+are no better anywhere than another are dropped (exact: the step time never falls as a
+history's bytes, memory time or copies grow); then every combination is scored at once with
+numpy broadcasting, and the cheapest one that fits is the optimum. Nothing here uses the
+MILP's variables, matrices or gadget code.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
-from hwmodels.cost import MoveMode, Overlap
+from hwmodels.timing import MoveMode, Overlap
 from tmsim.cost import CostModel
-from tmsim.graph import PERSISTENT_ROLES, PREEXISTING_ROLES
+from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES
 
-F, FS, S = 0, 1, 2
-FAST_TIER, SLOW_TIER = 0, 1
+FloatArray = npt.NDArray[np.float64]
+State = frozenset[int]
+
+#: Combinations scored per numpy batch.
+BATCH = 1 << 16
 
 
 @dataclass(frozen=True)
 class History:
-    """One tensor's history: fast bytes per kernel, memory seconds per kernel, copy seconds."""
+    """One tensor's history as the score sees it.
 
-    fast_bytes: np.ndarray
-    memory_s: np.ndarray
+    ``bytes_by_tier`` [constrained tiers, kernels]: its bytes on each constrained tier at each
+    kernel; ``memory_s`` [kernels]: its share of each kernel's memory time; ``async_s``
+    [kernels]: its asynchronous copies beside each kernel; ``sync_s``: its synchronous copies.
+    """
+
+    bytes_by_tier: FloatArray
+    memory_s: FloatArray
+    async_s: FloatArray
     sync_s: float
-    async_s: np.ndarray
 
 
-def _fast(state: int) -> bool:
-    return state in (F, FS)
+@dataclass(frozen=True)
+class Gadget:
+    """A kernel where a tensor's state may change, and what may happen there."""
+
+    kernel: int
+    mode: MoveMode  # SYNC at the producer and users, ASYNC at window gadgets
+    uses: bool  # the kernel has the tensor as an operand
+    produces: bool
+    updates: bool  # the kernel reads and writes the tensor in place
+    fetch: bool
+    evict: bool
 
 
-def histories(cost: CostModel, t: int, formulation: str, window: int, gpu: bool) -> list[History]:
+@dataclass(frozen=True)
+class Step:
+    """What a tensor did at one gadget: its state during the kernel and after, and copy time."""
+
+    gadget: Gadget
+    during: State
+    after: State
+    copy_s: float
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The tiers as the rules see them, and the seconds of every copy of every tensor."""
+
+    n_tiers: int
+    kernel_tiers: State
+    constrained: tuple[int, ...]
+    move_s: dict[tuple[int, int, MoveMode], FloatArray]
+
+    @classmethod
+    def of(cls, cost: CostModel) -> Machine:
+        tiers = cost.platform.tiers
+        total = int(cost.graph.sizes_bytes.sum())
+        return cls(
+            n_tiers=len(tiers),
+            kernel_tiers=frozenset(i for i, ok in enumerate(cost.tier_allowed) if ok),
+            constrained=(0, *(i for i in range(1, len(tiers)) if tiers[i].capacity_bytes < total)),
+            move_s={
+                (s, d, mode): cost.move_s(s, d, mode)
+                for s, d in itertools.permutations(range(len(tiers)), 2)
+                if cost.has_path(s, d)
+                for mode in MoveMode
+            },
+        )
+
+    def limits(self, cost: CostModel, limit_bytes: int) -> FloatArray:
+        """Bytes each constrained tier holds: ``limit_bytes`` for tier 0, else its capacity."""
+        tiers = cost.platform.tiers
+        return np.array([limit_bytes if i == 0 else tiers[i].capacity_bytes for i in self.constrained], dtype=np.float64)
+
+    def copy_s(self, t: int, sources: State, dst: int, mode: MoveMode) -> float | None:
+        """Seconds of the fastest copy of tensor ``t`` from a tier of ``sources`` to ``dst``.
+
+        ``None`` if no tier of ``sources`` has a copy path to ``dst``. (Among equally fast
+        sources the rules take the faster tier; the time is the same.)
+        """
+        times = [self.move_s[s, dst, mode][t] for s in sorted(sources) if (s, dst, mode) in self.move_s]
+        return float(min(times)) if times else None
+
+
+def gadgets(cost: CostModel, t: int, formulation: str, window: int) -> list[Gadget]:
+    """Tensor ``t``'s gadgets under ``formulation``, in kernel order."""
     graph = cost.graph
-    n_k = len(graph.kernels)
-    tensor = graph.tensors[t]
-    size = int(graph.sizes_bytes[t])
-    ops = np.flatnonzero(cost.op_tensor == t)
-    op_k = cost.op_kernel[ops]
-    uses = sorted(set(op_k.tolist()))
-    persistent = tensor.role in PERSISTENT_ROLES
-    pre = tensor.role in PREEXISTING_ROLES
-    lo, hi = (0, n_k - 1) if persistent else (int(graph.live_first[t]), int(graph.live_last[t]))
+    lo, hi = _live_range(cost, t)
     producer = int(graph.producers[t])
-    updated = {int(k) for k, j in zip(op_k, ops, strict=True)
-               if cost.op_read_bytes[j] > 0 and cost.op_write_bytes[j] > 0}  # fmt: skip
+    ops = np.flatnonzero(cost.op_tensor == t)
+    uses = {int(cost.op_kernel[j]) for j in ops}
+    updates = {int(cost.op_kernel[j]) for j in ops if cost.op_read_bytes[j] > 0 and cost.op_write_bytes[j] > 0}
     if formulation == "static":
-        gadgets = [producer] if producer >= 0 else []
-    else:
-        gadgets = sorted(set(uses) | ({producer} if producer >= 0 else set()))
+        return [Gadget(producer, MoveMode.SYNC, True, True, False, False, False)] if producer >= 0 else []
     fetch_at: set[int] = set()
     evict_at: set[int] = set()
     if formulation == "async":
-        for u in uses:
-            fetch_at |= {u - d for d in range(1, window + 1)}
-            evict_at |= {u + d for d in range(1, window + 1)}
-        windows = sorted(k for k in (fetch_at | evict_at) if lo <= k <= hi and k not in gadgets)
-        gadgets = sorted(set(gadgets) | set(windows))
-    move_s = {
-        (src, dst, mode): cost.move_s(src, dst, mode)[t]
-        for src, dst in ((SLOW_TIER, FAST_TIER), (FAST_TIER, SLOW_TIER))
-        for mode in (MoveMode.SYNC, MoveMode.ASYNC)
-    }
-    # only weights and optimizer state may start with copies in both tiers
-    inits = (
-        [None] if not pre else ([F, FS, S] if persistent and formulation != "static" else [F, S])
-    )
-    out: list[History] = []
-    for init in inits:
-        for path in _paths(gadgets, uses, producer, updated, init, formulation, gpu,
-                           fetch_at, evict_at):  # fmt: skip
-            states = np.full(n_k, -1)
-            if init is not None:
-                states[lo : (gadgets[0] if gadgets else hi + 1)] = init
-            sync_s = 0.0
-            async_s = np.zeros(n_k)
-            for i, (k, during, after, fetch, write) in enumerate(path):
-                nxt = gadgets[i + 1] if i + 1 < len(gadgets) else hi + 1
-                states[k] = during
-                states[k + 1 : nxt] = after
-                is_async = k not in uses and k != producer
-                mode = MoveMode.ASYNC if is_async else MoveMode.SYNC
-                for flag, key in ((fetch, (SLOW_TIER, FAST_TIER, mode)),
-                                  (write, (FAST_TIER, SLOW_TIER, mode))):  # fmt: skip
-                    if flag:
-                        if is_async:
-                            async_s[k] += move_s[key]
-                        else:
-                            sync_s += move_s[key]
-            if persistent and init is not None:
-                final = path[-1][2] if path else init
-                if final != init:
-                    continue
-            live = np.zeros(n_k, dtype=bool)
-            live[lo : hi + 1] = True
-            fast = np.array([_fast(int(s)) for s in states]) & live
-            memory = np.zeros(n_k)
-            ok = True
-            for j, k in zip(ops, op_k, strict=True):
-                tier = FAST_TIER if _fast(int(states[k])) else SLOW_TIER
-                if gpu and tier == SLOW_TIER:
-                    ok = False
-                    break
-                memory[k] += (cost.op_read_bytes[j] * cost.read_s_per_byte[k, tier]
-                              + cost.op_write_bytes[j] * cost.write_s_per_byte[k, tier])  # fmt: skip
-            if ok:
-                out.append(History(fast * size, memory, sync_s, async_s))
+        for u, d in itertools.product(uses, range(1, window + 1)):
+            fetch_at.add(u - d)
+            evict_at.add(u + d)
+    out = []
+    for k in sorted(uses | fetch_at | evict_at):
+        if k in uses:
+            out.append(Gadget(k, MoveMode.SYNC, True, k == producer, k in updates, k != producer, True))
+        elif lo <= k <= hi:
+            out.append(Gadget(k, MoveMode.ASYNC, False, False, False, k in fetch_at, k in evict_at))
     return out
 
 
-def _paths(gadgets, uses, producer, updated, init, formulation, gpu, fetch_at, evict_at):  # type: ignore[no-untyped-def]
-    """Every sequence of (kernel, during, after, fetched, written) over the gadgets."""
+def initial_states(cost: CostModel, t: int, formulation: str) -> list[State | None]:
+    """The states tensor ``t`` may start the step in; ``[None]`` if a kernel produces it."""
+    role = cost.graph.tensors[t].role
+    n = len(cost.platform.tiers)
+    if role not in PREEXISTING_ROLES:
+        return [None]
+    if role in PERSISTENT_ROLES and formulation != "static":
+        return [frozenset(c) for r in range(1, n + 1) for c in itertools.combinations(range(n), r)]
+    return [frozenset({i}) for i in range(n)]
 
-    def step(i: int, before: int | None):  # type: ignore[no-untyped-def]
-        if i == len(gadgets):
-            yield []
-            return
-        k = gadgets[i]
-        window = k not in uses and k != producer
-        may_fetch = formulation != "static" and (not window or k in fetch_at)
-        may_evict = formulation != "static" and (not window or k in evict_at)
-        if k == producer:
-            options = [(F, False), (S, False)]
-        else:
-            assert before is not None
-            options = []
-            if k in updated:  # the slow copy goes stale: no FS while updating
-                options.append((F if before == FS else before, False))
-                if before == S and may_fetch:
-                    options.append((F, True))
-            else:
-                options.append((before, False))
-                if before == S and may_fetch:
-                    options.append((FS, True))
-        for during, fetched in options:
-            if gpu and k in [*uses, producer] and not _fast(during):
+
+def prefetches(machine: Machine, t: int, g: Gadget, before: State | None) -> list[tuple[State, float]]:
+    """Every state during gadget ``g``'s kernel reachable from ``before``, with its copy time."""
+    if before is None:  # the producer writes the tensor into one kernel tier
+        return [(frozenset({i}), 0.0) for i in sorted(machine.kernel_tiers)]
+    fetched: list[tuple[int, float]] = []
+    if g.fetch:
+        for d in range(min(before)):
+            seconds = machine.copy_s(t, before, d, g.mode)
+            if seconds is not None:
+                fetched.append((d, seconds))
+    if g.updates:  # the copies the kernel does not write go stale
+        return [(frozenset({min(before)}), 0.0), *((frozenset({d}), s) for d, s in fetched)]
+    return [(before, 0.0), *((before | {d}, s) for d, s in fetched)]
+
+
+def evictions(machine: Machine, t: int, g: Gadget, during: State) -> list[tuple[State, float]]:
+    """Every state after gadget ``g``'s kernel reachable from ``during``, with its copy time."""
+    if not g.evict:
+        return [(during, 0.0)]
+    freeable = [i for i in machine.constrained if i in during]
+    drops = [frozenset(x) for r in range(len(freeable) + 1) for x in itertools.combinations(freeable, r)]
+    out = [(during - x, 0.0) for x in drops if during - x]
+    for d in range(min(during) + 1, machine.n_tiers):
+        seconds = machine.copy_s(t, during, d, g.mode) if d not in during else None
+        if seconds is not None:
+            out += [((during | {d}) - x, seconds) for x in drops]
+    return out
+
+
+def walks(machine: Machine, t: int, todo: Sequence[Gadget], before: State | None) -> Iterator[list[Step]]:
+    """Every sequence of steps over the gadgets ``todo``, starting in state ``before``."""
+    if not todo:
+        yield []
+        return
+    g = todo[0]
+    for during, fetch_s in prefetches(machine, t, g, before):
+        if g.uses and not during & machine.kernel_tiers:
+            continue
+        for after, evict_s in evictions(machine, t, g, during):
+            step = Step(g, during, after, fetch_s + evict_s)
+            for rest in walks(machine, t, todo[1:], after):
+                yield [step, *rest]
+
+
+def histories(cost: CostModel, t: int, formulation: str, window: int, machine: Machine | None = None) -> list[History]:
+    """Every history of tensor ``t`` the rules allow under ``formulation`` and ``window``."""
+    machine = machine or Machine.of(cost)
+    todo = gadgets(cost, t, formulation, window)
+    persistent = cost.graph.tensors[t].role in PERSISTENT_ROLES
+    out = []
+    for init in initial_states(cost, t, formulation):
+        for steps in walks(machine, t, todo, init):
+            if persistent and (steps[-1].after if steps else init) != init:
                 continue
-            afters = [(during, False)]
-            if may_evict and during == F:
-                afters += [(FS, True), (S, True)]
-            if may_evict and during == FS:
-                afters.append((S, False))
-            for after, written in afters:
-                for rest in step(i + 1, after):
-                    yield [(k, during, after, fetched, written), *rest]
+            h = _score(cost, machine, t, init, steps)
+            if h is not None:
+                out.append(h)
+    return out
 
-    yield from step(0, init)
+
+def _live_range(cost: CostModel, t: int) -> tuple[int, int]:
+    return int(cost.graph.live_first[t]), int(cost.graph.live_last[t])
+
+
+def _score(cost: CostModel, machine: Machine, t: int, init: State | None, steps: list[Step]) -> History | None:
+    """The history of a walk, or ``None`` if a kernel uses the tensor on no kernel tier."""
+    n_k = len(cost.graph.kernels)
+    lo, hi = _live_range(cost, t)
+    state: list[State | None] = [None] * n_k
+    for k in range(lo, steps[0].gadget.kernel if steps else hi + 1):
+        state[k] = init
+    async_s = np.zeros(n_k)
+    sync_s = 0.0
+    for i, step in enumerate(steps):
+        k = step.gadget.kernel
+        state[k] = step.during
+        for j in range(k + 1, steps[i + 1].gadget.kernel if i + 1 < len(steps) else hi + 1):
+            state[j] = step.after
+        if step.gadget.mode is MoveMode.ASYNC:
+            async_s[k] += step.copy_s
+        else:
+            sync_s += step.copy_s
+    memory_s = np.zeros(n_k)
+    for j in np.flatnonzero(cost.op_tensor == t):
+        k = int(cost.op_kernel[j])
+        usable = (state[k] or frozenset()) & machine.kernel_tiers
+        if not usable:
+            return None
+        tier = min(usable)
+        memory_s[k] += cost.op_read_bytes[j] * cost.read_s_per_byte[k, tier]
+        memory_s[k] += cost.op_write_bytes[j] * cost.write_s_per_byte[k, tier]
+    size = float(cost.graph.sizes_bytes[t])
+    on = np.array([[size if s is not None and i in s else 0.0 for s in state] for i in machine.constrained])
+    return History(on, memory_s, async_s, sync_s)
+
+
+def undominated(hs: list[History]) -> list[History]:
+    """The histories that no other one equals or beats in every byte and every second."""
+    if not hs:
+        return hs
+    rows = np.array([np.concatenate([h.bytes_by_tier.ravel(), h.memory_s, h.async_s, [h.sync_s]]) for h in hs])
+    kept: list[int] = []
+    for i in np.lexsort(rows.T[::-1]):  # a history sorts after every one that dominates it
+        if not kept or not (rows[kept] <= rows[i]).all(axis=1).any():
+            kept.append(int(i))
+    return [hs[i] for i in kept]
+
+
+def best(cost: CostModel, per_tensor: Sequence[Sequence[History]], limits: FloatArray) -> float:
+    """The least step time over every combination of one history per tensor that fits."""
+    if any(not hs for hs in per_tensor):
+        return math.inf
+    bytes_ = [np.array([h.bytes_by_tier for h in hs]) for hs in per_tensor]
+    memory = [np.array([h.memory_s for h in hs]) for hs in per_tensor]
+    async_ = [np.array([h.async_s for h in hs]) for hs in per_tensor]
+    sync = [np.array([h.sync_s for h in hs]) for hs in per_tensor]
+    shape = tuple(len(hs) for hs in per_tensor)
+    found = math.inf
+    for start in range(0, math.prod(shape), BATCH):
+        pick = np.unravel_index(np.arange(start, min(start + BATCH, math.prod(shape))), shape)
+        on = sum(b[p] for b, p in zip(bytes_, pick, strict=True))
+        mem = sum(m[p] for m, p in zip(memory, pick, strict=True))
+        beside = sum(a[p] for a, p in zip(async_, pick, strict=True))
+        blocking = sum(s[p] for s, p in zip(sync, pick, strict=True))
+        if cost.overlap is Overlap.MAX:
+            kernel = np.maximum(cost.compute_s, mem) + cost.launch_s
+        else:
+            kernel = cost.compute_s + mem + cost.launch_s
+        total = np.maximum(kernel, beside).sum(axis=1) + blocking
+        fits = (on <= limits[:, None]).all(axis=(1, 2))
+        if fits.any():
+            found = min(found, float(total[fits].min()))
+    return found
 
 
 def brute_force(cost: CostModel, limit_bytes: int, formulation: str, window: int = 1) -> float:
     """The optimal predicted step time, or ``inf`` if nothing fits."""
-    gpu = not cost.tier_allowed[SLOW_TIER]
-    n_k = len(cost.graph.kernels)
-    per_tensor = [
-        histories(cost, t, formulation, window, gpu) for t in range(len(cost.graph.tensors))
-    ]
-    combos = np.array(list(itertools.product(*[range(len(h)) for h in per_tensor])))
-    fast = np.zeros((len(combos), n_k))
-    memory = np.zeros((len(combos), n_k))
-    async_s = np.zeros((len(combos), n_k))
-    sync = np.zeros(len(combos))
-    for t, hs in enumerate(per_tensor):
-        pick = combos[:, t]
-        fast += np.array([h.fast_bytes for h in hs])[pick]
-        memory += np.array([h.memory_s for h in hs])[pick]
-        async_s += np.array([h.async_s for h in hs])[pick]
-        sync += np.array([h.sync_s for h in hs])[pick]
-    if cost.overlap is Overlap.MAX:
-        kernel = np.maximum(cost.compute_s, memory) + cost.launch_s
-    else:
-        kernel = cost.compute_s + memory + cost.launch_s
-    total = np.maximum(kernel, async_s).sum(axis=1) + sync
-    fits = (fast <= limit_bytes).all(axis=1)
-    return float(total[fits].min()) if fits.any() else float("inf")
+    machine = Machine.of(cost)
+    limits = machine.limits(cost, limit_bytes)
+    per_tensor = []
+    for t in range(len(cost.graph.tensors)):
+        hs = histories(cost, t, formulation, window, machine)
+        per_tensor.append(undominated([h for h in hs if (h.bytes_by_tier <= limits[:, None]).all()]))
+    return best(cost, per_tensor, limits)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tmsim import __version__
-from tmsim.cli import main
-from tmsim.zoo import training_graph_of
+from tmsim.cli.main import main
+from tmsim.workload.zoo import training_graph_of
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from hwmodels.presets import load_preset
-from tmsim.cli import main
-from tmsim.plan import load_plan
-from tmsim.validate import validate
-from tmsim.zoo import training_graph_of
+from tmsim.cli.main import main
+from tmsim.plan.validate import validate
+from tmsim.plan.values import load_plan
+from tmsim.workload.zoo import training_graph_of
 
 KEYS = ("predicted_s", "status", "gap", "solve_s", "valid", "moved_bytes", "fast_peak_bytes")
 
@@ -47,7 +47,6 @@ def test_plan_human_summary(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--ratio", "four"], "ratio must look like '4:1'"),
         (["--platform", "rtx2080ti-pcie3", "--mode", "all-slow"], "cannot access tier 'host'"),
         (["--platform", "rtx2080ti-pcie3", "--fast-bytes", "1000000"], "more than the limit"),
         (["--platform", "nowhere"], "nowhere"),
@@ -60,6 +59,31 @@ def test_plan_errors_are_one_line(
     err = capsys.readouterr().err.strip()
     assert err.startswith("tmsim: error:") and len(err.splitlines()) == 1
     assert message in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--ratio", "four"], "argument --ratio: 'four' is not a ratio such as '4:1'"),
+        (["--ratio", "4:0"], "fast > 0"),
+        (["--fast-bytes", "1.5GX"], "units"),
+        (["--fast-bytes", "0"], "between 1 and"),
+        (["--time-limit", "nan"], "finite number > 0"),
+    ],
+)
+def test_malformed_options_are_usage_errors(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["plan", "resnet50", "--batch", "2", *argv])
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_sizes_with_units_are_capacities(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["plan", "resnet50", "--batch", "2", "--fast-bytes", "0.2GB", "--mode", "first-touch"]
+    assert main([*argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["fast_limit_bytes"] == 200_000_000
 
 
 def test_ratio_and_fast_bytes_exclude_each_other(capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,22 +11,16 @@ from pathlib import Path
 import pytest
 
 from hwmodels.presets import load_preset
-from tmsim.cli import main
-from tmsim.compare import (
-    STRATEGIES,
-    CompareSettings,
-    Row,
-    applicable,
-    compare,
-    memory_mode_platform,
-    rows_frame,
-)
+from tmsim.capacity import Capacity
+from tmsim.cli.main import main
+from tmsim.compare import CompareSettings, Row, compare, rows_frame
 from tmsim.errors import TmsimError
 from tmsim.planners import PlanSettings
-from tmsim.planners.milp import MilpOptions, plan_milp, plan_milp_chain
-from tmsim.planners.milp_model import Formulation
+from tmsim.planners.milp.chain import plan_milp, plan_milp_chain
+from tmsim.planners.milp.network import Formulation
 from tmsim.results import read_table
-from tmsim.zoo import training_graph_of
+from tmsim.strategies import applicable
+from tmsim.workload.zoo import training_graph_of
 
 CPU = load_preset("cascadelake-optane")
 GPU = load_preset("rtx2080ti-pcie3")
@@ -36,7 +30,9 @@ REL = 1e-9
 @pytest.fixture(scope="module")
 def cpu_rows() -> list[Row]:
     graph = training_graph_of("vgg19", 2)
-    settings = CompareSettings(plan=PlanSettings(ratio="4:1", time_limit_s=30, window=1))
+    settings = CompareSettings(
+        plan=PlanSettings(capacity=Capacity.parse("4:1"), time_limit_s=30, window=1)
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # HiGHS at its limit
         return compare(graph, CPU, settings)
@@ -48,7 +44,8 @@ def by_name(rows: list[Row]) -> dict[str, Row]:
 
 def test_every_cpu_strategy_is_present_valid_and_ordered(cpu_rows: list[Row]) -> None:
     rows = by_name(cpu_rows)
-    assert [r.strategy for r in cpu_rows] == [s for s in STRATEGIES if s != "unified-memory"]
+    cpu = ["all-fast", "all-slow", "first-touch", "greedy", "static", "sync", "async", "2lm"]
+    assert [r.strategy for r in cpu_rows] == list(applicable(CPU)) == cpu
     assert all(not r.error for r in cpu_rows), [r.error for r in cpu_rows]
     assert all(r.valid for r in cpu_rows)
     fast = rows["all-fast"].simulated_s
@@ -87,7 +84,7 @@ def test_gpu_strategies_and_unified_memory() -> None:
     graph = training_graph_of("resnet50", 2)
     assert "unified-memory" in applicable(GPU) and "2lm" not in applicable(GPU)
     settings = CompareSettings(
-        plan=PlanSettings(ratio="1:1", time_limit_s=30, window=1),
+        plan=PlanSettings(capacity=Capacity.parse("1:1"), time_limit_s=30, window=1),
         strategies=("all-fast", "sync", "unified-memory"),
     )
     rows = by_name(compare(graph, GPU, settings))
@@ -101,10 +98,10 @@ def test_gpu_strategies_and_unified_memory() -> None:
 
 def test_milp_chain_gives_what_each_formulation_gives_alone() -> None:
     graph = training_graph_of("vgg19", 2)
-    opts = MilpOptions(formulation=Formulation.SYNC, ratio="4:1", time_limit_s=60)
-    chain = plan_milp_chain(graph, CPU, opts)
+    opts = PlanSettings(capacity=Capacity.parse("4:1"), time_limit_s=60)
+    chain = plan_milp_chain(graph, CPU, opts, Formulation.SYNC)
     assert set(chain) == {Formulation.STATIC, Formulation.SYNC}
-    alone = plan_milp(graph, CPU, opts)
+    alone = plan_milp(graph, CPU, opts, Formulation.SYNC)
     got = chain[Formulation.SYNC]
     assert not isinstance(got, TmsimError)
     assert got.predicted_s == pytest.approx(alone.predicted_s, rel=REL)
@@ -114,7 +111,7 @@ def test_milp_chain_gives_what_each_formulation_gives_alone() -> None:
 def test_milp_chain_records_a_failing_formulation() -> None:
     graph = training_graph_of("resnet50", 2)
     chain = plan_milp_chain(
-        graph, GPU, MilpOptions(formulation=Formulation.SYNC, ratio="4:1", time_limit_s=30)
+        graph, GPU, PlanSettings(capacity=Capacity.parse("4:1"), time_limit_s=30), Formulation.SYNC
     )
     # nothing fits on the device without moving, so static fails and sync starts cold
     assert isinstance(chain[Formulation.STATIC], TmsimError)
@@ -132,21 +129,12 @@ def test_bad_requests_are_refused() -> None:
         compare(graph, load_preset("cascadelake-2lm"), CompareSettings())
 
 
-def test_memory_mode_platform_rounds_to_whole_sets() -> None:
-    mm = memory_mode_platform(CPU, 10_000)
-    assert mm.cache is not None
-    assert mm.cache.capacity_bytes == 10_000 // 64 * 64
-    assert mm.kernel_tiers == ("PMM",) and mm.copy_paths == ()
-    assert (mm.cache.cache_tier, mm.cache.backing_tier) == ("DRAM", "PMM")
-    with pytest.raises(TmsimError, match="smaller than one set"):
-        memory_mode_platform(CPU, 63)
-
-
 def test_a_failing_strategy_is_a_row_not_a_crash() -> None:
     graph = training_graph_of("resnet50", 2)
     tiny = graph.peak_live_bytes // 50  # below what some kernel needs at once on a GPU
     settings = CompareSettings(
-        plan=PlanSettings(fast_bytes=tiny, time_limit_s=10), strategies=("all-fast", "sync")
+        plan=PlanSettings(capacity=Capacity.of_bytes(tiny), time_limit_s=10),
+        strategies=("all-fast", "sync"),
     )
     rows = by_name(compare(graph, GPU, settings))
     assert not rows["all-fast"].error
@@ -169,7 +157,7 @@ def test_cli_json_table_and_file(tmp_path: Path, capsys: pytest.CaptureFixture[s
     frame, meta = read_table(out)
     assert list(frame["strategy"]) == ["all-fast", "first-touch", "2lm"]
     assert meta["graph"] == "resnet50-b2" and meta["provenance"]["solver"] == "HIGHS"
-    assert meta["settings"]["plan"]["ratio"] == "4:1"
+    assert meta["settings"]["plan"]["capacity"] == "4:1"
     assert main(["compare", "resnet50", "--batch", "2", "--strategies", "all-fast"]) == 0
     err = capsys.readouterr()
     assert "all-fast" in err.out and "slowdown" in err.out and "[1/1] all-fast" in err.err

@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hwmodels.cost import roofline
 from hwmodels.presets import load_preset
+from hwmodels.timing import roofline
 from tmsim.cost import CostModel, load_measured
 from tmsim.errors import TmsimError
-from tmsim.graph import Graph
-from tmsim.zoo import training_graph_of
+from tmsim.workload.graph import Graph
+from tmsim.workload.zoo import training_graph_of
 
 CPU = load_preset("cascadelake-optane")
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tmsim.errors import GraphError
-from tmsim.graph import Graph, Kernel, Phase, Role, Tensor
+from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
 
 F = Phase.FORWARD
 

@@ -8,7 +8,8 @@ from tempfile import TemporaryDirectory
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tmsim.graph import (
+from tmsim.workload.files import graph_from_dict, graph_to_dict, load_graph, save_graph
+from tmsim.workload.graph import (
     DTYPE_BYTES,
     PERSISTENT_ROLES,
     PREEXISTING_ROLES,
@@ -18,7 +19,6 @@ from tmsim.graph import (
     Role,
     Tensor,
 )
-from tmsim.graphio import graph_from_dict, graph_to_dict, load_graph, save_graph
 
 
 @st.composite

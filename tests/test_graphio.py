@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from tmsim.errors import GraphFileError
-from tmsim.graph import Graph
-from tmsim.graphio import graph_to_dict, load_graph, save_graph
-from tmsim.zoo import training_graph_of
+from tmsim.workload.files import graph_to_dict, load_graph, save_graph
+from tmsim.workload.graph import Graph
+from tmsim.workload.zoo import training_graph_of
 
 
 def test_zoo_graph_round_trip(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import replace
 from functools import cache
 
 import numpy as np
@@ -13,22 +13,21 @@ from test_validate import train_graph
 
 from hwmodels.platform import Platform
 from hwmodels.presets import load_preset
+from tmsim.capacity import Capacity, fast_limit_bytes
 from tmsim.cost import CostModel
 from tmsim.errors import InfeasibleError, NoPlanError, TmsimError
-from tmsim.graph import Graph, Kernel, Phase, Role, Tensor
-from tmsim.plan import plan_from_dict, plan_to_dict
-from tmsim.planners.common import fast_limit_bytes
+from tmsim.plan.validate import validate
+from tmsim.plan.values import plan_from_dict, plan_to_dict
 from tmsim.planners.heuristics import (
     REGISTRY,
-    HeuristicOptions,
     plan_all_fast,
     plan_all_slow,
     plan_first_touch,
-    plan_greedy,
     plan_vdnn,
 )
-from tmsim.validate import validate
-from tmsim.zoo import training_graph_of
+from tmsim.planners.settings import PlanSettings
+from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
+from tmsim.workload.zoo import training_graph_of
 
 CPU = load_preset("cascadelake-optane")
 GPU = load_preset("rtx2080ti-pcie3")
@@ -41,7 +40,7 @@ def zoo(name: str, batch: int) -> Graph:
     return training_graph_of(name, batch)
 
 
-def checked(plan_fn: object, graph: Graph, platform: Platform, opts: HeuristicOptions) -> float:
+def checked(plan_fn: object, graph: Graph, platform: Platform, opts: PlanSettings) -> float:
     """Plan, validate, and return the predicted time."""
     assert callable(plan_fn)
     plan = plan_fn(graph, platform, opts)
@@ -61,7 +60,7 @@ def operand_bytes(graph: Graph) -> np.ndarray:
 def test_first_touch_on_mlp_by_hand(mlp: Graph) -> None:
     # Weights first (24 B at every kernel), then x (100 B: no room), h1 (44 B at kernels 0-1),
     # h2 (44 + 32 > 64 at kernel 1: slow), y (24 + 40 = 64 at kernel 2: fits exactly).
-    plan = plan_first_touch(mlp, CPU, HeuristicOptions(fast_bytes=64))
+    plan = plan_first_touch(mlp, CPU, PlanSettings(capacity=Capacity.of_bytes(64)))
     assert plan.operand_tiers == (
         ("PMM", "DRAM", "DRAM"),  # fc1: x, w1, h1
         ("DRAM", "DRAM", "PMM"),  # fc2: h1, w2, h2
@@ -86,16 +85,16 @@ def test_first_touch_on_mlp_by_hand(mlp: Graph) -> None:
     assert plan.predicted_s == pytest.approx(expected, rel=1e-12)
 
     # One byte less and y no longer fits.
-    tighter = plan_first_touch(mlp, CPU, HeuristicOptions(fast_bytes=63))
+    tighter = plan_first_touch(mlp, CPU, PlanSettings(capacity=Capacity.of_bytes(63)))
     assert tighter.operand_tiers[2] == ("PMM", "DRAM", "PMM")
     assert tighter.predicted_s > plan.predicted_s
 
 
 def test_all_fast_and_all_slow_on_mlp(mlp: Graph) -> None:
-    fast = plan_all_fast(mlp, CPU, HeuristicOptions(fast_bytes=10))
+    fast = plan_all_fast(mlp, CPU, PlanSettings(capacity=Capacity.of_bytes(10)))
     assert fast.fast_limit_bytes == mlp.peak_live_bytes == 144  # raised to what it uses
     assert {t for row in fast.operand_tiers for t in row} == {"DRAM"}
-    slow = plan_all_slow(mlp, CPU, HeuristicOptions(fast_bytes=10))
+    slow = plan_all_slow(mlp, CPU, PlanSettings(capacity=Capacity.of_bytes(10)))
     assert slow.fast_limit_bytes == 10
     assert {t for row in slow.operand_tiers for t in row} == {"PMM"}
     assert validate(slow, mlp, CPU).fast_peak_bytes == 0
@@ -107,7 +106,7 @@ def test_all_fast_and_all_slow_on_mlp(mlp: Graph) -> None:
 @pytest.mark.parametrize("limit", [1, 24, 44, 64, 76, 100, 144])
 def test_cpu_planners_on_hand_graphs(mlp: Graph, diamond: Graph, limit: int) -> None:
     for g in (mlp, diamond, train_graph()):
-        opts = HeuristicOptions(fast_bytes=limit)
+        opts = PlanSettings(capacity=Capacity.of_bytes(limit))
         t = {name: checked(REGISTRY[name], g, CPU, opts) for name in ("all-fast", *CPU_ONLY)}
         assert t["all-fast"] <= min(t.values()) * (1 + REL)
         assert t["first-touch"] <= t["all-slow"] * (1 + REL)
@@ -119,12 +118,12 @@ def test_vdnn_offloads_what_it_must_by_hand() -> None:
     g = train_graph()  # live bytes per kernel: 136 160 168 192 200 152 48
     moves = lambda p: [(m.tensor, m.src, m.dst, m.kernel, m.mode.value) for m in p.moves]  # noqa: E731
     # Over the limit at kernel 4 only: x (idle from kernel 1 to 4) goes, fetched just in time.
-    plan = plan_vdnn(g, GPU, HeuristicOptions(fast_bytes=199))
+    plan = plan_vdnn(g, GPU, PlanSettings(capacity=Capacity.of_bytes(199)))
     assert moves(plan) == [("x", "device", "host", 0, "async"), ("x", "host", "device", 5, "sync")]
     # x away for kernels 1-4: 136 96 104 128 136 152 48
     assert validate(plan, g, GPU).fast_peak_bytes == 152
     # Over at kernels 3 and 4: first the activation a (kernels 2-3), then x.
-    plan = plan_vdnn(g, GPU, HeuristicOptions(fast_bytes=180))
+    plan = plan_vdnn(g, GPU, PlanSettings(capacity=Capacity.of_bytes(180)))
     assert moves(plan) == [
         ("x", "device", "host", 0, "async"),
         ("a", "device", "host", 1, "async"),
@@ -137,7 +136,7 @@ def test_vdnn_offloads_what_it_must_by_hand() -> None:
     fastest = plan_all_fast(g, GPU).predicted_s
     assert plan.predicted_s == pytest.approx(fastest + 104 / 12e9, rel=1e-12)
     # vDNN-all with no size threshold offloads a even with room to spare, prefetching ahead.
-    plan = plan_vdnn(g, GPU, HeuristicOptions(offload_all=True, offload_min_bytes=0))
+    plan = plan_vdnn(g, GPU, PlanSettings(offload_all=True, offload_min_bytes=0))
     assert moves(plan) == [("a", "device", "host", 1, "async"), ("a", "host", "device", 3, "async")]
     assert validate(plan, g, GPU).ok
     assert plan.predicted_s == pytest.approx(fastest, rel=1e-12)
@@ -147,20 +146,20 @@ def test_vdnn_down_to_the_operand_bound_then_infeasible() -> None:
     g = train_graph()
     need = int(operand_bytes(g).max())  # f1 and b1 each need 120 bytes
     assert need == 120
-    plan = plan_vdnn(g, GPU, HeuristicOptions(fast_bytes=need))
+    plan = plan_vdnn(g, GPU, PlanSettings(capacity=Capacity.of_bytes(need)))
     v = validate(plan, g, GPU)
     assert v.ok and v.fast_peak_bytes <= need
     assert plan.initial_tiers["m"] == ("host",)  # optimizer state waits on the host
     with pytest.raises(InfeasibleError, match=r"kernel 0 \('f1'\) needs 120 bytes .* 1 bytes more"):
-        plan_vdnn(g, GPU, HeuristicOptions(fast_bytes=need - 1))
+        plan_vdnn(g, GPU, PlanSettings(capacity=Capacity.of_bytes(need - 1)))
 
 
 def test_vdnn_without_room_to_offload_says_where(mlp: Graph) -> None:
     with pytest.raises(InfeasibleError, match=r"kernel 0 \('fc1'\) needs 132 bytes"):
-        plan_vdnn(mlp, GPU, HeuristicOptions(fast_bytes=100))
+        plan_vdnn(mlp, GPU, PlanSettings(capacity=Capacity.of_bytes(100)))
     # On a CPU other plans exist, so it is not called infeasible there.
     with pytest.raises(NoPlanError, match="no plan that keeps operands") as info:
-        plan_vdnn(mlp, CPU, HeuristicOptions(fast_bytes=100))
+        plan_vdnn(mlp, CPU, PlanSettings(capacity=Capacity.of_bytes(100)))
     assert not isinstance(info.value, InfeasibleError)
     # Every kernel's operands fit (80 bytes at most), but at k1 x, h1 and h2 (88 bytes) are
     # all live and none is idle long enough to leave.
@@ -179,8 +178,10 @@ def test_vdnn_without_room_to_offload_says_where(mlp: Graph) -> None:
         ],
     )
     with pytest.raises(NoPlanError, match=r"at kernel 1 \('k1'\) 88 bytes stay there \(3 too many"):
-        plan_vdnn(chain, GPU, HeuristicOptions(fast_bytes=85))
-    assert validate(plan_vdnn(chain, GPU, HeuristicOptions(fast_bytes=88)), chain, GPU).ok
+        plan_vdnn(chain, GPU, PlanSettings(capacity=Capacity.of_bytes(85)))
+    assert validate(
+        plan_vdnn(chain, GPU, PlanSettings(capacity=Capacity.of_bytes(88))), chain, GPU
+    ).ok
 
 
 def test_gpu_rejects_planners_that_use_host_memory(mlp: Graph) -> None:
@@ -192,13 +193,13 @@ def test_gpu_rejects_planners_that_use_host_memory(mlp: Graph) -> None:
 def test_options_registry_and_json(mlp: Graph) -> None:
     assert set(REGISTRY) == {"all-fast", "all-slow", "first-touch", "vdnn", "greedy"}
     with pytest.raises(TmsimError, match="prefetch_ahead"):
-        HeuristicOptions(prefetch_ahead=0)
-    with pytest.raises(TmsimError, match="not both"):
-        plan_greedy(mlp, CPU, HeuristicOptions(ratio="1:1", fast_bytes=10))
-    opts = HeuristicOptions(ratio="4:1", offload_min_bytes=0)
+        PlanSettings(prefetch_ahead=0)
+    with pytest.raises(TmsimError, match="exactly one"):
+        Capacity(ratio=(1.0, 1.0), size_bytes=10)
+    opts = PlanSettings(capacity=Capacity.parse("4:1"), offload_min_bytes=0)
     g = zoo("resnet50", 2)
     plan = plan_vdnn(g, GPU, opts)
-    assert plan.planner == "vdnn" and plan.options == asdict(opts)
+    assert plan.planner == "vdnn" and plan.options == opts.to_dict()
     back = plan_from_dict(plan_to_dict(plan))
     assert back == plan and validate(back, g, GPU).ok
 
@@ -211,18 +212,22 @@ ZOO = [("resnet50", 2), ("resnet50", 8), ("densenet121", 2)]
 @pytest.mark.parametrize("cap", ["1:1", "4:1", "32MiB"])
 def test_cpu_heuristics_on_zoo(name: str, batch: int, cap: str) -> None:
     g = zoo(name, batch)
-    opts = HeuristicOptions(fast_bytes=32 << 20) if cap == "32MiB" else HeuristicOptions(ratio=cap)
+    opts = (
+        PlanSettings(capacity=Capacity.of_bytes(32 << 20))
+        if cap == "32MiB"
+        else PlanSettings(capacity=None if cap is None else Capacity.parse(cap))
+    )
     t = {n: checked(REGISTRY[n], g, CPU, opts) for n in ("all-fast", *CPU_ONLY)}
     assert t["all-fast"] < t["greedy"] <= t["first-touch"] < t["all-slow"]
     plan = plan_first_touch(g, CPU, opts)
-    assert plan.fast_limit_bytes == fast_limit_bytes(g, CPU, opts.ratio, opts.fast_bytes)
+    assert plan.fast_limit_bytes == fast_limit_bytes(g, CPU, opts.capacity)
 
 
 @pytest.mark.parametrize(("name", "batch"), ZOO)
 @pytest.mark.parametrize("ratio", ["1:1", "4:1", "8:1"])
 def test_vdnn_on_zoo(name: str, batch: int, ratio: str) -> None:
     g = zoo(name, batch)
-    opts = HeuristicOptions(ratio=ratio)
+    opts = PlanSettings(capacity=None if ratio is None else Capacity.parse(ratio))
     fastest = checked(plan_all_fast, g, GPU, opts)
     assert checked(plan_vdnn, g, GPU, opts) > fastest
     assert checked(plan_vdnn, g, CPU, opts) > checked(plan_all_fast, g, CPU, opts)
@@ -277,7 +282,7 @@ def training_graphs(draw: st.DrawFn) -> Graph:
 @given(training_graphs(), st.floats(0.01, 1.2))
 def test_every_heuristic_plan_validates_or_is_refused(g: Graph, fraction: float) -> None:
     limit = max(1, int(g.peak_live_bytes * fraction))
-    opts = HeuristicOptions(fast_bytes=limit, offload_min_bytes=64)
+    opts = PlanSettings(capacity=Capacity.of_bytes(limit), offload_min_bytes=64)
     need = float(operand_bytes(g).max())
     for platform in (CPU, GPU):
         times: dict[str, float] = {}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hwmodels import load_preset, preset_names
-from tmsim.cli import main
+from tmsim.cli.main import main
 
 PRESET_DIR = Path(__file__).parents[1] / "hwmodels" / "presets"
 

@@ -16,12 +16,15 @@ from hwmodels import (
     DramCache,
     HardwareModelError,
     Interference,
+    MemoryMode,
     MemoryTier,
     OpClass,
     Platform,
+    UnifiedMemory,
     load_platform,
     load_preset,
     platform_from_toml,
+    platform_to_dict,
     platform_to_toml,
     preset_descriptions,
     preset_names,
@@ -143,6 +146,10 @@ def test_every_preset_cites_its_sources(name: str) -> None:
 def test_presets_round_trip(name: str) -> None:
     p = load_preset(name)
     assert platform_from_toml(platform_to_toml(p), "x.toml") == p
+    # and writes every optional table it has: the GPUs' drivers, the CPU's memory mode
+    tables = {"cache", "memory_mode", "unified_memory"} & set(platform_to_dict(p))
+    cpus = {"cascadelake-2lm": {"cache"}, "cascadelake-optane": {"memory_mode"}}
+    assert tables == cpus.get(name, {"unified_memory"})
 
 
 def test_a_copied_and_edited_preset_loads_the_same_way(tmp_path: Path) -> None:
@@ -244,6 +251,14 @@ def platforms(draw: st.DrawFn) -> Platform:
         source=draw(free_text),
     )
     kernel_tiers = draw(st.lists(st.sampled_from(visible), min_size=1, unique=True))
+    sizes, ways = st.integers(1, 2**40), st.integers(1, 16)
+    mode = st.builds(MemoryMode, sizes, ways, st.booleans(), st.booleans(), nonneg, free_text)
+    policy = st.sampled_from(["lru", "fifo"])
+    fraction = st.floats(1e-6, 1.0)
+    flags = st.booleans()
+    driver = st.builds(
+        UnifiedMemory, sizes, nonneg, fraction, nonneg, flags, policy, flags, free_text
+    )
     return Platform(
         name=draw(names),
         tiers=tiers,
@@ -253,6 +268,8 @@ def platforms(draw: st.DrawFn) -> Platform:
         cache=cache,
         description=draw(free_text),
         source=draw(free_text),
+        memory_mode=draw(st.none() | mode) if len(tiers) >= 2 else None,
+        unified_memory=draw(st.none() | driver),
     )
 
 

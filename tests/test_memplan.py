@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tmsim.errors import TmsimError
-from tmsim.memplan import Layout, Strategy, check_layout, plan_memory
-from tmsim.zoo import training_graph_of
+from tmsim.plan.memory import Layout, Strategy, check_layout, plan_memory
+from tmsim.workload.zoo import training_graph_of
 
 
 def test_disjoint_lifetimes_share_addresses() -> None:

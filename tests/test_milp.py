@@ -5,16 +5,18 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from milp_brute import brute_force
 
 from hwmodels.presets import load_preset
+from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
 from tmsim.errors import InfeasibleError
-from tmsim.graph import Graph, Kernel, Phase, Role, Tensor
-from tmsim.planners.milp import MilpOptions, plan_milp
-from tmsim.validate import validate
+from tmsim.plan.validate import validate
+from tmsim.planners.milp.chain import plan_milp
+from tmsim.planners.settings import PlanSettings
+from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
 
 MB = 1_000_000
 F, B, U = Phase.FORWARD, Phase.BACKWARD, Phase.UPDATE
@@ -58,12 +60,12 @@ def test_milp_optimum_equals_exhaustive_search(
     for limit_mb in limits_mb:
         limit = limit_mb * MB * scale
         best = brute_force(cost, limit, formulation, window=1)
-        opts = MilpOptions(formulation=formulation, fast_bytes=limit, gap=1e-9, window=1)
+        opts = PlanSettings(capacity=Capacity.of_bytes(limit), gap=1e-9, window=1)
         if best == float("inf"):
             with pytest.raises(InfeasibleError, match=r"more than the limit|fast memory"):
-                plan_milp(graph, plat, opts)
+                plan_milp(graph, plat, opts, formulation)
             continue
-        plan = plan_milp(graph, plat, opts)
+        plan = plan_milp(graph, plat, opts, formulation)
         assert plan.predicted_s == pytest.approx(best, rel=1e-6), (platform, limit_mb)
         assert plan.stats is not None
         assert plan.stats.objective == pytest.approx(best, rel=1e-6)
@@ -112,6 +114,9 @@ def _random_graph(sizes: list[int], flops: list[int], extra: bool) -> Graph:
     st.sampled_from(["static", "sync", "async"]),
     st.sampled_from(["cascadelake-optane", "rtx2080ti-pcie3"]),
 )
+# HiGHS scored the static start in its presolved space below the true optimum and stopped
+# there (2.30 ms against 2.24 ms): the solve must notice and solve again without the start.
+@example(_random_graph([1, 10, 1, 3], [0, 0, 0], False), 0.375, "sync", "cascadelake-optane")
 def test_milp_matches_exhaustive_search_on_random_graphs(
     graph: Graph, share: float, formulation: str, platform: str
 ) -> None:
@@ -119,22 +124,22 @@ def test_milp_matches_exhaustive_search_on_random_graphs(
     cost = CostModel(graph, plat)
     limit = max(1, int(graph.peak_live_bytes * share))
     best = brute_force(cost, limit, formulation)
-    opts = MilpOptions(formulation=formulation, fast_bytes=limit, gap=1e-9, layout=False, window=1)
+    opts = PlanSettings(capacity=Capacity.of_bytes(limit), gap=1e-9, layout=False, window=1)
     if best == float("inf"):
         with pytest.raises(InfeasibleError):
-            plan_milp(graph, plat, opts)
+            plan_milp(graph, plat, opts, formulation)
         return
-    plan = plan_milp(graph, plat, opts)
+    plan = plan_milp(graph, plat, opts, formulation)
     assert plan.predicted_s == pytest.approx(best, rel=1e-6)
 
 
 def test_static_start_reproduces_the_heuristic_it_comes_from() -> None:
     import numpy as np
 
-    from tmsim.planners.heuristics import HeuristicOptions, plan_greedy
-    from tmsim.planners.milp_build import build_model
-    from tmsim.planners.milp_model import Formulation
-    from tmsim.planners.milp_solve import best_heuristic_fast, static_start
+    from tmsim.planners.heuristics import plan_greedy
+    from tmsim.planners.milp.build import build_model
+    from tmsim.planners.milp.network import Formulation
+    from tmsim.planners.milp.solve import best_heuristic_fast, static_start
 
     graph = tiny_step()
     plat = load_preset("cascadelake-optane")
@@ -147,7 +152,7 @@ def test_static_start_reproduces_the_heuristic_it_comes_from() -> None:
     x = start.astype(float)
     u, c = model.complete(x)
     assert u.max() <= 1 + 1e-12  # capacity is in units of the limit
-    greedy = plan_greedy(graph, plat, HeuristicOptions(fast_bytes=limit))
+    greedy = plan_greedy(graph, plat, PlanSettings(capacity=Capacity.of_bytes(limit)))
     assert c.sum() == pytest.approx(greedy.predicted_s, rel=1e-9)
     # the start satisfies every constraint of the problem: pinning x to it stays feasible
     import cvxpy as cp
@@ -160,14 +165,14 @@ def test_static_start_reproduces_the_heuristic_it_comes_from() -> None:
 
 def test_time_limit_without_a_plan_says_so() -> None:
     from tmsim.errors import TmsimError
-    from tmsim.zoo import training_graph_of
+    from tmsim.workload.zoo import training_graph_of
 
     graph = training_graph_of("densenet121", 4)
-    opts = MilpOptions(
-        formulation="async", ratio="4:1", time_limit_s=0.5, window=3, warm_start=False
+    opts = PlanSettings(
+        capacity=Capacity.parse("4:1"), time_limit_s=0.5, window=3, warm_start=False
     )
     try:
-        result = plan_milp(graph, load_preset("cascadelake-optane"), opts)
+        result = plan_milp(graph, load_preset("cascadelake-optane"), opts, "async")
     except TmsimError as exc:  # no incumbent: a clear message, not a plan read from zeros
         assert "found no async plan" in str(exc) or "ran out" in str(exc)
     else:  # an incumbent: it is a real plan with its status
@@ -175,14 +180,14 @@ def test_time_limit_without_a_plan_says_so() -> None:
 
 
 def test_fallback_to_the_contained_formulation_is_labelled() -> None:
-    from tmsim.zoo import training_graph_of
+    from tmsim.workload.zoo import training_graph_of
 
     graph = training_graph_of("resnet50", 2)
     plat = load_preset("cascadelake-optane")
     limit = graph.peak_live_bytes // 3
     # one round only: if sync's own layout overflows, the static plan (laid out) is kept
-    opts = MilpOptions(formulation="sync", fast_bytes=limit, max_rounds=1, window=1)
-    result = plan_milp(graph, plat, opts)
+    opts = PlanSettings(capacity=Capacity.of_bytes(limit), max_rounds=1, window=1)
+    result = plan_milp(graph, plat, opts, "sync")
     assert validate(result, graph, plat).ok
     assert result.planner == "milp-sync" and result.stats is not None
     if result.stats.status.startswith("fallback"):
@@ -194,8 +199,8 @@ def test_fallback_to_the_contained_formulation_is_labelled() -> None:
 
 def test_lp_relaxation_bounds_the_optimum() -> None:
     plat = load_preset("cascadelake-optane")
-    opts = MilpOptions(formulation="sync", fast_bytes=60 * MB, gap=1e-9, lp_bound=True)
-    result = plan_milp(tiny_step(), plat, opts)
+    opts = PlanSettings(capacity=Capacity.of_bytes(60 * MB), gap=1e-9, lp_bound=True)
+    result = plan_milp(tiny_step(), plat, opts, "sync")
     assert result.stats is not None
     assert math.isfinite(result.stats.lp_bound)
     assert 0 < result.stats.lp_bound <= result.stats.objective * (1 + 1e-9)
@@ -212,7 +217,7 @@ def test_static_gpu_plan_leaves_unused_tensors_on_the_host() -> None:
         [Kernel("k", "relu", ("x",), ("y",), F, 10)],
     )
     plat = load_preset("rtx2080ti-pcie3")
-    result = plan_milp(graph, plat, MilpOptions(formulation="static", fast_bytes=300 * MB))
+    result = plan_milp(graph, plat, PlanSettings(capacity=Capacity.of_bytes(300 * MB)), "static")
     assert validate(result, graph, plat).ok
     assert result.initial_tiers["frozen"] == ("host",)
 
@@ -222,17 +227,17 @@ def test_static_needs_no_copy_path() -> None:
 
     plat = replace(load_preset("cascadelake-optane"), copy_paths=())
     for formulation in ("static", "sync"):
-        opts = MilpOptions(formulation=formulation, fast_bytes=100 * MB)
-        result = plan_milp(tiny_step(), plat, opts)
+        opts = PlanSettings(capacity=Capacity.of_bytes(100 * MB))
+        result = plan_milp(tiny_step(), plat, opts, formulation)
         assert not result.moves
         assert validate(result, tiny_step(), plat).ok
 
 
 def test_named_planners_are_the_formulations() -> None:
-    from tmsim.planners.milp import plan_async, plan_static, plan_sync
+    from tmsim.planners.milp.chain import plan_async, plan_static, plan_sync
 
     plat = load_preset("cascadelake-optane")
-    opts = MilpOptions(fast_bytes=60 * MB, gap=1e-9, window=1)
+    opts = PlanSettings(capacity=Capacity.of_bytes(60 * MB), gap=1e-9, window=1)
     for planner, name in ((plan_static, "static"), (plan_sync, "sync"), (plan_async, "async")):
         result = planner(tiny_step(), plat, opts)
         assert result.planner == f"milp-{name}"

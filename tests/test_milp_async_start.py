@@ -12,11 +12,11 @@ from test_milp import MB, tiny_graphs
 
 from hwmodels.presets import load_preset
 from tmsim.cost import CostModel
-from tmsim.graph import Graph, Kernel, Phase, Role, Tensor
-from tmsim.planners.milp_async import _Search, overlap_copies
-from tmsim.planners.milp_build import Model, build_model
-from tmsim.planners.milp_model import Formulation
-from tmsim.planners.milp_solve import lift
+from tmsim.planners.milp.build import Model, build_model
+from tmsim.planners.milp.network import Formulation
+from tmsim.planners.milp.overlap import _Search, overlap_copies
+from tmsim.planners.milp.solve import lift
+from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
 
 F = Phase.FORWARD
 

@@ -13,10 +13,12 @@ from hypothesis import strategies as st
 from test_graph_properties import graphs
 
 from hwmodels.presets import load_preset
-from tmsim.graph import Graph
-from tmsim.planners.heuristics import HeuristicOptions, plan_all_fast, plan_first_touch, plan_greedy
-from tmsim.planners.milp import MilpOptions, plan_milp
-from tmsim.validate import validate
+from tmsim.capacity import Capacity
+from tmsim.plan.validate import validate
+from tmsim.planners.heuristics import plan_all_fast, plan_first_touch, plan_greedy
+from tmsim.planners.milp.chain import plan_milp
+from tmsim.planners.settings import PlanSettings
+from tmsim.workload.graph import Graph
 
 CPU = load_preset("cascadelake-optane")
 GPU = load_preset("rtx2080ti-pcie3")
@@ -34,10 +36,8 @@ def _le(a: float, b: float) -> bool:
 
 def _milp(graph: Graph, formulation: str, limit: int, platform=CPU, window: int = 2):  # type: ignore[no-untyped-def]
     # byte capacity only: heuristics are not laid out either, and layouts are not monotone
-    opts = MilpOptions(
-        formulation=formulation, fast_bytes=limit, gap=EXACT, window=window, layout=False
-    )
-    result = plan_milp(graph, platform, opts)
+    opts = PlanSettings(capacity=Capacity.of_bytes(limit), gap=EXACT, window=window, layout=False)
+    result = plan_milp(graph, platform, opts, formulation)
     check = validate(result, graph, platform)
     assert check.ok, check.errors[:3]
     assert check.recomputed_s == pytest.approx(result.predicted_s, rel=REL)
@@ -51,7 +51,7 @@ def test_formulations_nest_and_beat_static_heuristics(graph: Graph, share: float
     static, sync, asyn = (_milp(graph, f, limit) for f in ("static", "sync", "async"))
     assert _le(asyn.predicted_s, sync.predicted_s)
     assert _le(sync.predicted_s, static.predicted_s)
-    heuristics = HeuristicOptions(fast_bytes=limit)
+    heuristics = PlanSettings(capacity=Capacity.of_bytes(limit))
     for heuristic in (plan_first_touch, plan_greedy):
         assert _le(static.predicted_s, heuristic(graph, CPU, heuristics).predicted_s)
 
@@ -95,16 +95,14 @@ def test_zoo_graph_async_plans_validate(platform) -> None:  # type: ignore[no-un
 
 
 def _zoo_plans(platform, formulations, time_limit_s: float) -> None:  # type: ignore[no-untyped-def]
-    from tmsim.zoo import training_graph_of
+    from tmsim.workload.zoo import training_graph_of
 
     graph = training_graph_of("resnet50", 2)
     limit = graph.peak_live_bytes // 2
     fast = plan_all_fast(graph, platform).predicted_s
     for formulation in formulations:
-        opts = MilpOptions(
-            formulation=formulation, fast_bytes=limit, window=2, time_limit_s=time_limit_s
-        )
-        result = plan_milp(graph, platform, opts)
+        opts = PlanSettings(capacity=Capacity.of_bytes(limit), window=2, time_limit_s=time_limit_s)
+        result = plan_milp(graph, platform, opts, formulation)
         assert validate(result, graph, platform).ok
         assert result.stats is not None
         if result.stats.status == "optimal":
@@ -116,12 +114,14 @@ def _zoo_plans(platform, formulations, time_limit_s: float) -> None:  # type: ig
 
 
 def test_layout_loop_leaves_a_plan_that_lays_out() -> None:
-    from tmsim.planners.layout import fast_layout, overflow_bytes
-    from tmsim.zoo import training_graph_of
+    from tmsim.plan.layout import fast_layout, overflow_bytes
+    from tmsim.workload.zoo import training_graph_of
 
     graph = training_graph_of("densenet121", 2)
     limit = graph.peak_live_bytes // 4
-    result = plan_milp(graph, CPU, MilpOptions(formulation="sync", fast_bytes=limit, window=2))
+    result = plan_milp(
+        graph, CPU, PlanSettings(capacity=Capacity.of_bytes(limit), window=2), "sync"
+    )
     assert result.stats is not None and result.stats.rounds >= 1
     assert not overflow_bytes(result, graph, CPU, limit).any()
     assert validate(result, graph, CPU).ok

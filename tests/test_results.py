@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import experiments
-from tmsim.cli import main
+from tmsim.cli.main import main
 from tmsim.errors import TmsimError
 from tmsim.results import ResultFileError, git_commit, provenance, read_table, write_table
 

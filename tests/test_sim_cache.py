@@ -1,4 +1,4 @@
-"""2LM replay (tmsim.sim.cache): a tiny step checked by hand, a workload that fits in the cache
+"""2LM replay (tmsim.sim.cache.replay): a tiny step checked by hand, a workload that fits in the cache
 against all-DRAM, one several times larger, conservation of bytes and time, the steady state,
 determinism, errors, Parquet, and the ``tmsim simulate --cache-mode`` command."""
 
@@ -23,14 +23,14 @@ from hwmodels import (
 )
 from hwmodels.platform import Platform
 from hwmodels.presets import load_preset, save_platform
-from tmsim.cli import main
+from tmsim.cli.main import main
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
-from tmsim.graph import Graph, Kernel, Phase, Role, Tensor
 from tmsim.planners import plan
 from tmsim.sim import CacheReplayError, CacheTrace, load_trace, replay, replay_cache, save_trace
-from tmsim.sim.cache_walk import default_block_bytes, step_accesses, step_layout
-from tmsim.zoo import training_graph_of
+from tmsim.sim.cache.walk import default_block_bytes, step_accesses, step_layout
+from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
+from tmsim.workload.zoo import training_graph_of
 
 MM = load_preset("cascadelake-2lm")
 AD = load_preset("cascadelake-optane")  # the same machine with DRAM and PMM as two tiers

@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 
 from hwmodels.presets import load_preset
-from tmsim.cli import main
-from tmsim.graphio import save_graph
-from tmsim.plan import save_plan
-from tmsim.planners.heuristics import HeuristicOptions, plan_vdnn
+from tmsim.capacity import Capacity
+from tmsim.cli.main import main
+from tmsim.plan.values import save_plan
+from tmsim.planners.heuristics import plan_vdnn
+from tmsim.planners.settings import PlanSettings
 from tmsim.sim import load_trace
-from tmsim.zoo import training_graph_of
+from tmsim.workload.files import save_graph
+from tmsim.workload.zoo import training_graph_of
 
 CPU = load_preset("cascadelake-optane")
 
@@ -22,7 +24,12 @@ CPU = load_preset("cascadelake-optane")
 @pytest.fixture(scope="module")
 def plan_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("plans") / "plan.json"
-    save_plan(plan_vdnn(training_graph_of("resnet50", 2), CPU, HeuristicOptions(ratio="4:1")), path)
+    save_plan(
+        plan_vdnn(
+            training_graph_of("resnet50", 2), CPU, PlanSettings(capacity=Capacity.parse("4:1"))
+        ),
+        path,
+    )
     return path
 
 
@@ -92,7 +99,9 @@ def test_missing_and_invalid_plans(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["simulate", str(bad), "--model", "resnet50"]) == 2
     assert "not valid JSON" in capsys.readouterr().err
     # A plan that breaks the rules (over the fast-memory limit) is refused, not replayed.
-    plan = plan_vdnn(training_graph_of("resnet50", 2), CPU, HeuristicOptions(ratio="4:1"))
+    plan = plan_vdnn(
+        training_graph_of("resnet50", 2), CPU, PlanSettings(capacity=Capacity.parse("4:1"))
+    )
     over = tmp_path / "over.json"
     save_plan(replace(plan, fast_limit_bytes=1000), over)
     assert main(["simulate", str(over), "--model", "resnet50"]) == 2

@@ -200,7 +200,7 @@ def test_many_writers_divide_the_write_bandwidth() -> None:
 
 
 def test_a_mixed_flow_alone_costs_what_the_roofline_charges() -> None:
-    # A kernel's own read/write mix is priced as hwmodels.cost.roofline prices it (no mix
+    # A kernel's own read/write mix is priced as hwmodels.timing.roofline prices it (no mix
     # factor): (R / read_bw + W / write_bw(24)) / efficiency.
     (k,) = run([(0.0, tier_flow(2, 1, 3 * GB, 2 * GB, writers=24, efficiency=0.8))], CPU.tiers)
     expected = (3 * GB / PMM.read_bw_bytes_per_s + 2 * GB / float(PMM.write_bw_at(24))) / 0.8

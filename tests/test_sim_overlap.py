@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from hwmodels.cost import MoveMode, Overlap
 from hwmodels.presets import load_preset
-from tmsim.cost import CostModel
-from tmsim.graph import Graph, Kernel, Phase, Role, Tensor
-from tmsim.plan import Plan
-from tmsim.planners.common import IndexMove, assemble_plan, step_time_s
+from hwmodels.timing import MoveMode, Overlap
+from tmsim.cost import CostModel, IndexMove, step_time_s
+from tmsim.plan.validate import validate
+from tmsim.plan.values import Plan
+from tmsim.planners.assemble import assemble_plan
 from tmsim.sim import replay
 from tmsim.sim.trace import ASYNC, Trace
-from tmsim.validate import validate
+from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
 
 CPU = load_preset("cascadelake-optane")
 GPU = load_preset("rtx2080ti-pcie3")

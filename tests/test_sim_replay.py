@@ -15,15 +15,16 @@ from test_milp import tiny_step
 
 from hwmodels.platform import Platform
 from hwmodels.presets import load_preset
+from tmsim.capacity import Capacity
 from tmsim.errors import NoPlanError, PlanError
-from tmsim.graph import Graph
-from tmsim.plan import Move, Plan
+from tmsim.plan.validate import validate
+from tmsim.plan.values import Move, Plan
 from tmsim.planners import PlanSettings, plan
-from tmsim.planners.heuristics import REGISTRY, HeuristicOptions
+from tmsim.planners.heuristics import REGISTRY
 from tmsim.sim import replay
 from tmsim.sim.trace import ASYNC, KERNEL, SYNC, Trace
-from tmsim.validate import validate
-from tmsim.zoo import training_graph_of
+from tmsim.workload.graph import Graph
+from tmsim.workload.zoo import training_graph_of
 
 CPU = load_preset("cascadelake-optane")
 GPU = load_preset("rtx2080ti-pcie3")
@@ -51,13 +52,12 @@ TIME_LIMIT_S = {("static", "cpu"): 1.0, ("sync", "cpu"): 3.0, ("async", "cpu"): 
 @cache
 def zoo_plan(mode: str, name: str, batch: int, where: str) -> Plan:
     graph, platform = zoo(name, batch), PLATFORMS[where]
-    ratio = None if mode == "all-fast" else "4:1"
-    fast = None
+    capacity = None if mode == "all-fast" else Capacity.parse("4:1")
     if mode == "static" and where == "gpu":
         # Static on a GPU keeps everything on the device: room for all of it, and for its layout.
-        fast, ratio = 2 * graph.peak_live_bytes, None
+        capacity = Capacity.of_bytes(2 * graph.peak_live_bytes)
     limit = TIME_LIMIT_S.get((mode, where), 1.0) * (1 if batch <= 2 and name == "resnet50" else 3)
-    settings = PlanSettings(ratio=ratio, fast_bytes=fast, time_limit_s=limit, window=1)
+    settings = PlanSettings(capacity=capacity, time_limit_s=limit, window=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # HiGHS: "may be inaccurate" at the limit
         result = plan(mode, graph, platform, settings)
@@ -139,8 +139,8 @@ def test_milp_plans_of_densenet_replay_to_their_prediction(mode: str, where: str
 def test_milp_plans_with_asynchronous_moves_replay_to_their_prediction(formulation: str) -> None:
     # At 160 MB the async formulation beats sync on this step (test_milp's exhaustive search).
     graph = tiny_step()
-    settings = PlanSettings(fast_bytes=200 * 10**6 if formulation == "static" else 160 * 10**6,
-                            gap=1e-9, window=1)  # fmt: skip
+    limit = 200 * 10**6 if formulation == "static" else 160 * 10**6
+    settings = PlanSettings(capacity=Capacity.of_bytes(limit), gap=1e-9, window=1)
     p = plan(formulation, graph, GPU, settings)
     if formulation == "async":
         assert any(m.mode.value == "async" for m in p.moves)
@@ -202,7 +202,7 @@ def test_random_heuristic_plans_replay_to_their_prediction(
     graph: Graph, share: float, mode: str
 ) -> None:
     limit = max(1, int(graph.peak_live_bytes * share))
-    opts = HeuristicOptions(fast_bytes=None if mode == "all-fast" else limit)
+    opts = PlanSettings(capacity=None if mode == "all-fast" else Capacity.of_bytes(limit))
     try:
         p = REGISTRY[mode](graph, CPU, opts)
     except NoPlanError:

@@ -10,12 +10,14 @@ import pandas as pd
 import pytest
 
 from hwmodels.presets import load_preset
-from tmsim.graph import Graph
-from tmsim.planners.heuristics import HeuristicOptions, plan_vdnn
+from tmsim.capacity import Capacity
+from tmsim.planners.heuristics import plan_vdnn
+from tmsim.planners.settings import PlanSettings
 from tmsim.plots import merge_intervals, timeline
 from tmsim.sim import Trace, TraceFileError, load_trace, replay, save_trace
 from tmsim.sim.trace import Record
-from tmsim.zoo import training_graph_of
+from tmsim.workload.graph import Graph
+from tmsim.workload.zoo import training_graph_of
 
 CPU = load_preset("cascadelake-optane")
 
@@ -27,7 +29,7 @@ def graph() -> Graph:
 
 @cache
 def trace() -> Trace:
-    p = plan_vdnn(graph(), CPU, HeuristicOptions(ratio="4:1"))
+    p = plan_vdnn(graph(), CPU, PlanSettings(capacity=Capacity.parse("4:1")))
     return replay(p, graph(), CPU)
 
 

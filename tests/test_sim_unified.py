@@ -5,7 +5,7 @@ conservation, determinism and errors."""
 from __future__ import annotations
 
 import warnings
-from dataclasses import fields, replace
+from dataclasses import replace
 from functools import cache
 from itertools import pairwise
 from pathlib import Path
@@ -13,28 +13,27 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hwmodels import HardwareModelError, UnifiedMemory
 from hwmodels.platform import Platform
 from hwmodels.presets import load_preset
+from tmsim.capacity import Capacity
 from tmsim.errors import InfeasibleError, TmsimError
-from tmsim.graph import Graph, Kernel, Phase, Role, Tensor
 from tmsim.planners import PlanSettings, plan
 from tmsim.sim import load_trace, replay, save_trace
 from tmsim.sim.trace import KERNEL, SYNC
-from tmsim.sim.unified import (
-    PARAM_SOURCES,
-    UnifiedMemoryParams,
-    UnifiedTrace,
-    replay_unified,
-)
-from tmsim.sim.unified_pages import ALLOC, EVICT, FETCH, simulate_pages
-from tmsim.zoo import training_graph_of
+from tmsim.sim.unified.pages import ALLOC, EVICT, FETCH, simulate_pages
+from tmsim.sim.unified.replay import UnifiedTrace, replay_unified
+from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
+from tmsim.workload.zoo import training_graph_of
 
 M = 2**20  # one page in the hand-worked cases
 GPU = load_preset("rtx2080ti-pcie3")
+assert GPU.unified_memory is not None
+DRIVER = GPU.unified_memory  # the preset's driver constants
 PCIE_BYTES_PER_S = 12e9  # the preset's host<->device rate, both directions
 F, U = Phase.FORWARD, Phase.UPDATE
 # 1 MiB pages and a 1 ms fault: easy sums.
-HAND = UnifiedMemoryParams(page_bytes=M, fault_s=1e-3)
+HAND = UnifiedMemory(page_bytes=M, fault_s=1e-3)
 
 
 def small_gpu(device_bytes: int) -> Platform:
@@ -64,12 +63,13 @@ def chain() -> Graph:
     return Graph("chain", tensors, kernels)
 
 
-def events(graph: Graph, device_bytes: int, params: UnifiedMemoryParams = HAND) -> list[tuple]:
+def events(graph: Graph, device_bytes: int, params: UnifiedMemory = HAND) -> list[tuple]:
     run = simulate_pages(graph, device_bytes, params)
     names = [t.name for t in graph.tensors]
     kinds = {EVICT: "evict", FETCH: "fetch", ALLOC: "alloc"}
-    table = zip(run.kernel, run.kind, run.tensor, run.pages, run.nbytes, run.copied_bytes,
-                strict=True)  # fmt: skip
+    table = zip(
+        run.kernel, run.kind, run.tensor, run.pages, run.nbytes, run.copied_bytes, strict=True
+    )
     return [
         (int(k), kinds[int(e)], names[int(t)], int(p), int(b), int(c)) for k, e, t, p, b, c in table
     ]
@@ -179,8 +179,9 @@ def policy_graph() -> Graph:
 def test_lru_evicts_least_recently_used_fifo_oldest_arrival(policy: str, victim: str) -> None:
     # Before k3: wa (arrived at k0, used at k2) and wb (arrived and used at k1) fill 2 of 3 MiB;
     # wc and o3 need 1.5.
-    evicted = [e for e in events(policy_graph(), 3 * M, replace(HAND, policy=policy))
-               if e[1] == "evict"]  # fmt: skip
+    evicted = [
+        e for e in events(policy_graph(), 3 * M, replace(HAND, policy=policy)) if e[1] == "evict"
+    ]
     assert evicted == [(3, "evict", victim, 1, M, M)]
 
 
@@ -220,7 +221,7 @@ def test_fitting_workload_pays_only_first_touch_faults() -> None:
 def test_oversubscribed_workload_evicts_and_loses_to_planned_offload() -> None:
     g = resnet50()
     limit = g.peak_live_bytes // 2
-    vdnn = plan("vdnn", g, GPU, PlanSettings(fast_bytes=limit))
+    vdnn = plan("vdnn", g, GPU, PlanSettings(capacity=Capacity.of_bytes(limit)))
     planned = replay(vdnn, g, GPU).simulated_s
     for warm in (False, True):
         u = replay_unified(g, GPU, device_bytes=limit, warm=warm)
@@ -234,7 +235,9 @@ def test_oversubscribed_workload_loses_to_the_sync_milp() -> None:
     limit = g.peak_live_bytes // 2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # HiGHS at its time limit
-        milp = plan("sync", g, GPU, PlanSettings(fast_bytes=limit, time_limit_s=20.0))
+        milp = plan(
+            "sync", g, GPU, PlanSettings(capacity=Capacity.of_bytes(limit), time_limit_s=20.0)
+        )
     unified = replay_unified(g, GPU, device_bytes=limit, warm=True).counters.simulated_s
     assert unified > replay(milp, g, GPU).simulated_s
 
@@ -245,14 +248,17 @@ def test_oversubscribed_workload_loses_to_the_sync_milp() -> None:
 def test_conservation_and_capacity(fraction: float, policy: str, warm: bool) -> None:
     g = resnet50()
     cap = int(g.peak_live_bytes * fraction)
-    params = UnifiedMemoryParams(policy=policy)
+    params = replace(DRIVER, policy=policy)
     u = replay_unified(g, GPU, device_bytes=cap, params=params, warm=warm)
     c = u.counters
     assert (
-        c.initial_resident_bytes + c.migrated_in_bytes + c.alloc_bytes
-        - c.evicted_bytes - c.freed_bytes
+        c.initial_resident_bytes
+        + c.migrated_in_bytes
+        + c.alloc_bytes
+        - c.evicted_bytes
+        - c.freed_bytes
         == c.final_resident_bytes
-    )  # fmt: skip
+    )
     assert c.migrated_out_bytes == c.evicted_bytes  # managed memory copies every evicted page
     assert c.device_peak_bytes <= cap
     moved = u.trace.moves()
@@ -271,6 +277,7 @@ def test_deterministic_and_parquet_round_trip(tmp_path: Path) -> None:
     row = a.to_frame()
     assert row.loc[0, "fault_pages"] == a.counters.fault_pages
     assert row.loc[0, "param_page_bytes"] == 2 * M
+    assert "param_source" not in row  # the parameters' provenance text is not a parameter
 
 
 def test_kernel_larger_than_device_is_infeasible() -> None:
@@ -279,15 +286,35 @@ def test_kernel_larger_than_device_is_infeasible() -> None:
         replay_unified(chain(), small_gpu(4 * M), params=HAND)
 
 
+def test_the_driver_parameters_come_from_the_platform() -> None:
+    # The preset's table holds the class defaults (the numbers replay_unified used before the
+    # constants moved to hwmodels), so replaying with either gives the same step.
+    assert replace(DRIVER, source="") == UnifiedMemory()
+    platform = small_gpu(5 * M)
+    by_default = replay_unified(chain(), platform, contention=False)
+    explicit = replay_unified(chain(), platform, params=UnifiedMemory(), contention=False)
+    assert by_default.params is DRIVER
+    assert (by_default.trace, by_default.counters) == (explicit.trace, explicit.counters)
+    # Other parameters change the step: 1 ms faults instead of 45 us.
+    slow = replay_unified(chain(), platform, params=replace(DRIVER, fault_s=1e-3))
+    assert slow.counters.fault_pages == by_default.counters.fault_pages > 0
+    assert slow.counters.fault_s == pytest.approx(1e-3 * slow.counters.fault_pages)
+    # Without [unified_memory] the caller must pass the parameters.
+    bare = replace(platform, unified_memory=None)
+    with pytest.raises(TmsimError, match=r"no \[unified_memory\] driver parameters") as info:
+        replay_unified(chain(), bare)
+    assert "\n" not in str(info.value)
+    assert replay_unified(chain(), bare, params=DRIVER, contention=False) == by_default
+
+
 def test_bad_input_is_named() -> None:
-    with pytest.raises(TmsimError, match="page_bytes"):
-        UnifiedMemoryParams(page_bytes=0)
-    with pytest.raises(TmsimError, match="migration_bw_fraction"):
-        UnifiedMemoryParams(migration_bw_fraction=1.5)
-    with pytest.raises(TmsimError, match="policy"):
-        UnifiedMemoryParams(policy="random")
+    with pytest.raises(HardwareModelError, match="page_bytes"):
+        replace(DRIVER, page_bytes=0)
+    with pytest.raises(HardwareModelError, match="migration_bw_fraction"):
+        replace(DRIVER, migration_bw_fraction=1.5)
+    with pytest.raises(HardwareModelError, match="policy"):
+        replace(DRIVER, policy="random")
     with pytest.raises(TmsimError, match="device tier"):
         replay_unified(chain(), load_preset("cascadelake-2lm"))
     with pytest.raises(TmsimError, match="device_bytes"):
         replay_unified(chain(), GPU, device_bytes=0)
-    assert set(PARAM_SOURCES) == {f.name for f in fields(UnifiedMemoryParams)}

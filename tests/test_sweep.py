@@ -17,12 +17,13 @@ import pandas as pd
 import pytest
 
 from hwmodels.presets import load_preset
-from tmsim.cli import main
-from tmsim.cli_sweep import ProgressBar
+from tmsim.capacity import Capacity
+from tmsim.cli.main import main
+from tmsim.cli.sweep import ProgressBar
 from tmsim.compare import CompareSettings, compare
 from tmsim.planners import PlanSettings
 from tmsim.results import read_table
-from tmsim.sweep import (
+from tmsim.sweep.engine import (
     Counts,
     Outcome,
     Task,
@@ -30,8 +31,8 @@ from tmsim.sweep import (
     plan_tasks,
     run_sweep,
 )
-from tmsim.sweep_spec import load_sweep, sweep_from_dict
-from tmsim.zoo import training_graph_of
+from tmsim.sweep.spec import load_sweep, sweep_from_dict
+from tmsim.workload.zoo import training_graph_of
 
 REPO = Path(__file__).resolve().parent.parent
 CPU = "cascadelake-optane"
@@ -159,7 +160,12 @@ def test_milp_points_of_one_capacity_are_one_task_solved_as_a_chain() -> None:
         graph,
         load_preset(CPU),
         CompareSettings(
-            plan=PlanSettings(ratio=chain.points[0].ratio, time_limit_s=60),
+            plan=PlanSettings(
+                capacity=None
+                if chain.points[0].ratio is None
+                else Capacity.parse(chain.points[0].ratio),
+                time_limit_s=60,
+            ),
             strategies=("static", "sync"),
         ),
     )

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from hwmodels.presets import load_preset, platform_to_toml
-from tmsim.sweep_overrides import apply_override
-from tmsim.sweep_spec import SweepSpecError, load_sweep, sweep_from_dict
+from tmsim.sweep.overrides import apply_override
+from tmsim.sweep.spec import SweepSpecError, load_sweep, sweep_from_dict
 
 REPO = Path(__file__).resolve().parent.parent
 CPU = "cascadelake-optane"
@@ -201,7 +201,7 @@ BAD_SPECS = [
     ),
     (
         "[grid]\nmodel = 'vgg19'\nbatch = 1\nplatform = 'cascadelake-optane'\nstrategy = 'static'\nratio = '4:0'",
-        "grid.ratio: ratio must look like '4:1'",
+        "grid.ratio: capacity '4:0': ratio 4:0: slow must be >= 0 and fast > 0",
     ),
     (
         "[grid]\nmodel = 'vgg19'\nbatch = 1\nplatform = 'cascadelake-optane'\nstrategy = 'static'\nratio = '4:1'\nfast_bytes = 100",

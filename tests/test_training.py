@@ -7,9 +7,9 @@ import math
 import pytest
 
 from tmsim.errors import GraphError
-from tmsim.graph import Graph, Kernel, Phase, Role
-from tmsim.layers import Network
-from tmsim.training import training_graph
+from tmsim.workload.graph import Graph, Kernel, Phase, Role
+from tmsim.workload.layers import Network
+from tmsim.workload.training import training_graph
 
 N, C, HW = 2, 3, 8
 

@@ -1,4 +1,4 @@
-"""The plan validator: valid plans pass; every rule of tmsim.plan, broken by hand, is caught."""
+"""The plan validator: valid plans pass; every rule of tmsim.plan.values, broken by hand, is caught."""
 
 from __future__ import annotations
 
@@ -7,16 +7,18 @@ from dataclasses import replace
 
 import pytest
 
-from hwmodels.cost import MoveMode
 from hwmodels.platform import Platform
 from hwmodels.presets import load_preset
-from tmsim.cost import CostModel
-from tmsim.graph import Graph, Kernel, Phase, Role, Tensor
-from tmsim.plan import Move, Plan, Residency
-from tmsim.planners.common import IndexMove, assemble_plan
-from tmsim.planners.heuristics import HeuristicOptions, plan_vdnn
-from tmsim.validate import MAX_ERRORS, PlanError, validate
-from tmsim.zoo import training_graph_of
+from hwmodels.timing import MoveMode
+from tmsim.capacity import Capacity
+from tmsim.cost import CostModel, IndexMove
+from tmsim.plan.validate import MAX_ERRORS, PlanError, validate
+from tmsim.plan.values import Move, Plan, Residency
+from tmsim.planners.assemble import assemble_plan
+from tmsim.planners.heuristics import plan_vdnn
+from tmsim.planners.settings import PlanSettings
+from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
+from tmsim.workload.zoo import training_graph_of
 
 F, B, U = Phase.FORWARD, Phase.BACKWARD, Phase.UPDATE
 A, S = MoveMode.ASYNC, MoveMode.SYNC
@@ -330,7 +332,7 @@ def test_malformed_moves(gpu: Platform) -> None:
 
 def test_errors_are_capped_and_raise_plan_error(gpu: Platform) -> None:
     g = training_graph_of("resnet50", 2)
-    plan = plan_vdnn(g, gpu, HeuristicOptions(ratio="1:1"))
+    plan = plan_vdnn(g, gpu, PlanSettings(capacity=Capacity.parse("1:1")))
     # Drop every residency on the device: hundreds of operands are missing.
     broken = replace(plan, residency=tuple(r for r in plan.residency if r.tier != "device"))
     v = validate(broken, g, gpu)
@@ -343,7 +345,7 @@ def test_errors_are_capped_and_raise_plan_error(gpu: Platform) -> None:
 def test_validation_is_fast_on_a_large_graph(gpu: Platform) -> None:
     g = training_graph_of("densenet264", 64)
     assert len(g.kernels) > 3000 and len(g.tensors) > 5000
-    plan = plan_vdnn(g, gpu, HeuristicOptions(offload_all=True))
+    plan = plan_vdnn(g, gpu, PlanSettings(offload_all=True))
     assert len(plan.moves) > 1000
     start = time.perf_counter()
     v = validate(plan, g, gpu)

@@ -1,6 +1,6 @@
 """The validator against a brute-force reference: kernel by kernel, tensor by tensor.
 
-The reference re-reads tmsim.plan's rules in the plainest form (a loop over kernels, dicts
+The reference re-reads tmsim.plan.values's rules in the plainest form (a loop over kernels, dicts
 of residency ranges, no sorting or binary search) and must agree with validate() on plans
 that heuristics make and on random mutations of them.
 """
@@ -15,17 +15,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_heuristics import CPU, GPU, REGISTRY, training_graphs
 
-from hwmodels.cost import MoveMode
 from hwmodels.platform import Platform
+from hwmodels.timing import MoveMode
+from tmsim.capacity import Capacity
 from tmsim.errors import TmsimError
-from tmsim.graph import PERSISTENT_ROLES, PREEXISTING_ROLES, Graph
-from tmsim.plan import Move, Plan
-from tmsim.planners.heuristics import HeuristicOptions
-from tmsim.validate import validate
+from tmsim.plan.validate import validate
+from tmsim.plan.values import Move, Plan
+from tmsim.planners.settings import PlanSettings
+from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES, Graph
 
 
 def reference_ok(plan: Plan, g: Graph, platform: Platform) -> bool:
-    """Every rule of tmsim.plan except the predicted time, by direct simulation."""
+    """Every rule of tmsim.plan.values except the predicted time, by direct simulation."""
     n_k, names = len(g.kernels), platform.tier_names
     known = {t.name for t in g.tensors}
     ptr, ops = g.operand_csr
@@ -210,8 +211,10 @@ def test_validator_agrees_with_the_reference(
     platform = data.draw(st.sampled_from([CPU, GPU]))
     # vdnn, the planner with moves, half of the time; vDNN-all makes moves without pressure.
     name = data.draw(st.sampled_from(["vdnn"] * 4 + sorted(REGISTRY)))
-    opts = HeuristicOptions(
-        fast_bytes=max(1, int(g.peak_live_bytes * fraction)),
+    opts = PlanSettings(
+        capacity=None
+        if max(1, int(g.peak_live_bytes * fraction)) is None
+        else Capacity.of_bytes(max(1, int(g.peak_live_bytes * fraction))),
         offload_min_bytes=0,
         offload_all=data.draw(st.booleans()),
         prefetch_ahead=data.draw(st.integers(1, 3)),

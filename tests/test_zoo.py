@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from tmsim.layers import Op
-from tmsim.training import training_graph
-from tmsim.zoo import MODELS, model, training_graph_of
-from tmsim.zoo.densenet import densenet264
-from tmsim.zoo.inception import inception_v4
+from tmsim.workload.layers import Op
+from tmsim.workload.training import training_graph
+from tmsim.workload.zoo import MODELS, model, training_graph_of
+from tmsim.workload.zoo.densenet import densenet264
+from tmsim.workload.zoo.inception import inception_v4
 
 GB = 1e9
 

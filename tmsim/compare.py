@@ -1,18 +1,19 @@
 """Every strategy for one workload on one platform: planned, validated, simulated, tabulated.
 
-:func:`compare` is what ``tmsim compare`` runs. Strategies (:data:`STRATEGIES`):
+:func:`compare` is what ``tmsim compare`` runs, over the strategies of :mod:`tmsim.strategies`
+that apply to the platform:
 
-- ``all-fast`` (the oracle: as much fast memory as the step needs), ``all-slow`` and
-  ``first-touch`` (the NUMA baseline): the heuristic planners;
+- the heuristic planners (``all-fast``, the oracle with as much fast memory as the step
+  needs; ``all-slow``; ``first-touch``, the NUMA baseline; ``greedy``; ``vdnn``);
 - ``static``, ``sync``, ``async``: AutoTM's MILP formulations, solved once as a chain
   (:func:`tmsim.planners.milp.plan_milp_chain`);
-- ``2lm``: the hardware DRAM cache (:func:`tmsim.sim.cache.replay_cache`), on a platform whose
-  kernels reach both tiers (a CPU with PMM): the fast tier, at the compared capacity, caches
-  the slow one;
+- ``2lm``: the hardware DRAM cache (:func:`tmsim.sim.cache.replay_cache`), on a platform
+  whose kernels reach a slower tier and that describes its memory mode: the fast tier, at the
+  compared capacity, caches the next one (:func:`hwmodels.memory_mode_platform`);
 - ``unified-memory``: CUDA managed memory (:func:`tmsim.sim.unified.replay_unified`, a
   steady-state step), on a platform whose kernels reach only the fast tier (a GPU).
 
-Each planned strategy's plan is checked by :func:`tmsim.validate.validate` and replayed by
+Each planned strategy's plan is checked by :func:`tmsim.plan.validate.validate` and replayed by
 :func:`tmsim.sim.replay`; the slowdown of every row is its simulated time over the simulated
 time of ``all-fast``. A strategy that cannot run (no plan fits, the solver found none, the
 platform cannot do it) gives a row with its error and no times rather than stopping the rest.
@@ -23,41 +24,24 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
 
 import pandas as pd
 
-from hwmodels.cache import DramCache
 from hwmodels.errors import HardwareModelError
+from hwmodels.memory_mode import memory_mode_platform
 from hwmodels.platform import Platform
-from hwmodels.presets import load_preset
+from tmsim.capacity import fast_limit_bytes
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
-from tmsim.graph import Graph
-from tmsim.plan import Plan
+from tmsim.plan.validate import validate
+from tmsim.plan.values import Plan
 from tmsim.planners import PlanSettings, plan
-from tmsim.planners.common import FAST, SLOW, fast_limit_bytes
-from tmsim.planners.milp import MilpOptions, plan_milp_chain
-from tmsim.planners.milp_model import Formulation
+from tmsim.planners.milp.chain import plan_milp_chain
+from tmsim.planners.milp.network import Formulation
 from tmsim.sim import replay
-from tmsim.validate import validate
-
-#: Every strategy, in the order the table lists them.
-STRATEGIES: tuple[str, ...] = (
-    "all-fast",
-    "all-slow",
-    "first-touch",
-    "static",
-    "sync",
-    "async",
-    "2lm",
-    "unified-memory",
-)
-_HEURISTICS = ("all-fast", "all-slow", "first-touch")
-_MILP = ("static", "sync", "async")
-
-#: The preset whose cache parameters (line, associativity, policies, miss latency) the ``2lm``
-#: strategy uses, at the compared fast-tier capacity: Cascade Lake's Memory Mode.
-MEMORY_MODE_PRESET = "cascadelake-2lm"
+from tmsim.strategies import STRATEGIES, Kind, applicable, strategy
+from tmsim.workload.graph import Graph
 
 #: ``progress(strategy, index, total)`` is called as each strategy starts.
 Progress = Callable[[str, int, int], None]
@@ -67,17 +51,24 @@ Progress = Callable[[str, int, int], None]
 class CompareSettings:
     """What :func:`compare` runs, with its defaults.
 
-    ``plan``: capacity and solver settings of every planner (capacity: ``ratio`` or
-    ``fast_bytes``, default the platform's fast tier); ``contention``: simulate with shared
-    bandwidth (False: every kernel and copy at its own rate); ``strategies``: which to run
-    (default: all that apply to the platform, :func:`applicable`); ``cache_block_bytes``:
-    the 2LM simulation's block size (default: :func:`tmsim.sim.cache.replay_cache`'s).
+    ``plan``: the capacity and settings of every planner (:class:`PlanSettings`);
+    ``contention``: simulate with shared bandwidth (False: every kernel and copy at its own
+    rate); ``strategies``: which to run (default: all that apply to the platform,
+    :func:`tmsim.strategies.applicable`); ``cache_block_bytes``: the 2LM simulation's block
+    size (default: :func:`tmsim.sim.cache.replay_cache`'s).
     """
 
     plan: PlanSettings = field(default_factory=PlanSettings)
     contention: bool = True
     strategies: tuple[str, ...] | None = None
     cache_block_bytes: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as JSON-ready data (the plan settings as :meth:`PlanSettings.to_dict`)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["plan"] = self.plan.to_dict()
+        out["strategies"] = None if self.strategies is None else list(self.strategies)
+        return out
 
 
 @dataclass(frozen=True)
@@ -111,54 +102,6 @@ class Row:
     hit_rate: float = math.nan
 
 
-def applicable(platform: Platform) -> tuple[str, ...]:
-    """The strategies that make sense on ``platform``: all but ``unified-memory`` where kernels
-    reach the slow tier (a CPU with PMM), and all but ``all-slow``, ``first-touch`` and ``2lm``
-    where they reach only the fast tier (a GPU)."""
-    if platform.cache is not None or len(platform.addressable_tiers) < 2:
-        raise TmsimError(
-            f"platform {platform.name!r}: compare needs two addressable tiers (for a platform "
-            "in memory mode, compare the flat one: the 2lm row simulates its cache)"
-        )
-    if platform.kernel_tier_mask()[SLOW]:
-        return tuple(s for s in STRATEGIES if s != "unified-memory")
-    return tuple(s for s in STRATEGIES if s not in ("all-slow", "first-touch", "2lm"))
-
-
-def memory_mode_platform(platform: Platform, cache_bytes: int) -> Platform:
-    """``platform`` in memory mode: its fast tier a hardware cache of ``cache_bytes`` (rounded
-    down to whole sets) in front of its slow tier, which is all kernels see.
-
-    The cache's line, associativity, policies and miss latency are those of
-    :data:`MEMORY_MODE_PRESET`. Raises :class:`TmsimError` if the capacity is below one set.
-    """
-    proto = load_preset(MEMORY_MODE_PRESET).cache
-    assert proto is not None, f"preset {MEMORY_MODE_PRESET} has a cache"
-    set_bytes = proto.line_bytes * proto.associativity
-    capacity = cache_bytes // set_bytes * set_bytes
-    if capacity <= 0:
-        raise TmsimError(f"a {cache_bytes}-byte cache is smaller than one set ({set_bytes} B)")
-    fast, slow = platform.tiers[FAST].name, platform.tiers[SLOW].name
-    cache = DramCache(
-        cache_tier=fast,
-        backing_tier=slow,
-        capacity_bytes=capacity,
-        line_bytes=proto.line_bytes,
-        associativity=proto.associativity,
-        write_back=proto.write_back,
-        write_allocate=proto.write_allocate,
-        miss_latency_s=proto.miss_latency_s,
-        source=f"{MEMORY_MODE_PRESET} cache at {capacity} bytes: {proto.source}",
-    )
-    return replace(
-        platform,
-        name=f"{platform.name}-2lm",
-        kernel_tiers=(slow,),
-        copy_paths=(),
-        cache=cache,
-    )
-
-
 def compare(
     graph: Graph,
     platform: Platform,
@@ -166,30 +109,30 @@ def compare(
     progress: Progress | None = None,
 ) -> list[Row]:
     """Run every strategy of ``settings`` on ``graph`` and ``platform``; one :class:`Row` each,
-    in :data:`STRATEGIES` order.
+    in :data:`tmsim.strategies.STRATEGIES` order.
 
     Raises :class:`TmsimError` for an unknown strategy, one that does not apply to the
-    platform, a platform :func:`applicable` refuses, or a bad capacity; failures of single
-    strategies are reported in their rows.
+    platform, a platform :func:`tmsim.strategies.applicable` refuses, or a bad capacity;
+    failures of single strategies are reported in their rows.
     """
     s = settings or CompareSettings()
     allowed = applicable(platform)
     wanted = allowed if s.strategies is None else tuple(s.strategies)
     for name in wanted:
-        if name not in STRATEGIES:
-            raise TmsimError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}")
+        strategy(name)  # raises for an unknown name
         if name not in allowed:
             raise TmsimError(f"strategy {name!r} does not apply to platform {platform.name!r}")
     order = [name for name in STRATEGIES if name in wanted]
-    limit = fast_limit_bytes(graph, platform, s.plan.ratio, s.plan.fast_bytes)
+    limit = fast_limit_bytes(graph, platform, s.plan.capacity)
     cost = CostModel(graph, platform)
     milp: dict[Formulation, Plan | TmsimError] = {}
     rows: list[Row] = []
     for i, name in enumerate(order):
         if progress is not None:
             progress(name, i, len(order))
-        if name in _MILP and not milp:
-            milp = _milp_plans(graph, platform, s.plan, [m for m in order if m in _MILP])
+        if STRATEGIES[name].kind is Kind.MILP and not milp:
+            wanted_milp = [m for m in order if STRATEGIES[m].kind is Kind.MILP]
+            milp = _milp_plans(graph, platform, s.plan, wanted_milp)
         try:
             rows.append(_run(name, graph, platform, s, cost, limit, milp))
         except (TmsimError, HardwareModelError) as exc:
@@ -202,17 +145,8 @@ def _milp_plans(
     graph: Graph, platform: Platform, ps: PlanSettings, names: Sequence[str]
 ) -> dict[Formulation, Plan | TmsimError]:
     top = max((Formulation(n) for n in names), key=list(Formulation).index)
-    options = MilpOptions(
-        formulation=top,
-        ratio=ps.ratio,
-        fast_bytes=ps.fast_bytes,
-        solver=ps.solver,
-        time_limit_s=ps.time_limit_s,
-        gap=ps.gap,
-        window=ps.window,
-    )
     try:
-        return plan_milp_chain(graph, platform, options)
+        return plan_milp_chain(graph, platform, ps, top)
     except TmsimError as exc:
         return {f: exc for f in Formulation}
 
@@ -230,7 +164,7 @@ def _run(
         return _run_2lm(graph, platform, s, limit)
     if name == "unified-memory":
         return _run_unified(graph, platform, s, limit)
-    if name in _HEURISTICS:
+    if STRATEGIES[name].kind is Kind.HEURISTIC:
         result = plan(name, graph, platform, s.plan)
     else:
         got = milp.get(Formulation(name))
@@ -270,7 +204,7 @@ def plan_row(
 
 
 def _run_2lm(graph: Graph, platform: Platform, s: CompareSettings, limit: int) -> Row:
-    from tmsim.sim.cache import replay_cache
+    from tmsim.sim.cache.replay import replay_cache
 
     mm = memory_mode_platform(platform, limit)
     out = replay_cache(graph, mm, block_bytes=s.cache_block_bytes, contention=s.contention)
@@ -289,7 +223,7 @@ def _run_2lm(graph: Graph, platform: Platform, s: CompareSettings, limit: int) -
 
 
 def _run_unified(graph: Graph, platform: Platform, s: CompareSettings, limit: int) -> Row:
-    from tmsim.sim.unified import replay_unified
+    from tmsim.sim.unified.replay import replay_unified
 
     # A steady-state step: weights and optimizer state start where the last step left them,
     # as in the planned strategies, whose persistent tensors end where they start.
@@ -313,14 +247,10 @@ def rows_frame(rows: Sequence[Row]) -> pd.DataFrame:
 
 
 __all__ = [
-    "MEMORY_MODE_PRESET",
-    "STRATEGIES",
     "CompareSettings",
     "Progress",
     "Row",
-    "applicable",
     "compare",
-    "memory_mode_platform",
     "plan_row",
     "rows_frame",
 ]

@@ -1,9 +1,9 @@
 """The cost model: kernel and move times for one graph on one platform.
 
 This is the "profile" AutoTM measured, computed from the hardware models. A kernel's operands
-are its distinct tensors (:attr:`tmsim.graph.Graph.operand_csr` order); an operand that is an
+are its distinct tensors (:attr:`~tmsim.workload.graph.Graph.operand_csr`); an operand that is an
 input is read once, an output written once, an in-place update read and written once, on the
-tier where the plan places it. Kernel time is the roofline of :func:`hwmodels.cost.roofline`:
+tier where the plan places it. Kernel time is the roofline of :func:`hwmodels.timing.roofline`:
 ``combine(compute, sum over operands of bytes x seconds-per-byte of its tier) + launch``.
 Because the memory part is linear in the placement, :attr:`read_s_per_byte` and
 :attr:`write_s_per_byte` give the MILP its coefficients directly.
@@ -18,17 +18,18 @@ from __future__ import annotations
 import csv
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from hwmodels.compute import op_class
-from hwmodels.cost import MoveMode, Overlap, move_time_s, roofline
 from hwmodels.platform import Platform
+from hwmodels.timing import MoveMode, Overlap, move_time_s, roofline
 from tmsim.errors import TmsimError
-from tmsim.graph import Graph
+from tmsim.workload.graph import Graph
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -144,6 +145,46 @@ class CostModel:
         """Whether the platform can copy from tier ``src`` to tier ``dst``."""
         names = self.platform.tier_names
         return any(p.src == names[src] and p.dst == names[dst] for p in self.platform.copy_paths)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexMove:
+    """A move in indices: tensor ``tensor`` from tier ``src`` to ``dst`` at kernel ``kernel``."""
+
+    tensor: int
+    src: int
+    dst: int
+    kernel: int
+    mode: MoveMode
+
+
+def step_time_s(
+    cost: CostModel, op_tiers: npt.ArrayLike, moves: Iterable[IndexMove]
+) -> tuple[float, FloatArray]:
+    """The predicted step time of a placement and its moves, and each kernel's share.
+
+    Kernel ``k`` costs ``max(kernel time under op_tiers, sum of the asynchronous moves beside
+    it)``; each synchronous move adds its own time. Returns ``(total, per_kernel)`` where
+    ``per_kernel`` [K + 1] holds kernel ``k``'s cost plus the synchronous moves just before
+    it (the last entry: those after the last kernel).
+    """
+    n_k = len(cost.graph.kernels)
+    kernel = cost.kernel_times_s(op_tiers)
+    async_s = np.zeros(n_k)
+    sync_s = np.zeros(n_k + 1)
+    cache: dict[tuple[int, int, MoveMode], FloatArray] = {}
+    for m in moves:
+        key = (m.src, m.dst, m.mode)
+        if key not in cache:
+            cache[key] = cost.move_s(m.src, m.dst, m.mode)
+        seconds = float(cache[key][m.tensor])
+        if m.mode is MoveMode.ASYNC:
+            async_s[m.kernel] += seconds
+        else:
+            sync_s[m.kernel] += seconds
+    per = sync_s.copy()
+    per[:n_k] += np.maximum(kernel, async_s)
+    return float(per.sum()), per
 
 
 def _kernel_dtype(graph: Graph, k: int) -> str:

@@ -2,7 +2,7 @@
 
 Every planner has the signature ``plan_<name>(graph, platform, options=None) -> Plan`` and
 builds its plan with :class:`~tmsim.cost.CostModel` and
-:func:`~tmsim.planners.common.assemble_plan`, so its predicted time follows the same
+:func:`~tmsim.planners.assemble.assemble_plan`, so its predicted time follows the same
 step-time rule as every other plan. Tier 0 of the platform is the fast tier, tier 1 the slow
 one; tiers beyond the second are not used.
 
@@ -22,65 +22,32 @@ one; tiers beyond the second are not used.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
 from types import MappingProxyType
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from hwmodels.cost import Overlap
 from hwmodels.platform import Platform
+from hwmodels.timing import Overlap
+from tmsim.capacity import fast_limit_bytes
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
-from tmsim.graph import PREEXISTING_ROLES, Graph
-from tmsim.plan import Plan
-from tmsim.planners.common import (
-    FAST,
-    SLOW,
-    assemble_plan,
-    check_operands_fit,
-    fast_limit_bytes,
-)
+from tmsim.plan.values import Plan
+from tmsim.planners.assemble import FAST, SLOW, assemble_plan, check_operands_fit
 from tmsim.planners.offload import choose_offloads, offload_moves
+from tmsim.planners.settings import PlanSettings
+from tmsim.workload.graph import PREEXISTING_ROLES, Graph
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
-
-
-@dataclass(frozen=True, slots=True)
-class HeuristicOptions:
-    """Options of the heuristic planners, with their defaults.
-
-    - ``ratio`` (``"S:F"``, slow to fast) or ``fast_bytes``: the fast-tier capacity to plan for,
-      resolved by :func:`~tmsim.planners.common.fast_limit_bytes` (default: the platform's
-      fast-tier capacity);
-    - ``offload_min_bytes`` (vdnn): activations at least this large are offloaded first;
-    - ``offload_all`` (vdnn): offload every activation at least ``offload_min_bytes`` large,
-      as vDNN-all does, even when memory would suffice; otherwise offload only what is needed
-      to fit, largest first, as vDNN-dyn does;
-    - ``prefetch_ahead`` (vdnn): kernels between the start of an asynchronous prefetch and the
-      kernel that needs the data (>= 1).
-    """
-
-    ratio: str | None = None
-    fast_bytes: int | None = None
-    offload_min_bytes: int = 1 << 20
-    offload_all: bool = False
-    prefetch_ahead: int = 2
-
-    def __post_init__(self) -> None:
-        if self.prefetch_ahead < 1:
-            raise TmsimError(f"prefetch_ahead must be >= 1, got {self.prefetch_ahead}")
-        if self.offload_min_bytes < 0:
-            raise TmsimError(f"offload_min_bytes must be >= 0, got {self.offload_min_bytes}")
 
 
 class Planner(Protocol):
     """The signature every heuristic planner shares."""
 
     def __call__(
-        self, graph: Graph, platform: Platform, options: HeuristicOptions | None = None
+        self, graph: Graph, platform: Platform, settings: PlanSettings | None = None
     ) -> Plan: ...
 
 
@@ -109,7 +76,7 @@ def _require_kernel_access(platform: Platform, planner: str, tiers: tuple[int, .
 
 
 def _static_plan(
-    cost: CostModel, planner: str, limit: int, tensor_tier: IntArray, options: HeuristicOptions
+    cost: CostModel, planner: str, limit: int, tensor_tier: IntArray, settings: PlanSettings
 ) -> Plan:
     """A plan with no moves: tensor ``t`` lives on ``tensor_tier[t]`` for its whole life."""
     graph = cost.graph
@@ -125,7 +92,7 @@ def _static_plan(
         tensor_tier[cost.op_tensor],
         initial,
         moves=(),
-        options=asdict(options),
+        options=settings.to_dict(),
     )
 
 
@@ -147,43 +114,37 @@ def _fill_fast(graph: Graph, order: IntArray, limit: int) -> IntArray:
 
 
 # ---------------------------------------------------------------------- planners
-def plan_all_fast(
-    graph: Graph, platform: Platform, options: HeuristicOptions | None = None
-) -> Plan:
+def plan_all_fast(graph: Graph, platform: Platform, settings: PlanSettings | None = None) -> Plan:
     """Every tensor in the fast tier: the lower bound of the step time.
 
     Its ``fast_limit_bytes`` is the larger of the requested limit and the peak live bytes, so
     the plan is valid whatever was asked. Raises :class:`TmsimError` if kernels cannot access
     the fast tier (a platform in 2LM cache mode).
     """
-    opts = options or HeuristicOptions()
+    opts = settings or PlanSettings()
     _require_kernel_access(platform, "all-fast", (FAST,))
     cost = CostModel(graph, platform)
-    limit = max(
-        graph.peak_live_bytes, fast_limit_bytes(graph, platform, opts.ratio, opts.fast_bytes)
-    )
+    limit = max(graph.peak_live_bytes, fast_limit_bytes(graph, platform, opts.capacity))
     tier = np.full(len(graph.tensors), FAST, dtype=np.int64)
     return _static_plan(cost, "all-fast", limit, tier, opts)
 
 
-def plan_all_slow(
-    graph: Graph, platform: Platform, options: HeuristicOptions | None = None
-) -> Plan:
+def plan_all_slow(graph: Graph, platform: Platform, settings: PlanSettings | None = None) -> Plan:
     """Every tensor in the slow tier (tier 1); no fast memory is used.
 
     Raises :class:`TmsimError` if the platform has one tier or kernels cannot access the slow
     tier (a GPU, whose kernels reach device memory only).
     """
-    opts = options or HeuristicOptions()
+    opts = settings or PlanSettings()
     _require_kernel_access(platform, "all-slow", (SLOW,))
     cost = CostModel(graph, platform)
-    limit = fast_limit_bytes(graph, platform, opts.ratio, opts.fast_bytes)
+    limit = fast_limit_bytes(graph, platform, opts.capacity)
     tier = np.full(len(graph.tensors), SLOW, dtype=np.int64)
     return _static_plan(cost, "all-slow", limit, tier, opts)
 
 
 def plan_first_touch(
-    graph: Graph, platform: Platform, options: HeuristicOptions | None = None
+    graph: Graph, platform: Platform, settings: PlanSettings | None = None
 ) -> Plan:
     """First-touch NUMA placement, the AutoTM paper's baseline; no moves.
 
@@ -195,10 +156,10 @@ def plan_first_touch(
     time with freed memory reused. Raises :class:`TmsimError` unless kernels may access both
     tiers.
     """
-    opts = options or HeuristicOptions()
+    opts = settings or PlanSettings()
     _require_kernel_access(platform, "first-touch", (FAST, SLOW))
     cost = CostModel(graph, platform)
-    limit = fast_limit_bytes(graph, platform, opts.ratio, opts.fast_bytes)
+    limit = fast_limit_bytes(graph, platform, opts.capacity)
     pre = [t for t, x in enumerate(graph.tensors) if x.role in PREEXISTING_ROLES]
     made = [graph.tensor_index(name) for k in graph.kernels for name in k.outputs]
     order = np.asarray(pre + made, dtype=np.int64)
@@ -230,7 +191,7 @@ def tensor_benefit_s(cost: CostModel) -> FloatArray:
     return np.asarray(per_tensor, dtype=np.float64)
 
 
-def plan_greedy(graph: Graph, platform: Platform, options: HeuristicOptions | None = None) -> Plan:
+def plan_greedy(graph: Graph, platform: Platform, settings: PlanSettings | None = None) -> Plan:
     """Static placement by benefit per byte; no moves.
 
     Starting from all-slow, tensors go to the fast tier in decreasing order of
@@ -242,10 +203,10 @@ def plan_greedy(graph: Graph, platform: Platform, options: HeuristicOptions | No
     never slower than all-slow. Raises :class:`TmsimError` unless kernels may access both
     tiers.
     """
-    opts = options or HeuristicOptions()
+    opts = settings or PlanSettings()
     _require_kernel_access(platform, "greedy", (FAST, SLOW))
     cost = CostModel(graph, platform)
-    limit = fast_limit_bytes(graph, platform, opts.ratio, opts.fast_bytes)
+    limit = fast_limit_bytes(graph, platform, opts.capacity)
     benefit = tensor_benefit_s(cost)
     size = graph.sizes_bytes
     useful = np.flatnonzero(benefit > 0)
@@ -259,7 +220,7 @@ def plan_greedy(graph: Graph, platform: Platform, options: HeuristicOptions | No
     return _static_plan(cost, "greedy", limit, best[1], opts)
 
 
-def plan_vdnn(graph: Graph, platform: Platform, options: HeuristicOptions | None = None) -> Plan:
+def plan_vdnn(graph: Graph, platform: Platform, settings: PlanSettings | None = None) -> Plan:
     """vDNN-style movement: every operand in fast memory at its users, tensors offloaded.
 
     Everything starts in the fast tier. A forward activation used again in the backward pass
@@ -280,7 +241,7 @@ def plan_vdnn(graph: Graph, platform: Platform, options: HeuristicOptions | None
     only the fast tier, so that no plan exists (:class:`NoPlanError` on other platforms);
     :class:`NoPlanError` naming the kernel if offloading every candidate still does not fit.
     """
-    opts = options or HeuristicOptions()
+    opts = settings or PlanSettings()
     _require_kernel_access(platform, "vdnn", (FAST,))
     cost = CostModel(graph, platform)
     if len(platform.tiers) < 2 or not (cost.has_path(FAST, SLOW) and cost.has_path(SLOW, FAST)):
@@ -288,7 +249,7 @@ def plan_vdnn(graph: Graph, platform: Platform, options: HeuristicOptions | None
             f"vdnn: platform {platform.name!r} needs copy paths between its first two tiers, "
             "both ways"
         )
-    limit = fast_limit_bytes(graph, platform, opts.ratio, opts.fast_bytes)
+    limit = fast_limit_bytes(graph, platform, opts.capacity)
     check_operands_fit(graph, platform, limit, "vdnn")
     chosen = choose_offloads(
         graph,
@@ -306,7 +267,7 @@ def plan_vdnn(graph: Graph, platform: Platform, options: HeuristicOptions | None
     }
     op_tiers = np.full(cost.op_tensor.size, FAST, dtype=np.int64)
     return assemble_plan(
-        cost, "vdnn", limit, op_tiers, initial, moves, drops=drops, options=asdict(opts)
+        cost, "vdnn", limit, op_tiers, initial, moves, drops=drops, options=opts.to_dict()
     )
 
 
@@ -323,7 +284,6 @@ REGISTRY: Mapping[str, Planner] = MappingProxyType(
 
 __all__ = [
     "REGISTRY",
-    "HeuristicOptions",
     "Planner",
     "plan_all_fast",
     "plan_all_slow",

@@ -8,11 +8,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from hwmodels.cost import MoveMode
 from hwmodels.platform import Platform
+from hwmodels.timing import MoveMode
+from tmsim.cost import IndexMove
 from tmsim.errors import NoPlanError
-from tmsim.graph import PERSISTENT_ROLES, Graph, Phase
-from tmsim.planners.common import FAST, SLOW, IndexMove
+from tmsim.planners.assemble import FAST, SLOW
+from tmsim.workload.graph import PERSISTENT_ROLES, Graph, Phase
 
 IntArray = npt.NDArray[np.int64]
 
@@ -215,7 +216,7 @@ def choose_offloads(
 def offload_moves(
     chosen: list[Offload],
 ) -> tuple[list[IndexMove], dict[tuple[int, int], list[int]], set[int]]:
-    """Moves, copy drops (for :func:`~tmsim.planners.common.assemble_plan`) and the persistent
+    """Moves, copy drops (for :func:`~tmsim.planners.assemble.assemble_plan`) and the persistent
     tensors that start the step in the slow tier, for the chosen offloads.
 
     A stretch away needs no copy out when the slow copy is still current: made (or present

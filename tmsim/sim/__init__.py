@@ -10,8 +10,8 @@ The simulator emits records only; it neither plots nor writes files except in
 :func:`save_trace`.
 """
 
-from tmsim.sim.cache import CacheReplayError, replay_cache
-from tmsim.sim.cache_trace import CacheTrace
+from tmsim.sim.cache.replay import CacheReplayError, replay_cache
+from tmsim.sim.cache.trace import CacheTrace
 from tmsim.sim.fluid import Flow, FlowResult, FluidModel
 from tmsim.sim.replay import replay
 from tmsim.sim.trace import Record, Trace, TraceFileError, TraceFrames, load_trace, save_trace

@@ -17,7 +17,7 @@ The resources and what one second of them buys:
   pattern reaches. When flows mix reads and writes on a tier, each pays, per byte, the tier's
   mix factor at the *aggregate* read fraction relative to the factor of its own mix, and never
   less than alone: ``max(1, mix(F) / mix(f_own))`` (:meth:`hwmodels.Interference.mix_factor`).
-  A flow alone on a tier thus costs exactly what :func:`hwmodels.cost.roofline` charges it,
+  A flow alone on a tier thus costs exactly what :func:`hwmodels.timing.roofline` charges it,
   and a pure read stream beside a pure write stream pays ``mix(F)`` as
   :meth:`hwmodels.MemoryTier.service_time_s` does for their sum. A flow whose own read/write
   mix must pay the mix factor should be given as a read flow and a write flow.

@@ -1,7 +1,7 @@
 """Replay a plan on SimPy, with or without contention for memory and link bandwidth.
 
-The step, as the plan and the cost model define it (:mod:`tmsim.plan`,
-:func:`tmsim.planners.common.step_time_s`), and as :func:`replay` runs it:
+The step, as the plan and the cost model define it (:mod:`tmsim.plan.values`,
+:func:`tmsim.planners.assemble.step_time_s`), and as :func:`replay` runs it:
 
 - one compute engine runs the kernels in plan order. A kernel takes its launch overhead,
   then its memory flow and its compute floor (:mod:`tmsim.sim.schedule`);
@@ -31,11 +31,11 @@ import simpy
 
 from hwmodels.platform import Platform
 from tmsim.cost import CostModel
-from tmsim.graph import Graph
-from tmsim.plan import Plan
+from tmsim.plan.values import Plan
 from tmsim.sim.fluid import FlowResult, FluidModel, kernel_body
 from tmsim.sim.schedule import MoveSpec, Schedule, build_schedule
 from tmsim.sim.trace import ASYNC, KERNEL, SYNC, Record, Trace
+from tmsim.workload.graph import Graph
 
 Process = Generator[simpy.Event, Any, None]
 
@@ -54,7 +54,7 @@ def replay(
     trace's ``predicted_s`` is ``plan.predicted_s``. Deterministic: the same arguments give an
     equal trace. Raises :class:`~tmsim.errors.PlanError` for a plan that does not resolve
     against the graph and platform (see :func:`~tmsim.sim.schedule.build_schedule`); a plan
-    that resolves but breaks the rules :func:`tmsim.validate.validate` checks is replayed as
+    that resolves but breaks the rules :func:`tmsim.plan.validate.validate` checks is replayed as
     written.
     """
     sched = build_schedule(plan, graph, platform, cost)

@@ -1,0 +1,152 @@
+"""``tmsim compare``: every strategy for one workload on one platform, in one table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from dataclasses import asdict
+from typing import Any, TextIO
+
+from hwmodels.presets import load_platform
+from tmsim.capacity import fast_limit_bytes
+from tmsim.cli.args import add_plan_arguments, settings_from_args, size_arg
+from tmsim.cli.graph import add_graph_arguments, graph_from_args
+from tmsim.compare import CompareSettings, Row, compare, rows_frame
+from tmsim.results import provenance, write_table
+from tmsim.strategies import STRATEGIES
+
+#: ``tmsim compare``'s MILP time limit (seconds for the whole static -> sync -> async chain):
+#: lower than ``tmsim plan``'s, so that a comparison finishes in minutes; the gap column says
+#: how far from optimal a plan cut short is.
+COMPARE_TIME_LIMIT_S = 60.0
+
+
+def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
+    """Register ``compare`` on ``sub``."""
+    p = sub.add_parser(
+        "compare",
+        help="plan and simulate every strategy (baselines, AutoTM's MILPs, 2LM or unified "
+        "memory) and tabulate them",
+    )
+    add_graph_arguments(p)
+    add_plan_arguments(p)
+    p.set_defaults(time_limit=COMPARE_TIME_LIMIT_S)
+    p.add_argument(
+        "--strategies",
+        help=f"comma-separated subset of {','.join(STRATEGIES)} (default: all that apply)",
+    )
+    p.add_argument(
+        "--no-contention",
+        dest="contention",
+        action="store_false",
+        help="simulate every kernel and copy at its own uncontended rate",
+    )
+    p.add_argument("--block-bytes", type=size_arg, help="2LM simulation block size in bytes")
+    p.add_argument("--out", metavar="PATH", help="also write the table (.csv or .parquet)")
+    p.add_argument("--json", action="store_true", help="print the rows as a JSON list")
+    p.add_argument("--quiet", action="store_true", help="no progress display on stderr")
+    p.set_defaults(func=_compare)
+
+
+class _Progress:
+    """One line on ``out`` per strategy as it starts, with the seconds since the start; on a
+    terminal the line is rewritten in place."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.started = time.perf_counter()
+        self.tty = out.isatty()
+
+    def __call__(self, strategy: str, index: int, total: int) -> None:
+        elapsed = time.perf_counter() - self.started
+        line = f"[{index + 1}/{total}] {strategy:<15} ({elapsed:6.1f} s elapsed)"
+        self.out.write(("\r" + line) if self.tty else line + "\n")
+        self.out.flush()
+
+    def done(self) -> None:
+        elapsed = time.perf_counter() - self.started
+        line = f"done in {elapsed:.1f} s"
+        self.out.write(("\r" + line.ljust(50) + "\n") if self.tty else line + "\n")
+        self.out.flush()
+
+
+def _compare(args: argparse.Namespace) -> int:
+    graph = graph_from_args(args)
+    platform = load_platform(args.platform)
+    strategies = None
+    if args.strategies:
+        strategies = tuple(s.strip() for s in args.strategies.split(",") if s.strip())
+    settings = CompareSettings(
+        plan=settings_from_args(args),
+        contention=args.contention,
+        strategies=strategies,
+        cache_block_bytes=args.block_bytes,
+    )
+    progress = None if args.quiet else _Progress(sys.stderr)
+    rows = compare(graph, platform, settings, progress)
+    if progress is not None:
+        progress.done()
+    if args.out:
+        meta = {
+            "command": "compare",
+            "graph": graph.name,
+            "platform": platform.name,
+            "settings": _jsonable(settings.to_dict()),
+            "provenance": provenance(settings.plan.solver),
+        }
+        write_table(rows_frame(rows), args.out, meta)
+    if args.json:
+        print(json.dumps([_row_json(r) for r in rows], indent=2))
+    else:
+        limit = fast_limit_bytes(graph, platform, settings.plan.capacity)
+        _print_table(rows, graph.name, platform.name, limit)
+    return 0 if all(r.valid or r.error for r in rows) else 1
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _row_json(row: Row) -> dict[str, Any]:
+    out: dict[str, Any] = _jsonable(asdict(row))
+    return out
+
+
+def _print_table(rows: list[Row], graph: str, platform: str, limit_bytes: int) -> None:
+    gb = 1e9
+    fast = f"fast memory {limit_bytes / gb:.3f} GB (all-fast: as much as it needs)"
+    print(f"{graph} on {platform}, {fast}")
+    head = (
+        f"{'strategy':<15}{'predicted s':>12}{'simulated s':>12}{'slowdown':>10}"
+        f"{'moved GB':>10}{'fast peak GB':>13}{'solve s':>9}{'gap':>8}  status"
+    )
+    print(head)
+    print("-" * len(head))
+
+    def num(v: float, fmt: str) -> str:
+        width = int(fmt.split(".")[0])
+        return "-".rjust(width) if math.isnan(v) else format(v, fmt)
+
+    for r in rows:
+        if r.error:
+            blank = " " * (12 + 12 + 10 + 10 + 13 + 9 + 8)
+            print(f"{r.strategy:<15}{blank}  error: {r.error}")
+            continue
+        status = r.status if r.valid else f"{r.status}; INVALID PLAN"
+        if not math.isnan(r.hit_rate):
+            status += f"; hit rate {100 * r.hit_rate:.1f}%"
+        gap = "-" if math.isnan(r.gap) else f"{100 * r.gap:.2f}%"
+        print(
+            f"{r.strategy:<15}{num(r.predicted_s, '12.4f')}{num(r.simulated_s, '12.4f')}"
+            f"{num(r.slowdown, '10.3f')}{num(r.moved_bytes / gb, '10.2f')}"
+            f"{num(r.fast_peak_bytes / gb, '13.3f')}{num(r.solve_s, '9.2f')}{gap:>8}  {status}"
+        )

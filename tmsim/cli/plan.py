@@ -1,0 +1,91 @@
+"""``tmsim plan``: run a planner on a zoo model or graph file and report (and save) its plan."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from typing import Any
+
+from hwmodels.presets import load_platform
+from tmsim.cli.args import add_plan_arguments, settings_from_args
+from tmsim.cli.graph import add_graph_arguments, graph_from_args
+from tmsim.plan.layout import fast_layout
+from tmsim.plan.validate import validate
+from tmsim.plan.values import Plan, save_plan
+from tmsim.planners import PLANNERS, plan
+
+
+def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
+    """Register ``plan`` on ``sub``."""
+    p = sub.add_parser("plan", help="choose where tensors live and when they move")
+    add_graph_arguments(p)
+    add_plan_arguments(p)
+    p.add_argument("--mode", default="sync", choices=PLANNERS, help="planner (default sync)")
+    p.add_argument("--out", metavar="PATH", help="write the plan as JSON to PATH")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=_plan)
+
+
+def plan_summary(
+    result: Plan, valid: bool, moved_bytes: int, fast_peak_bytes: int
+) -> dict[str, Any]:
+    """Headline numbers of a plan as JSON-ready values (``nan`` becomes ``None``)."""
+    stats = result.stats
+
+    def num(v: float | None) -> float | None:
+        return None if v is None or math.isnan(v) else v
+
+    return {
+        "graph": result.graph,
+        "platform": result.platform,
+        "planner": result.planner,
+        "predicted_s": result.predicted_s,
+        "status": stats.status if stats else "heuristic",
+        "gap": num(stats.gap) if stats else 0.0,
+        "bound_s": num(stats.bound) if stats else None,
+        "solve_s": num(stats.solve_s) if stats else 0.0,
+        "build_s": num(stats.build_s) if stats else 0.0,
+        "rounds": stats.rounds if stats else 1,
+        "variables": stats.variables if stats else 0,
+        "constraints": stats.constraints if stats else 0,
+        "valid": valid,
+        "moved_bytes": moved_bytes,
+        "moves": len(result.moves),
+        "fast_peak_bytes": fast_peak_bytes,
+        "fast_limit_bytes": result.fast_limit_bytes,
+    }
+
+
+def _plan(args: argparse.Namespace) -> int:
+    graph = graph_from_args(args)
+    platform = load_platform(args.platform)
+    result = plan(args.mode, graph, platform, settings_from_args(args))
+    check = validate(result, graph, platform)
+    if args.out:
+        save_plan(result, args.out)
+    info = plan_summary(result, check.ok, check.moved_bytes, check.fast_peak_bytes)
+    layout = fast_layout(result, graph, platform)
+    info["fast_pool_bytes"] = layout.pool_bytes
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        gb = 1e9
+        print(f"plan             {info['planner']} for {info['graph']} on {info['platform']}")
+        print(f"predicted step   {info['predicted_s']:.4f} s")
+        if result.stats:
+            gap = info["gap"]
+            print(
+                f"solver           {result.stats.solver} {info['status']}, gap "
+                f"{'n/a' if gap is None else f'{100 * gap:.2f}%'}, build {info['build_s']:.2f} s, "
+                f"solve {info['solve_s']:.2f} s, {info['rounds']} round(s), "
+                f"{info['variables']:,} variables"
+            )
+        keys = ("fast_peak_bytes", "fast_limit_bytes", "fast_pool_bytes")
+        peak, limit, pool = (info[k] / gb for k in keys)
+        print(f"fast memory      peak {peak:.3f} GB of {limit:.3f} GB; laid out in {pool:.3f} GB")
+        print(f"moves            {info['moves']:,}, {info['moved_bytes'] / gb:.3f} GB")
+        print(f"valid            {'yes' if check.ok else 'NO: ' + '; '.join(check.errors[:3])}")
+        if args.out:
+            print(f"saved            {args.out}")
+    return 0 if check.ok else 1

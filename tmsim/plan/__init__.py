@@ -1,0 +1,30 @@
+"""Plans and their rules: the :class:`Plan` value and its files, the independent validator,
+and the static memory planner that lays buffers out in addresses.
+
+Nothing here imports a planner: a plan is checked by re-deriving everything from the plan
+itself and the cost model.
+"""
+
+from tmsim.plan.values import (
+    Move,
+    Plan,
+    PlanFileError,
+    Residency,
+    SolverStats,
+    load_plan,
+    plan_from_dict,
+    plan_to_dict,
+    save_plan,
+)
+
+__all__ = [
+    "Move",
+    "Plan",
+    "PlanFileError",
+    "Residency",
+    "SolverStats",
+    "load_plan",
+    "plan_from_dict",
+    "plan_to_dict",
+    "save_plan",
+]

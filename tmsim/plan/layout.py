@@ -1,0 +1,70 @@
+"""Laying a plan's fast-tier buffers out in addresses, and where the layout overflows.
+
+The MILP counts bytes; buffers need addresses. :func:`fast_layout` gives every fast-tier
+residency range of a plan an offset with :func:`tmsim.plan.memory.plan_memory`;
+:func:`overflow_bytes` says, per kernel, by how much the buffers live there reach past the
+limit, which is what AutoTM's loop subtracts from the limit at those kernels before solving
+again.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from hwmodels.platform import Platform
+from tmsim.intervals import occupancy
+from tmsim.plan.memory import Layout, Strategy, plan_memory
+from tmsim.plan.values import Plan
+from tmsim.workload.graph import Graph
+
+IntArray = npt.NDArray[np.int64]
+
+
+def fast_buffers(
+    plan: Plan, graph: Graph, platform: Platform
+) -> tuple[IntArray, IntArray, IntArray]:
+    """``(sizes, first, last)`` of every residency range on the fastest tier."""
+    fast = platform.tiers[0].name
+    ranges = [r for r in plan.residency if r.tier == fast]
+    sizes = np.array([graph.tensor(r.tensor).size_bytes for r in ranges], dtype=np.int64)
+    first = np.array([r.first for r in ranges], dtype=np.int64)
+    last = np.array([r.last for r in ranges], dtype=np.int64)
+    return sizes, first, last
+
+
+def fast_layout(
+    plan: Plan, graph: Graph, platform: Platform, strategy: Strategy = Strategy.FIRST_FIT
+) -> Layout:
+    """Addresses of the plan's fast-tier buffers (in :func:`fast_buffers` order)."""
+    return plan_memory(*fast_buffers(plan, graph, platform), strategy=strategy)
+
+
+def overflow_bytes(
+    plan: Plan, graph: Graph, platform: Platform, limit_bytes: int, layout: Layout | None = None
+) -> IntArray:
+    """Per kernel, how far the highest buffer live there ends past ``limit_bytes`` (or 0).
+
+    Without a ``layout``, buffers are laid out by the best of the strategies, with no
+    alignment padding.
+    """
+    sizes, first, last = fast_buffers(plan, graph, platform)
+    # Byte-exact: the MILP counts bytes, so only fragmentation, not alignment, is corrected.
+    if layout is None:
+        layout = plan_memory(sizes, first, last, Strategy.SMALLEST, alignment_bytes=1)
+    lay = layout
+    out = np.zeros(len(graph.kernels), dtype=np.int64)
+    top = lay.ends_bytes
+    for i in np.flatnonzero(top > limit_bytes):
+        span = slice(int(first[i]), int(last[i]) + 1)
+        out[span] = np.maximum(out[span], top[i] - limit_bytes)
+    return out
+
+
+def resident_overflow_bytes(
+    plan: Plan, graph: Graph, platform: Platform, limit_bytes: int
+) -> IntArray:
+    """Per kernel, the bytes resident on the fastest tier beyond ``limit_bytes`` (or 0)."""
+    sizes, first, last = fast_buffers(plan, graph, platform)
+    held = occupancy(first, last, sizes, len(graph.kernels))
+    return np.maximum(held - limit_bytes, 0)

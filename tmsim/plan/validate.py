@@ -1,0 +1,247 @@
+"""An independent check that a plan obeys the rules of :mod:`tmsim.plan.values` for its graph and
+platform.
+
+:func:`validate` re-derives everything from the plan itself (residency ranges, moves, operand
+tiers, initial tiers) and shares nothing with any planner except the cost model's step-time
+rule (:func:`tmsim.planners.assemble.step_time_s`). It never raises for a bad plan: it returns a
+:class:`Validation` listing what is wrong; :meth:`Validation.raise_if_invalid` turns that into
+a :class:`PlanError`.
+
+The work is near-linear in the plan: residency look-ups are binary searches over sorted range
+starts, capacity is a difference array, and copy validity is one pass over per-tensor events
+(operand accesses, range starts and ends, moves) in time order.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from hwmodels.platform import Platform
+from hwmodels.timing import MoveMode
+from tmsim.cost import CostModel, IndexMove, step_time_s
+from tmsim.errors import PlanError, TmsimError
+from tmsim.intervals import occupancy
+from tmsim.plan.copies import check_validity
+from tmsim.plan.parse import Errors, Parsed, move_residency, parse_plan
+from tmsim.plan.values import Plan
+from tmsim.workload.graph import Graph
+
+#: Most errors a :class:`Validation` lists; one more line says how many were left out.
+MAX_ERRORS = 50
+#: Relative tolerance between a plan's predicted time and the recomputed one.
+TIME_RTOL = 1e-6
+
+
+@dataclass(frozen=True)
+class Validation:
+    """What :func:`validate` found.
+
+    - ``ok``: the plan obeys every rule (then ``errors`` is empty);
+    - ``errors``: one line per broken rule instance, naming the kernel, tensor, tier or move
+      (at most :data:`MAX_ERRORS`, then a line counting the rest);
+    - ``recomputed_s``: the step time recomputed from the plan (seconds; ``nan`` when the plan
+      is too malformed to time, ``inf`` when an operand sits on a tier kernels cannot access);
+    - ``fast_peak_bytes``: the most bytes resident on the fastest tier at any kernel;
+    - ``moved_bytes``: the sum of the sizes of the tensors of all moves.
+    """
+
+    ok: bool
+    errors: tuple[str, ...]
+    recomputed_s: float
+    fast_peak_bytes: int
+    moved_bytes: int
+
+    def raise_if_invalid(self, shown: int = 5) -> None:
+        """Raise :class:`PlanError` with the first ``shown`` errors if the plan is invalid."""
+        if not self.ok:
+            head = "; ".join(self.errors[:shown])
+            more = len(self.errors) - shown
+            tail = f" (and {more} more)" if more > 0 else ""
+            raise PlanError(f"invalid plan: {head}{tail}")
+
+
+def validate(
+    plan: Plan, graph: Graph, platform: Platform, cost: CostModel | None = None
+) -> Validation:
+    """Check ``plan`` against every rule of :mod:`tmsim.plan.values` for ``graph`` on ``platform``.
+
+    ``cost`` is the cost model the plan's time was predicted with (default: the roofline
+    ``CostModel(graph, platform)``); it must be built for this graph and platform. Checks:
+    names; the shape of ``operand_tiers`` and known tensor and tier names everywhere;
+    initial tiers (exactly the pre-existing tensors); operands on tiers kernels may access;
+    residency ranges inside ``[0, K - 1]``, not overlapping, each start justified (producer,
+    initial tier at kernel 0, or a move into the tier there) and no produced tensor before its
+    producer; every operand resident in its tier at its kernel; moves (path, kernel, source
+    and destination resident when the move runs); copy validity (kernels and moves read only
+    valid copies; asynchronous data usable from the next kernel; in-place updates make other
+    copies stale); weights and optimizer state ending valid on each initial tier; fast-tier
+    capacity at every kernel; the predicted time (relative :data:`TIME_RTOL`).
+
+    Never raises for a bad plan (see :meth:`Validation.raise_if_invalid`); raises
+    :class:`TmsimError` if ``cost`` was built for another graph or platform, and, when it
+    builds the cost model itself, :class:`hwmodels.errors.HardwareModelError` if the platform
+    cannot compute in a dtype the graph uses.
+    """
+    if cost is None:
+        cost = CostModel(graph, platform)
+    elif cost.graph is not graph or cost.platform != platform:
+        raise TmsimError("validate: the cost model was built for another graph or platform")
+    errors = Errors(MAX_ERRORS)
+    if plan.graph != graph.name:
+        errors.add(f"plan is for graph {plan.graph!r}, not {graph.name!r}")
+    if plan.platform != platform.name:
+        errors.add(f"plan is for platform {plan.platform!r}, not {platform.name!r}")
+    parsed = parse_plan(plan, graph, platform, errors)
+    peak = _fast_peak(parsed, graph, plan.fast_limit_bytes, platform, errors)
+    moved = int(graph.sizes_bytes[parsed.mv_tensor[parsed.mv_ok]].sum())
+    if parsed.fatal:
+        return Validation(False, errors.result(), math.nan, peak, moved)
+
+    _check_access(parsed, graph, platform, errors)
+    _check_ranges(parsed, graph, platform, errors)
+    _check_operand_residency(parsed, graph, platform, errors)
+    _check_moves(parsed, graph, platform, errors)
+    check_validity(parsed, graph, platform, errors)
+
+    recomputed = math.nan
+    if bool(parsed.mv_ok.all()):
+        moves = [
+            IndexMove(int(t), int(s), int(d), int(k), MoveMode.ASYNC if a else MoveMode.SYNC)
+            for t, s, d, k, a in zip(
+                parsed.mv_tensor,
+                parsed.mv_src,
+                parsed.mv_dst,
+                parsed.mv_kernel,
+                parsed.mv_async,
+                strict=True,
+            )
+        ]
+        recomputed, _ = step_time_s(cost, parsed.op_tier, moves)
+        predicted = plan.predicted_s
+        if math.isfinite(recomputed) and not math.isclose(
+            recomputed, predicted, rel_tol=TIME_RTOL, abs_tol=0.0
+        ):
+            errors.add(
+                f"predicted step time {predicted!r} s differs from the recomputed "
+                f"{recomputed!r} s (relative tolerance {TIME_RTOL:g})"
+            )
+    return Validation(errors.count == 0, errors.result(), recomputed, peak, moved)
+
+
+# ---------------------------------------------------------------------- checks
+def _kname(graph: Graph, k: int) -> str:
+    n_k = len(graph.kernels)
+    return f"kernel {k} ({graph.kernels[k].name!r})" if 0 <= k < n_k else f"kernel {k}"
+
+
+def _fast_peak(p: Parsed, graph: Graph, limit: int, platform: Platform, errors: Errors) -> int:
+    """Fast-tier resident bytes at every kernel, by a difference array over its ranges."""
+    n_k = len(graph.kernels)
+    fast = p.rs_ok & (p.rs_tier == 0)
+    first, last = p.rs_first[fast], p.rs_last[fast]
+    size = graph.sizes_bytes[p.rs_tensor[fast]]
+    occ = occupancy(first, last, size, n_k)
+    over = np.flatnonzero(occ > limit)
+    if over.size:
+        k = int(over[0])
+        worst = int(over[np.argmax(occ[over])])
+        errors.add(
+            f"fast tier {platform.tiers[0].name!r} over its limit of {limit} bytes at "
+            f"{over.size} kernel(s): first at {_kname(graph, k)} with {int(occ[k])} bytes "
+            f"({int(occ[k]) - limit} over), worst at {_kname(graph, worst)} with "
+            f"{int(occ[worst])} bytes"
+        )
+    return int(occ.max()) if n_k else 0
+
+
+def _check_access(p: Parsed, graph: Graph, platform: Platform, errors: Errors) -> None:
+    allowed = np.array(platform.kernel_tier_mask())
+    names = platform.tier_names
+    for j in np.flatnonzero(~allowed[p.op_tier])[: MAX_ERRORS + 1]:
+        k, t = int(p.op_kernel[j]), int(p.op_tensor[j])
+        errors.add(
+            f"{_kname(graph, k)}: operand {graph.tensors[t].name!r} is on tier "
+            f"{names[int(p.op_tier[j])]!r}, which kernels cannot access "
+            f"(kernel tiers: {', '.join(platform.kernel_tiers)})"
+        )
+
+
+def _check_ranges(p: Parsed, graph: Graph, platform: Platform, errors: Errors) -> None:
+    """Ranges of one (tensor, tier) do not overlap, and each start is justified."""
+    names = platform.tier_names
+    n_k = len(graph.kernels)
+    ok = np.flatnonzero(p.rs_ok)
+    order = ok[np.lexsort((p.rs_first[ok], p.rs_key[ok]))]
+    key, first, last = p.rs_key[order], p.rs_first[order], p.rs_last[order]
+    clash = np.flatnonzero((key[1:] == key[:-1]) & (first[1:] <= last[:-1]))
+    for i in clash[: MAX_ERRORS + 1]:
+        r = int(order[i + 1])
+        errors.add(
+            f"tensor {graph.tensors[int(p.rs_tensor[r])].name!r}: residency ranges in tier "
+            f"{names[int(p.rs_tier[r])]!r} overlap ([{int(last[i])} ends after "
+            f"{int(first[i + 1])} starts])"
+        )
+
+    # Codes (tensor, tier, kernel) at which a copy may appear.
+    n_tiers = len(names)
+    producer = graph.producers
+    out = p.op_is_output
+    just = [(p.op_tensor[out] * n_tiers + p.op_tier[out]) * n_k + p.op_kernel[out]]
+    init_key = p.init_tensor * n_tiers + p.init_tier
+    just.append(init_key * n_k)
+    mv = p.mv_ok
+    mk = np.minimum(p.mv_kernel[mv], n_k - 1)  # a sync move after the last kernel lands at K-1
+    just.append((p.mv_tensor[mv] * n_tiers + p.mv_dst[mv]) * n_k + mk)
+    justified = np.concatenate(just)
+    codes = p.rs_key[ok] * n_k + p.rs_first[ok]
+    good = np.isin(codes, justified)
+    for r in ok[~good][: MAX_ERRORS + 1]:
+        t, a = int(p.rs_tensor[r]), int(p.rs_first[r])
+        tier = names[int(p.rs_tier[r])]
+        where = f"tensor {graph.tensors[t].name!r} appears in tier {tier!r} at {_kname(graph, a)}"
+        if producer[t] >= 0 and a < producer[t]:
+            errors.add(f"{where}, before its producer {_kname(graph, int(producer[t]))}")
+        else:
+            errors.add(
+                f"{where} with no producer writing it there, no initial copy there "
+                "and no move into it there"
+            )
+    starts = np.isin(init_key * n_k, codes)
+    for i in np.flatnonzero(~starts)[: MAX_ERRORS + 1]:
+        t, d = int(p.init_tensor[i]), int(p.init_tier[i])
+        errors.add(
+            f"tensor {graph.tensors[t].name!r}: initial tier {names[d]!r} has no residency "
+            "range starting at kernel 0"
+        )
+
+
+def _check_operand_residency(p: Parsed, graph: Graph, platform: Platform, errors: Errors) -> None:
+    names = platform.tier_names
+    for j in np.flatnonzero(~p.op_resident)[: MAX_ERRORS + 1]:
+        k, t = int(p.op_kernel[j]), int(p.op_tensor[j])
+        errors.add(
+            f"{_kname(graph, k)}: operand {graph.tensors[t].name!r} is not resident in tier "
+            f"{names[int(p.op_tier[j])]!r} there"
+        )
+
+
+def _check_moves(p: Parsed, graph: Graph, platform: Platform, errors: Errors) -> None:
+    """Source and destination resident when each move runs (see :mod:`tmsim.plan.values`)."""
+    src_ok, dst_ok, at = move_residency(p)
+    for i in np.flatnonzero(~src_ok)[: MAX_ERRORS + 1]:
+        when = "at" if p.mv_async[i] else "at or just before"
+        errors.add(
+            f"{p.move_name(int(i), graph, platform)}: source copy is not resident {when} "
+            f"{_kname(graph, int(at[i]))}"
+        )
+    for i in np.flatnonzero(~dst_ok)[: MAX_ERRORS + 1]:
+        errors.add(
+            f"{p.move_name(int(i), graph, platform)}: destination is not resident at "
+            f"{_kname(graph, int(at[i]))}"
+        )
+
+
+__all__ = ["MAX_ERRORS", "TIME_RTOL", "PlanError", "Validation", "validate"]

@@ -1,0 +1,134 @@
+"""What every planner shares: turning a decision in indices into a plan, and the check that
+a kernel's own operands fit.
+
+Planners describe their decision in indices (tensor and tier indices, kernel numbers) and
+:func:`assemble_plan` turns it into a :class:`~tmsim.plan.values.Plan` with names and residency
+ranges, its predicted time by the cost model's step-time rule
+(:func:`tmsim.cost.step_time_s`), which the MILP's objective encodes and the validator
+recomputes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from hwmodels.platform import Platform
+from tmsim.cost import CostModel, IndexMove, step_time_s
+from tmsim.errors import InfeasibleError, NoPlanError, TmsimError
+from tmsim.plan.values import Move, Plan, Residency, SolverStats
+from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES, Graph
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+FAST, SLOW = 0, 1
+
+
+def assemble_plan(
+    cost: CostModel,
+    planner: str,
+    limit_bytes: int,
+    op_tiers: npt.ArrayLike,
+    initial: Mapping[int, tuple[int, ...]],
+    moves: Iterable[IndexMove],
+    drops: Mapping[tuple[int, int], Iterable[int]] | None = None,
+    options: Mapping[str, Any] | None = None,
+    stats: SolverStats | None = None,
+) -> Plan:
+    """Build a :class:`Plan` from a decision in indices.
+
+    - ``op_tiers`` [n_ops]: the tier of every operand (cost-model operand order);
+    - ``initial``: tiers of each pre-existing tensor at the start (every one must be listed);
+    - ``moves``: the copies;
+    - ``drops[(tensor, tier)]``: kernels after which that copy is freed (each ends the
+      residency range that contains it); a copy not dropped stays until the tensor's last
+      live kernel (the end of the step for weights and optimizer state).
+
+    Residency ranges start where copies appear: at the producer in the tier it writes, at
+    kernel 0 for ``initial`` tiers, at the kernel of a move into a tier the tensor is not
+    resident in. The predicted time is :func:`step_time_s`. Raises :class:`TmsimError` if a
+    pre-existing tensor has no initial tier.
+    """
+    graph, platform = cost.graph, cost.platform
+    n_k = len(graph.kernels)
+    tiers = np.asarray(op_tiers, dtype=np.int64)
+    move_list = sorted(moves, key=lambda m: (m.kernel, m.tensor, m.mode.value, m.src, m.dst))
+    names = platform.tier_names
+    starts: dict[tuple[int, int], list[int]] = {}
+    for t, tensor in enumerate(graph.tensors):
+        if tensor.role in PREEXISTING_ROLES:
+            if t not in initial or not initial[t]:
+                raise TmsimError(f"tensor {tensor.name!r}: no initial tier")
+            for tier in initial[t]:
+                starts.setdefault((t, tier), []).append(0)
+    producers = graph.producers
+    for j in np.flatnonzero(producers[cost.op_tensor] == cost.op_kernel):
+        starts.setdefault((int(cost.op_tensor[j]), int(tiers[j])), []).append(
+            int(cost.op_kernel[j])
+        )
+    for m in move_list:
+        starts.setdefault((m.tensor, m.dst), []).append(min(m.kernel, n_k - 1))
+    drop_map = {key: sorted(set(v)) for key, v in (drops or {}).items()}
+    residency: list[Residency] = []
+    for (t, tier), begin_list in sorted(starts.items()):
+        end_of_life = (
+            n_k - 1 if graph.tensors[t].role in PERSISTENT_ROLES else int(graph.live_last[t])
+        )
+        ends = drop_map.get((t, tier), [])
+        cursor = -1
+        for begin in sorted(set(begin_list)):
+            if begin <= cursor:
+                continue  # already resident: a refresh of an existing copy
+            end = next((e for e in ends if e >= begin), max(end_of_life, begin))
+            residency.append(Residency(graph.tensors[t].name, names[tier], begin, end))
+            cursor = end
+    ptr = cost.op_ptr
+    operand_tiers = tuple(
+        tuple(names[int(x)] for x in tiers[ptr[k] : ptr[k + 1]]) for k in range(n_k)
+    )
+    total, _ = step_time_s(cost, tiers, move_list)
+    return Plan(
+        graph=graph.name,
+        platform=platform.name,
+        planner=planner,
+        fast_limit_bytes=int(limit_bytes),
+        operand_tiers=operand_tiers,
+        initial_tiers={
+            graph.tensors[t].name: tuple(names[x] for x in tiers_) for t, tiers_ in initial.items()
+        },
+        residency=tuple(residency),
+        moves=tuple(
+            Move(graph.tensors[m.tensor].name, names[m.src], names[m.dst], m.kernel, m.mode)
+            for m in move_list
+        ),
+        predicted_s=total,
+        options=dict(options or {}),
+        stats=stats,
+    )
+
+
+def check_operands_fit(graph: Graph, platform: Platform, limit: int, planner: str) -> None:
+    """Raise if some kernel's distinct operands together exceed ``limit`` bytes.
+
+    When kernels can reach only the fast tier (a GPU) no plan exists then, and this raises
+    :class:`InfeasibleError`; otherwise only plans that keep every operand in the fast tier are
+    ruled out, and it raises :class:`NoPlanError`. Either message names the kernel with the
+    most operand bytes and how many bytes are missing.
+    """
+    ptr, tensor = graph.operand_csr
+    kernel = np.repeat(np.arange(len(graph.kernels)), np.diff(ptr))
+    need = np.bincount(kernel, weights=graph.sizes_bytes[tensor], minlength=len(graph.kernels))
+    k = int(np.argmax(need))
+    if need[k] <= limit:
+        return
+    fast = platform.tiers[FAST].name
+    what = (
+        f"kernel {k} ({graph.kernels[k].name!r}) needs {int(need[k])} bytes of operands in "
+        f"tier {fast!r}, {int(need[k]) - limit} bytes more than the limit of {limit} bytes"
+    )
+    if platform.kernel_tiers == (fast,):
+        raise InfeasibleError(f"{planner}: infeasible: {what}")
+    raise NoPlanError(f"{planner}: no plan that keeps operands in tier {fast!r}: {what}")

@@ -1,0 +1,355 @@
+"""AutoTM's placement MILP: static, synchronous and asynchronous formulations, solved.
+
+:mod:`tmsim.planners.milp.network` builds the flow networks, gadgets and fast-memory segments;
+:mod:`tmsim.planners.milp.build` writes them as one cvxpy problem and reads plans back;
+:mod:`tmsim.planners.milp.solve` solves it from a warm start. This module runs the whole
+thing: each formulation is solved after the one it contains, from its solution, inside
+AutoTM's loop that lowers the limit wherever the fast-tier layout overflows (which also takes
+back the few millionths of the limit the solver's tolerance lets a rounded plan overshoot).
+Every plan goes through :func:`~tmsim.planners.assemble.assemble_plan`, whose predicted time
+is recomputed from the cost model in exact bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from dataclasses import dataclass, replace
+
+import cvxpy as cp
+import numpy as np
+
+from hwmodels.platform import Platform
+from tmsim.capacity import fast_limit_bytes
+from tmsim.cost import CostModel
+from tmsim.errors import InfeasibleError, NoPlanError, TmsimError
+from tmsim.intervals import occupancy
+from tmsim.plan.layout import overflow_bytes, resident_overflow_bytes
+from tmsim.plan.values import Plan
+from tmsim.planners.assemble import SLOW, check_operands_fit
+from tmsim.planners.milp.build import Model, build_model, extract_plan
+from tmsim.planners.milp.network import (
+    Formulation,
+)
+from tmsim.planners.milp.overlap import overlap_copies
+from tmsim.planners.milp.solve import (
+    best_heuristic_fast,
+    has_solution,
+    lift,
+    solve,
+    solve_stats,
+    solver_options,
+    static_start,
+)
+from tmsim.planners.settings import PlanSettings
+from tmsim.workload.graph import Graph
+
+GB = 1e9
+
+#: Share of the limit taken off, beside the overflow itself, where a layout overflows: a
+#: thousand times the solver's feasibility tolerance (on resnet50-b8 at 4:1 it cut the sync
+#: loop from 8 rounds to 3 against a millionth).
+LAYOUT_SLACK = 1e-3
+
+
+def plan_milp(
+    graph: Graph,
+    platform: Platform,
+    settings: PlanSettings | None = None,
+    formulation: Formulation | str = Formulation.SYNC,
+) -> Plan:
+    """Solve the MILP of ``formulation`` with ``settings`` and return its plan.
+
+    Raises :class:`InfeasibleError` when no plan fits (naming the kernel and missing bytes),
+    :class:`TmsimError` when the solver stops without any plan (time limit, solver error) or
+    the platform has fewer than two addressable tiers.
+    """
+    opts = settings or PlanSettings()
+    top = _formulation(formulation)
+    cost, limit, gpu, deadline = _setup(graph, platform, opts, top)
+    if gpu and top is Formulation.STATIC:
+        _check_static_fits(graph, limit)
+    solved = _plan(cost, opts, top, limit, gpu, deadline, {})
+    plan = solved.plan
+    if opts.lp_bound and plan.stats is not None:
+        relaxed = build_model(cost, opts.window, top, solved.limits, gpu, relax=True).problem
+        lp = math.nan
+        try:
+            relaxed.solve(solver=opts.solver, **solver_options(opts.solver, 0.0, None))
+            if relaxed.value is not None and has_solution(relaxed):
+                lp = float(relaxed.value)
+        except cp.error.SolverError:
+            pass  # the bound is optional: an unknown one is reported as nan
+        plan = replace(plan, stats=replace(plan.stats, lp_bound=lp))
+    return plan
+
+
+def _formulation(value: Formulation | str) -> Formulation:
+    try:
+        return Formulation(value)
+    except ValueError:
+        known = ", ".join(f.value for f in Formulation)
+        raise TmsimError(f"unknown MILP formulation {value!r}; known: {known}") from None
+
+
+def _setup(
+    graph: Graph, platform: Platform, opts: PlanSettings, formulation: Formulation
+) -> tuple[CostModel, int, bool, float | None]:
+    """The cost model, capacity, whether kernels reach only the fast tier (a GPU), and the
+    solve deadline. Raises :class:`TmsimError` for a platform the MILP cannot plan for and
+    :class:`InfeasibleError` when a kernel's own operands do not fit on a GPU."""
+    if len(platform.addressable_tiers) < 2 or platform.cache is not None:
+        raise TmsimError(f"platform {platform.name!r}: the MILP needs two addressable tiers")
+    limit = fast_limit_bytes(graph, platform, opts.capacity)
+    gpu = not platform.kernel_tier_mask()[SLOW]
+    if gpu:
+        check_operands_fit(graph, platform, limit, f"milp-{formulation.value}")
+    deadline = None if opts.time_limit_s is None else time.perf_counter() + opts.time_limit_s
+    return CostModel(graph, platform), limit, gpu, deadline
+
+
+_SMALLER = {Formulation.SYNC: Formulation.STATIC, Formulation.ASYNC: Formulation.SYNC}
+
+
+def plan_milp_chain(
+    graph: Graph,
+    platform: Platform,
+    settings: PlanSettings | None = None,
+    formulation: Formulation | str = Formulation.ASYNC,
+) -> dict[Formulation, Plan | TmsimError]:
+    """The plans of ``formulation`` and of every formulation it contains, each solved
+    once: static, then sync from it, then async from that (what :func:`plan_milp` solves on
+    the way to its answer anyway).
+
+    Maps each formulation to its plan, or to the error its solve raised (a formulation whose
+    smaller one failed starts cold, as in :func:`plan_milp`). A formulation's build and solve
+    seconds include those of the ones it was started from, and ``time_limit_s`` caps the whole
+    chain. Raises :class:`TmsimError` for a platform the MILP cannot plan for and
+    :class:`InfeasibleError` when a kernel's own operands do not fit, as :func:`plan_milp`.
+    """
+    opts = replace(settings or PlanSettings(), lp_bound=False)
+    top = _formulation(formulation)
+    cost, limit, gpu, deadline = _setup(graph, platform, opts, top)
+    memo: dict[Formulation, _Solved | TmsimError] = {}
+    if gpu:
+        try:
+            _check_static_fits(graph, limit)
+        except TmsimError as exc:
+            memo[Formulation.STATIC] = exc
+    order = list(Formulation)
+    for f in order[: order.index(top) + 1]:
+        with contextlib.suppress(TmsimError):  # an error is recorded in memo
+            _plan(cost, opts, f, limit, gpu, deadline, memo)
+    return {f: (v if isinstance(v, TmsimError) else v.plan) for f, v in memo.items()}
+
+
+@dataclass(frozen=True)
+class _Solved:
+    """A formulation's plan, the solved model it came from, its per-kernel limits and the
+    build and solve seconds spent on it (warm-up formulations included)."""
+
+    plan: Plan
+    model: Model
+    limits: np.ndarray
+    build_s: float
+    solve_s: float
+
+
+def _plan(
+    cost: CostModel,
+    opts: PlanSettings,
+    formulation: Formulation,
+    limit: int,
+    gpu: bool,
+    deadline: float | None,
+    memo: dict[Formulation, _Solved | TmsimError],
+) -> _Solved:
+    """Solve ``formulation`` with AutoTM's layout loop, warm-started from the formulation it
+    contains (solved first, the same way). ``memo`` holds what each formulation already gave
+    (its solution or its error) and receives this one's.
+
+    That smaller solution is also a solution of ``formulation``; when it is better than what
+    the loop ends with (the loop lowers limits where layouts overflow, and a time limit can
+    cut a solve short) it is returned instead, under this formulation's name. Raises as
+    :func:`plan_milp`.
+    """
+    known = memo.get(formulation)
+    if isinstance(known, TmsimError):
+        raise known
+    if known is not None:
+        return known
+    try:
+        solved = _solve_formulation(cost, opts, formulation, limit, gpu, deadline, memo)
+    except TmsimError as exc:
+        memo[formulation] = exc
+        raise
+    memo[formulation] = solved
+    return solved
+
+
+def _solve_formulation(
+    cost: CostModel,
+    opts: PlanSettings,
+    formulation: Formulation,
+    limit: int,
+    gpu: bool,
+    deadline: float | None,
+    memo: dict[Formulation, _Solved | TmsimError],
+) -> _Solved:
+    """:func:`_plan` without the memo lookup."""
+    base = None
+    if opts.warm_start and formulation in _SMALLER:
+        try:
+            base = _plan(cost, opts, _SMALLER[formulation], limit, gpu, deadline, memo)
+        except TmsimError:
+            base = None  # e.g. nothing fits statically on a GPU: start cold
+    build_total = base.build_s if base else 0.0
+    solve_total = base.solve_s if base else 0.0
+    limits = np.full(len(cost.graph.kernels), limit, dtype=np.int64)
+    result: _Solved | None = None
+    failure: TmsimError | None = None
+    for rounds in range(1, opts.max_rounds + 1):
+        started = time.perf_counter()
+        model = build_model(cost, opts.window, formulation, limits, gpu, relax=False)
+        build_total += time.perf_counter() - started
+        if base is not None:
+            start = lift(base.model, np.asarray(base.model.x.value) > 0.5, model)
+            if start is not None and formulation is Formulation.ASYNC:
+                started = time.perf_counter()
+                start = overlap_copies(model, start, max(opts.window, 1))
+                build_total += time.perf_counter() - started
+        elif opts.warm_start and formulation is Formulation.STATIC and not gpu:
+            start = static_start(model, best_heuristic_fast(cost, int(limits.min())))
+        else:
+            start = None
+        started = time.perf_counter()
+        try:
+            _solve(model, opts, formulation, limits, deadline, start)
+        except TmsimError as exc:
+            failure = exc
+            break
+        finally:
+            solve_total += time.perf_counter() - started
+        stats = solve_stats(
+            model.problem, opts.solver, build_total, solve_total, model.variables,
+            model.constraints,
+        )  # fmt: skip
+        plan = extract_plan(
+            cost, model, formulation, opts.to_dict(), limit, replace(stats, rounds=rounds)
+        )
+        graph, platform = cost.graph, cost.platform
+        if opts.layout:
+            overflow = overflow_bytes(plan, graph, platform, limit)
+        else:
+            overflow = resident_overflow_bytes(plan, graph, platform, limit)
+        if not overflow.any():
+            result = _Solved(plan, model, limits, build_total, solve_total)
+            break
+        # AutoTM's loop: take what the layout lost at each kernel off that kernel's limit
+        # (or, without a layout, what the solver's tolerance let through), plus a slack so
+        # that fragmentation that moves elsewhere does not cost a round each time
+        margin = np.where(overflow > 0, overflow + int(np.ceil(limit * LAYOUT_SLACK)), 0)
+        limits = limits - margin
+    if base is not None and (result is None or base.plan.predicted_s < result.plan.predicted_s):
+        return _relabel(base, opts, formulation, build_total, solve_total)
+    if result is not None:
+        return result
+    if failure is not None:
+        raise failure
+    what = "the fast-tier layout" if opts.layout else "the plan"
+    raise NoPlanError(
+        f"{what} still overflows {limit} bytes of fast memory after {opts.max_rounds} "
+        "rounds of lowering the limit where it overflowed"
+    )
+
+
+def _relabel(
+    base: _Solved, opts: PlanSettings, formulation: Formulation, build_s: float, solve_s: float
+) -> _Solved:
+    """``base``'s plan as a plan of ``formulation`` (which contains it), with the total time."""
+    stats = base.plan.stats
+    assert stats is not None
+    # The smaller problem's status, bound and gap say nothing about this one's optimum.
+    fallback = replace(
+        stats,
+        status=f"fallback to {base.plan.planner} ({stats.status})",
+        bound=math.nan,
+        gap=math.nan,
+        build_s=build_s,
+        solve_s=solve_s,
+    )
+    plan = replace(
+        base.plan,
+        planner=f"milp-{formulation.value}",
+        options=opts.to_dict(),
+        stats=fallback,
+    )
+    return _Solved(plan, base.model, base.limits, build_s, solve_s)
+
+
+def _solve(
+    model: Model,
+    opts: PlanSettings,
+    formulation: Formulation,
+    limits: np.ndarray,
+    deadline: float | None,
+    start: np.ndarray | None,
+) -> None:
+    """Solve ``model`` in place from ``start`` within what is left of the time limit.
+
+    Raises :class:`InfeasibleError` if the solver proves there is no plan, and
+    :class:`TmsimError` if it stops without one (time limit, solver failure).
+    """
+    remaining = None if deadline is None else deadline - time.perf_counter()
+    if remaining is not None and remaining <= 0:
+        raise TmsimError(
+            f"the time limit of {opts.time_limit_s} s ran out before the {formulation} solve"
+        )
+    options = solver_options(opts.solver, opts.gap, remaining)
+    try:
+        solve(model, opts.solver, options, opts.verbose, start)
+    except cp.error.SolverError as exc:
+        raise TmsimError(f"solver {opts.solver} failed: {exc}") from None
+    if model.x.value is None or not has_solution(model.problem):
+        status = str(model.problem.status)
+        if status in (cp.INFEASIBLE, "infeasible_or_unbounded"):
+            raise InfeasibleError(
+                f"no {formulation} plan fits in {limits.min() / GB:.3f} GB of fast memory"
+            )
+        raise TmsimError(
+            f"solver {opts.solver} found no {formulation} plan (status {status}) within "
+            f"{opts.time_limit_s} s; raise the time limit or the gap"
+        )
+
+
+def _check_static_fits(graph: Graph, limit: int) -> None:
+    """With nothing moving on a GPU, everything live at a kernel must fit at once."""
+    # only tensors some kernel uses must be on the device; the rest may stay on the host
+    _, tensor = graph.operand_csr
+    used = np.zeros(len(graph.tensors), dtype=bool)
+    used[tensor] = True
+    live = occupancy(graph.live_first[used], graph.live_last[used], graph.sizes_bytes[used],
+                     len(graph.kernels))  # fmt: skip
+    k = int(np.argmax(live))
+    need = int(live[k])
+    if need > limit:
+        raise InfeasibleError(
+            f"milp-static: infeasible: kernel {k} ({graph.kernels[k].name!r}) has {need} bytes "
+            f"live, {need - limit} bytes more than the limit of {limit} bytes, and nothing moves"
+        )
+
+
+def plan_static(graph: Graph, platform: Platform, settings: PlanSettings | None = None) -> Plan:
+    """The static MILP: every tensor stays where it is created."""
+    return plan_milp(graph, platform, settings, Formulation.STATIC)
+
+
+def plan_sync(graph: Graph, platform: Platform, settings: PlanSettings | None = None) -> Plan:
+    """The synchronous MILP: blocking copies at a tensor's users."""
+    return plan_milp(graph, platform, settings, Formulation.SYNC)
+
+
+def plan_async(graph: Graph, platform: Platform, settings: PlanSettings | None = None) -> Plan:
+    """The asynchronous MILP: also copies beside kernels near a tensor's users."""
+    return plan_milp(graph, platform, settings, Formulation.ASYNC)

@@ -1,0 +1,99 @@
+"""The one set of planner settings: every knob of every planner, with its default here.
+
+Every planner takes a :class:`PlanSettings` and reads what concerns it; nothing is copied
+field by field into per-planner options. ``tmsim plan``, ``tmsim compare``, sweeps and the
+figures all build this value (capacity parsed once at the edge, :class:`~tmsim.capacity.Capacity`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from tmsim.capacity import Capacity
+from tmsim.errors import TmsimError
+
+#: AutoTM's asynchronous window: kernels either side of a user where a copy may run.
+AUTOTM_WINDOW = 15
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """Settings of every planner, with their defaults.
+
+    Capacity (all planners):
+
+    - ``capacity``: the fast tier's capacity (:class:`~tmsim.capacity.Capacity`, a ratio of
+      the step's peak live bytes or a size); None: the fastest tier's own capacity. Slower
+      tiers hold what their platform capacity allows.
+
+    The MILP formulations:
+
+    - ``solver``: a cvxpy MILP solver name;
+    - ``time_limit_s``: wall-clock cap of the solve (the incumbent is returned with its
+      gap); None: no cap;
+    - ``gap``: relative optimality gap at which the solver stops, in [0, 1];
+    - ``window``: kernels either side of a user where asynchronous copies may run (>= 0);
+    - ``lp_bound``: also solve the LP relaxation and report its bound;
+    - ``warm_start``: start each formulation from the solution of the one it contains,
+      solved first (static: from the better of greedy and first-touch; async: from the sync
+      solution with its copies moved beside neighbouring kernels where that helps);
+    - ``layout``: lay the fast-tier buffers out and, as AutoTM does, solve again with the
+      limit lowered where the layout overflowed (without it only bytes are checked);
+    - ``max_rounds``: most solves of that loop (>= 1);
+    - ``verbose``: the solver's log on stdout.
+
+    ``vdnn``:
+
+    - ``offload_min_bytes``: activations at least this large are offloaded first (>= 0);
+    - ``offload_all``: offload every such activation even when memory would suffice
+      (vDNN-all); otherwise only what it takes to fit (vDNN-dyn);
+    - ``prefetch_ahead``: kernels between the start of an asynchronous prefetch and the
+      kernel that needs the data (>= 1).
+
+    Raises :class:`TmsimError` naming the field for a value out of range.
+    """
+
+    capacity: Capacity | None = None
+    solver: str = "HIGHS"
+    time_limit_s: float | None = 300.0
+    gap: float = 0.01
+    window: int = AUTOTM_WINDOW
+    lp_bound: bool = False
+    warm_start: bool = True
+    layout: bool = True
+    max_rounds: int = 10
+    verbose: bool = False
+    offload_min_bytes: int = 1 << 20
+    offload_all: bool = False
+    prefetch_ahead: int = 2
+
+    def __post_init__(self) -> None:
+        if self.capacity is not None and not isinstance(self.capacity, Capacity):
+            raise TmsimError(f"capacity must be a Capacity, got {self.capacity!r}")
+        if not (isinstance(self.solver, str) and self.solver.strip()):
+            raise TmsimError(f"solver must be a solver name, got {self.solver!r}")
+        t = self.time_limit_s
+        if t is not None and not (isinstance(t, int | float) and math.isfinite(t) and t > 0):
+            raise TmsimError(f"time_limit_s must be a finite number > 0 or None, got {t!r}")
+        if not (isinstance(self.gap, int | float) and 0 <= self.gap <= 1):
+            raise TmsimError(f"gap must be a number in [0, 1], got {self.gap!r}")
+        for name, low in (
+            ("window", 0),
+            ("max_rounds", 1),
+            ("offload_min_bytes", 0),
+            ("prefetch_ahead", 1),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise TmsimError(f"{name} must be an integer >= {low}, got {value!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as JSON-ready data (the capacity as its text), as plans record them."""
+        out = asdict(self)
+        out["capacity"] = None if self.capacity is None else str(self.capacity)
+        return out
+
+
+__all__ = ["AUTOTM_WINDOW", "PlanSettings"]

@@ -1,0 +1,240 @@
+"""2LM (Optane Memory Mode) replay: the training step behind a hardware-managed DRAM cache.
+
+In memory mode the fast tier is a direct-mapped, write-back cache of the slow tier
+(:class:`hwmodels.DramCache`, ``platform.cache``) and the step runs unmodified at addresses in
+the slow tier. :func:`replay_cache` simulates one step:
+
+1. Addresses. The static memory planner (:func:`tmsim.plan.memory.plan_memory`, first fit, 64-byte
+   aligned) lays out every tensor of the graph over its live range; weights, optimizer state
+   and the step's inputs live for the whole step, because the next step uses them again (its
+   batch is loaded into the same input buffers). The offsets are taken as physical addresses
+   from 0, as if the pool were one contiguous region (huge pages), so a pool no larger than
+   the cache never conflicts with itself in a direct-mapped cache.
+2. Accesses. Kernels run in graph order. A kernel first reads each operand it reads, in operand
+   order, then writes each operand it writes (an in-place update is read, then written); each
+   is one access of the tensor's whole address range. A real kernel interleaves its reads and
+   writes; the order matters only where blocks of one kernel map to the same set.
+3. The cache. The accesses walk :func:`hwmodels.simulate_accesses` in blocks of
+   ``block_bytes``, the accuracy/speed knob (default: a 4 KiB page, see
+   :func:`~tmsim.sim.cache.walk.default_block_bytes`); a way that is not a whole number of
+   blocks is rounded down to one (:func:`~tmsim.sim.cache.walk.simulated_cache`). With
+   ``warm=True`` (the default) the step is walked twice on one cache state and the second walk
+   is reported: training repeats the step, and for a direct-mapped cache the state after one
+   step equals the state after every later one (each set ends holding the last block the step
+   touched there, dirty or not by that step's own accesses), so the second step *is* the
+   steady state. ``warm=False`` reports the first step, from an empty cache.
+4. Timing. The traffic becomes bytes on each tier (:func:`hwmodels.cache_traffic_by_tier`),
+   timed on SimPy by the fluid model as :func:`tmsim.sim.replay.replay` times kernels: after
+   its launch overhead a kernel runs its memory traffic beside its compute floor
+   (:attr:`tmsim.cost.CostModel.compute_s`; one after the other under ``Overlap.SUM``). The
+   traffic is two flows, all its reads and all its writes, each capped so that alone both last
+   the roofline memory time of that traffic (:func:`hwmodels.roofline`, which adds the tiers'
+   times: DRAM and PMM share the memory channels). With ``contention=True`` the two share the
+   tiers in :class:`~tmsim.sim.fluid.FluidModel`, so where the PMM is the bottleneck its fills
+   (reads) and write-backs (writes) pay Optane's read/write mix factor, as the hardware
+   interleaves them line by line. With ``contention=False`` each runs at its cap (the cost
+   model's world): the step time is the sum of the kernels' roofline times. (A plan replay
+   charges no kernel for its own read/write mix, because the planners' cost model does not.)
+5. Miss latency. :attr:`hwmodels.DramCache.miss_latency_s` (70 ns on Cascade Lake) is charged
+   once per kernel that misses, before its traffic. The kernels stream megabytes to gigabytes
+   and the cores keep hundreds of line misses in flight (24 cores x 10 line-fill buffers x 64 B
+   per 305 + 70 ns is about 41 GB/s, above the PMM's 37.6 GB/s of sequential reads, a figure
+   measured with its latency), so past the first miss the latency hides behind bandwidth.
+
+The walk (addresses, accesses, counters) is :mod:`tmsim.sim.cache.walk`; this module times it.
+A cost model's measured kernel tables are not used: the cache's traffic decides memory time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import simpy
+
+from hwmodels.compute import OpClass, op_class
+from hwmodels.platform import Platform
+from hwmodels.timing import Overlap, roofline
+from tmsim.cost import CostModel
+from tmsim.errors import TmsimError
+from tmsim.sim.cache.trace import CacheTrace
+from tmsim.sim.cache.walk import (
+    CacheReplayError,
+    cache_of,
+    default_block_bytes,
+    step_accesses,
+    step_layout,
+    walk_step,
+)
+from tmsim.sim.fluid import Flow, FluidModel, kernel_body
+from tmsim.sim.schedule import kernel_flow, memory_efficiency
+from tmsim.sim.trace import KERNEL, Record, Trace
+from tmsim.workload.graph import Graph
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+Process = Generator[simpy.Event, Any, None]
+
+#: The planner name of a 2LM trace.
+PLANNER = "2lm"
+
+
+def replay_cache(
+    graph: Graph,
+    platform: Platform,
+    *,
+    block_bytes: int | None = None,
+    contention: bool = True,
+    warm: bool = True,
+    cost: CostModel | None = None,
+) -> CacheTrace:
+    """Simulate one training step of ``graph`` on 2LM ``platform`` (see the module documentation).
+
+    ``block_bytes``: the cache walk's block (default
+    :func:`~tmsim.sim.cache.walk.default_block_bytes`); ``warm``: report the second of two
+    steps (steady state) rather than the first, from an empty cache; ``contention``: kernels'
+    reads and writes share the tiers, paying the PMM's read/write mix (else each kernel runs at
+    its roofline rate); ``cost``: the cost model giving operand bytes, compute floors and
+    launch overhead (default ``CostModel(graph, platform)``). Deterministic.
+
+    Raises :class:`CacheReplayError` naming the platform if it has no cache or its backing tier
+    is not a kernel tier, or if ``block_bytes`` is not a positive multiple of the cache line,
+    is larger than one way of the cache or gives it too many frames; :class:`TmsimError` if
+    ``cost`` was built for another graph or platform.
+    """
+    cache = cache_of(platform)
+    if cost is None:
+        cost = CostModel(graph, platform)
+    elif cost.graph is not graph or cost.platform != platform:
+        raise TmsimError("replay_cache: the cost model was built for another graph or platform")
+    n_k = len(graph.kernels)
+    layout = step_layout(graph)
+    walk = walk_step(platform, step_accesses(graph, cost, layout), n_k, block_bytes, warm)
+    classes = [op_class(k.op) for k in graph.kernels]
+    mem_s = _memory_s(platform, classes, walk.read_bytes, walk.write_bytes)
+    serial = cost.overlap is Overlap.SUM
+    eff = memory_efficiency(graph, platform)
+    zero = np.zeros(len(platform.tiers), dtype=np.int64)
+    cores = platform.compute.cores
+    # Reads and writes as two flows, so that the PMM charges their mix (fluid model).
+    flows = [
+        (
+            kernel_flow(walk.read_bytes[k], zero, float(mem_s[k]), cores, float(eff[k])),
+            kernel_flow(zero, walk.write_bytes[k], float(mem_s[k]), cores, float(eff[k])),
+        )
+        for k in range(n_k)
+    ]
+    pre_s = cost.launch_s + np.where(walk.misses > 0, cache.miss_latency_s, 0.0)
+    env = simpy.Environment()
+    fluid = FluidModel(
+        env, platform.tiers, shared=contention, controllers=platform.controller_groups()
+    )
+    start_s, end_s = np.zeros(n_k), np.zeros(n_k)
+    proc = env.process(_step(env, fluid, flows, pre_s, cost.compute_s, serial, start_s, end_s))
+    events = 0
+    while not proc.processed:
+        env.step()
+        events += 1
+
+    uncontended_s = pre_s + _body_s(cost.compute_s, mem_s, serial)
+    records = tuple(
+        Record(
+            kind=KERNEL,
+            name=kern.name,
+            kernel=k,
+            phase=kern.phase.value,
+            src="",
+            dst="",
+            start_s=float(start_s[k]),
+            end_s=float(end_s[k]),
+            read_bytes=tuple(int(x) for x in walk.read_bytes[k]),
+            write_bytes=tuple(int(x) for x in walk.write_bytes[k]),
+            uncontended_s=float(uncontended_s[k]),
+            fast_resident_bytes=int(walk.resident_bytes[k]),
+        )
+        for k, kern in enumerate(graph.kernels)
+    )
+    all_backing_s, all_cache_s = (
+        _all_on_s(platform, cost, classes, platform.tier_index(tier), serial)
+        for tier in (cache.backing_tier, cache.cache_tier)
+    )
+    trace = Trace(
+        graph=graph.name,
+        platform=platform.name,
+        planner=PLANNER,
+        contention=contention,
+        tier_names=platform.tier_names,
+        fast_limit_bytes=walk.cache.capacity_bytes,
+        predicted_s=all_backing_s,
+        simulated_s=float(env.now),
+        events=events,
+        records=records,
+    )
+    return CacheTrace(
+        trace=trace,
+        cache=walk.cache,
+        block_bytes=walk.block_bytes,
+        warm=warm,
+        layout=layout,
+        hits=walk.hits,
+        misses=walk.misses,
+        fills=walk.fills,
+        writebacks=walk.writebacks,
+        accessed_bytes=walk.accessed_bytes,
+        all_backing_s=all_backing_s,
+        all_cache_s=all_cache_s,
+    )
+
+
+def _step(
+    env: simpy.Environment,
+    fluid: FluidModel,
+    flows: list[tuple[Flow, Flow]],
+    pre_s: FloatArray,
+    floor_s: FloatArray,
+    serial: bool,
+    start_s: FloatArray,
+    end_s: FloatArray,
+) -> Process:
+    """The kernels one after another; fills in ``start_s`` and ``end_s``."""
+    for k, pair in enumerate(flows):
+        start_s[k] = env.now
+        if pre_s[k] > 0:
+            yield env.timeout(float(pre_s[k]))
+        yield from kernel_body(env, fluid, pair, float(floor_s[k]), serial)
+        end_s[k] = env.now
+
+
+def _memory_s(
+    platform: Platform,
+    classes: list[OpClass],
+    read_bytes: npt.ArrayLike,
+    write_bytes: npt.ArrayLike,
+) -> FloatArray:
+    """Roofline memory time of each kernel's bytes on each tier (cache tier included)."""
+    r = np.asarray(read_bytes, dtype=np.float64)
+    # The memory time depends on neither the FLOPs nor their dtype; any dtype with a peak does.
+    dtype = platform.compute.dtypes[0]
+    times = roofline(platform, np.zeros(r.shape[0]), classes, r, write_bytes, dtype=dtype)
+    return times.memory_s
+
+
+def _body_s(compute_s: FloatArray, memory_s: FloatArray, serial: bool) -> FloatArray:
+    return compute_s + memory_s if serial else np.maximum(compute_s, memory_s)
+
+
+def _all_on_s(
+    platform: Platform, cost: CostModel, classes: list[OpClass], tier: int, serial: bool
+) -> float:
+    """Step time (cost model, no cache) with every operand's bytes on tier ``tier``."""
+    n_k, n_t = len(cost.graph.kernels), len(platform.tiers)
+    reads, writes = np.zeros((n_k, n_t)), np.zeros((n_k, n_t))
+    reads[:, tier] = np.bincount(cost.op_kernel, weights=cost.op_read_bytes, minlength=n_k)
+    writes[:, tier] = np.bincount(cost.op_kernel, weights=cost.op_write_bytes, minlength=n_k)
+    body = _body_s(cost.compute_s, _memory_s(platform, classes, reads, writes), serial)
+    return float(np.sum(body + cost.launch_s))
+
+
+__all__ = ["PLANNER", "CacheReplayError", "CacheTrace", "default_block_bytes", "replay_cache"]

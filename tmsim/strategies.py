@@ -1,0 +1,138 @@
+"""Every strategy by name: what it is, how it runs, where it applies, how figures draw it.
+
+One registry serves ``tmsim plan`` (the planners), ``tmsim compare``, sweeps and the figures.
+A strategy is a *planner* (a heuristic, or one of AutoTM's MILP formulations), whose plan is
+validated and replayed, or a *hardware-managed* baseline that is simulated directly (2LM:
+the DRAM cache; unified memory: pages migrated on demand by the GPU driver).
+
+Where a strategy applies depends on which tiers kernels reach (:func:`applicable`):
+
+- on a platform whose kernels reach a tier beyond the fastest (a CPU with DRAM and PMM):
+  every strategy but ``vdnn`` and ``unified-memory``, and ``2lm`` only where the platform
+  describes its memory mode;
+- where kernels reach only the fastest tier (a GPU): ``all-fast``, ``vdnn``, the MILP
+  formulations and ``unified-memory``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from types import MappingProxyType
+
+from hwmodels.platform import Platform
+from tmsim.errors import TmsimError
+
+
+class Kind(StrEnum):
+    """How a strategy runs: a heuristic planner, a MILP formulation, or a simulation."""
+
+    HEURISTIC = "heuristic"
+    MILP = "milp"
+    SIMULATION = "simulation"
+
+
+class Reach(StrEnum):
+    """Where a strategy applies: platforms whose kernels reach a slower tier (``SLOW``), only
+    the fastest tier (``FAST``), or either (``ANY``)."""
+
+    ANY = "any"
+    SLOW = "slow"
+    FAST = "fast"
+
+
+@dataclass(frozen=True, slots=True)
+class Strategy:
+    """One strategy: ``name``, ``kind``, ``reach`` (see :class:`Reach`), a one-line
+    ``summary`` and the ``color`` every figure draws it in."""
+
+    name: str
+    kind: Kind
+    reach: Reach
+    summary: str
+    color: str
+
+
+_H, _M, _S = Kind.HEURISTIC, Kind.MILP, Kind.SIMULATION
+_ANY, _SLOW, _FAST = Reach.ANY, Reach.SLOW, Reach.FAST
+_TABLE = (
+    ("all-fast", _H, _ANY, "every tensor in the fastest tier, as large as the step needs"),
+    ("all-slow", _H, _SLOW, "every tensor in the slowest tier kernels reach"),
+    ("first-touch", _H, _SLOW, "NUMA first touch: tensors in creation order fill fast tiers"),
+    ("greedy", _H, _SLOW, "static placement by time saved per byte"),
+    ("vdnn", _H, _FAST, "vDNN: activations offloaded between forward and backward uses"),
+    ("static", _M, _ANY, "AutoTM's MILP: every tensor stays where it is created"),
+    ("sync", _M, _ANY, "AutoTM's MILP: blocking copies at a tensor's users"),
+    ("async", _M, _ANY, "AutoTM's MILP: copies also beside kernels near a tensor's users"),
+    ("2lm", _S, _SLOW, "memory mode: the fastest tier a hardware cache of the next"),
+    ("unified-memory", _S, _FAST, "CUDA managed memory: pages migrate on demand"),
+)
+#: The colour of each strategy in every figure (the hardware-managed baselines share one).
+_COLORS = {
+    "all-fast": "#4d4d4d",
+    "all-slow": "#bababa",
+    "first-touch": "#e08214",
+    "greedy": "#fdb863",
+    "vdnn": "#80cdc1",
+    "static": "#8073ac",
+    "sync": "#2166ac",
+    "async": "#1b7837",
+    "2lm": "#b2182b",
+    "unified-memory": "#b2182b",
+}
+
+#: Every strategy, in the order tables list them.
+STRATEGIES: Mapping[str, Strategy] = MappingProxyType(
+    {
+        name: Strategy(name, kind, reach, summary, _COLORS[name])
+        for name, kind, reach, summary in _TABLE
+    }
+)
+
+
+def names(kind: Kind | None = None) -> tuple[str, ...]:
+    """Names of every strategy (of ``kind``, if given), in table order."""
+    return tuple(s.name for s in STRATEGIES.values() if kind is None or s.kind is kind)
+
+
+def strategy(name: str) -> Strategy:
+    """The strategy called ``name``; raises :class:`TmsimError` listing the known ones."""
+    try:
+        return STRATEGIES[name]
+    except KeyError:
+        raise TmsimError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}") from None
+
+
+def kernels_reach_slow(platform: Platform) -> bool:
+    """Whether kernels on ``platform`` reach an addressable tier beyond the fastest."""
+    fastest = platform.addressable_tiers[0].name
+    return any(t != fastest for t in platform.kernel_tiers)
+
+
+def applicable(platform: Platform) -> tuple[str, ...]:
+    """The strategies that apply to ``platform`` (see the module documentation), in table
+    order. Raises :class:`TmsimError` for a platform with fewer than two addressable tiers
+    or in memory mode (a hardware cache hides its fastest tier: compare the flat platform)."""
+    if platform.cache is not None or len(platform.addressable_tiers) < 2:
+        raise TmsimError(
+            f"platform {platform.name!r}: strategies need two addressable tiers (for a platform "
+            "in memory mode, use the flat one: the 2lm strategy simulates its cache)"
+        )
+    reach = Reach.SLOW if kernels_reach_slow(platform) else Reach.FAST
+    out = [s.name for s in STRATEGIES.values() if s.reach in (Reach.ANY, reach)]
+    if platform.memory_mode is None and "2lm" in out:
+        out.remove("2lm")
+    return tuple(out)
+
+
+__all__ = [
+    "STRATEGIES",
+    "Kind",
+    "Reach",
+    "Strategy",
+    "applicable",
+    "kernels_reach_slow",
+    "names",
+    "strategy",
+]

@@ -1,0 +1,396 @@
+"""Declarative sweeps: evaluate every point of a spec (:mod:`tmsim.sweep.spec`) in a local
+process pool or on a Dask cluster, one result file per point, then one tidy table.
+
+Layout of the output folder ``DIR``:
+
+- ``points/<key>.json``: one finished point (its configuration, the resolved platform, the
+  :class:`~tmsim.compare.Row`, the evaluation's wall time and the run's provenance), written
+  atomically by the coordinating process as soon as the point is done. A point whose file
+  exists is never evaluated again: an interrupted sweep resumes where it stopped. Files are
+  keyed by configuration, not by code version: delete ``points/`` to recompute after changing
+  the code.
+- ``failed/<key>.json``: a point whose evaluation raised (a bug, memory, a lost worker: a
+  local one breaks the pool and fails every point still queued), with the traceback. It is
+  retried by the next run and its file removed once it succeeds. A strategy that cannot run
+  (no plan fits, the solver found none) is not a failure: ``compare`` gives a row with status
+  ``error``, a final answer that is kept.
+- ``results.parquet`` (or ``.csv``): every point of the spec, written once none is pending,
+  with the spec, counts and provenance as metadata (:func:`tmsim.results.write_table`).
+  Failed points appear with status ``failed`` and their error.
+
+A task evaluates one point, or the MILP points of one workload, platform and capacity, which
+:func:`tmsim.compare.compare` solves as one chain (static, then sync from it, then async).
+Slowdowns are computed as the table is built, over each point's ``all-fast`` baseline point.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from hwmodels.serialize import platform_from_dict
+from tmsim.compare import CompareSettings, Row, compare, rows_frame
+from tmsim.errors import TmsimError
+from tmsim.planners import PlanSettings
+from tmsim.results import provenance, write_table
+from tmsim.sweep.spec import MILP_STRATEGIES, Point, Sweep
+from tmsim.workload.zoo import training_graph_of
+
+#: Table formats :func:`run_sweep` writes.
+FORMATS = ("parquet", "csv")
+
+
+class SweepError(TmsimError):
+    """A sweep cannot run: a bad option, an unreadable point file, an unreachable cluster."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """Points evaluated together: one, or the MILP points of one workload and capacity."""
+
+    points: tuple[Point, ...]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What evaluating one point gave: the row as JSON-ready data (NaN as None), or ``error``
+    (one line) and ``detail`` (the traceback) if the evaluation raised; ``elapsed_s``: wall
+    seconds of the task that computed it."""
+
+    key: str
+    row: dict[str, Any] | None
+    elapsed_s: float
+    error: str = ""
+    detail: str = ""
+
+
+#: ``evaluate(task) -> outcomes``, one per point of the task; must be picklable.
+Evaluator = Callable[[Task], list[Outcome]]
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Progress of a run: ``total`` points; ``reused`` finished before it; ``evaluated`` and
+    ``failed`` in it so far; ``pending`` neither finished nor failed yet."""
+
+    total: int
+    reused: int
+    evaluated: int = 0
+    failed: int = 0
+
+    @property
+    def pending(self) -> int:
+        return self.total - self.reused - self.evaluated - self.failed
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    """How a run ended: its counts, the table written (None while points are pending) and
+    one line per point that failed in it."""
+
+    counts: Counts
+    table: Path | None
+    failures: tuple[str, ...] = ()
+
+
+def evaluate_task(task: Task) -> list[Outcome]:
+    """Evaluate every point of ``task`` with :func:`tmsim.compare.compare`; never raises: an
+    exception becomes a failed :class:`Outcome` for each point of the task."""
+    first = task.points[0]
+    start = time.perf_counter()
+    try:
+        graph = training_graph_of(first.model, first.batch, first.dtype)
+        platform = platform_from_dict(first.platform_si, f"platform {first.platform}")
+        settings = CompareSettings(
+            plan=_plan_settings(first),
+            contention=first.contention,
+            strategies=tuple(p.strategy for p in task.points),
+            cache_block_bytes=first.cache_block_bytes,
+        )
+        rows = {r.strategy: r for r in compare(graph, platform, settings)}
+    except Exception as exc:  # any failure is recorded and retried, never fatal to the sweep
+        elapsed = time.perf_counter() - start
+        line, detail = f"{type(exc).__name__}: {exc}", traceback.format_exc()
+        return [Outcome(p.key, None, elapsed, line, detail) for p in task.points]
+    elapsed = time.perf_counter() - start
+    return [Outcome(p.key, _json_row(rows[p.strategy]), elapsed) for p in task.points]
+
+
+def _plan_settings(p: Point) -> PlanSettings:
+    plan = PlanSettings(capacity=p.capacity)
+    if p.solver is None or p.target_gap is None or p.window is None:
+        return plan  # not a MILP point: the heuristics and simulations ignore the rest
+    return replace(
+        plan, solver=p.solver, time_limit_s=p.time_limit_s, gap=p.target_gap, window=p.window
+    )
+
+
+def _json_row(row: Row) -> dict[str, Any]:
+    return {k: None if v != v else v for k, v in asdict(row).items()}  # NaN != NaN
+
+
+def plan_tasks(points: Sequence[Point]) -> list[Task]:
+    """Group ``points`` into tasks (see :class:`Task`), in the order of their first point."""
+    groups: dict[str, list[Point]] = {}
+    for p in points:
+        group = p.key if p.strategy not in MILP_STRATEGIES else _milp_group(p)
+        groups.setdefault(group, []).append(p)
+    return [Task(tuple(g)) for g in groups.values()]
+
+
+def _milp_group(p: Point) -> str:
+    config = {k: v for k, v in p.config().items() if k not in ("strategy", "role")}
+    return json.dumps([config, p.platform_si], sort_keys=True, default=str)
+
+
+class PointStore:
+    """The point files of one output folder (see the module docstring)."""
+
+    def __init__(self, out_dir: str | os.PathLike[str]) -> None:
+        self.root = Path(out_dir)
+        self.done_dir = self.root / "points"
+        self.failed_dir = self.root / "failed"
+
+    def finished(self) -> set[str]:
+        """Keys of the finished points."""
+        if not self.done_dir.is_dir():
+            return set()
+        return {p.stem for p in self.done_dir.glob("*.json")}
+
+    def read(self, key: str) -> dict[str, Any] | None:
+        """The record of point ``key``: finished, else failed, else None. Raises
+        :class:`SweepError` naming a file that is not a point record."""
+        for folder in (self.done_dir, self.failed_dir):
+            path = folder / f"{key}.json"
+            if path.is_file():
+                try:
+                    record: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+                except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                    raise SweepError(f"{path}: not a point record ({exc}); delete it") from None
+                if record.get("key") != key:
+                    raise SweepError(f"{path}: holds point {record.get('key')!r}; delete it")
+                return record
+        return None
+
+    def write(self, point: Point, outcome: Outcome, meta: dict[str, Any]) -> None:
+        """Record ``outcome`` atomically: finished (and clear an old failure) or failed."""
+        record = {
+            "key": point.key,
+            "config": point.config(),
+            "platform": point.platform_si,
+            "row": outcome.row,
+            "elapsed_s": None if math.isnan(outcome.elapsed_s) else outcome.elapsed_s,
+            "error": outcome.error,
+            "detail": outcome.detail,
+            "provenance": meta,
+        }
+        ok = outcome.row is not None
+        _write_json((self.done_dir if ok else self.failed_dir) / f"{point.key}.json", record)
+        if ok:
+            (self.failed_dir / f"{point.key}.json").unlink(missing_ok=True)
+
+
+def _write_json(path: Path, record: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # The pid keeps two coordinators writing into one folder from sharing a temporary file.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(record, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def run_sweep(
+    sweep: Sweep,
+    out_dir: str | os.PathLike[str],
+    *,
+    workers: int | None = None,
+    dask_address: str | None = None,
+    table_format: str = "parquet",
+    limit: int | None = None,
+    progress: Callable[[Counts], None] | None = None,
+    evaluate: Evaluator = evaluate_task,
+) -> SweepReport:
+    """Evaluate the points of ``sweep`` not yet finished in ``out_dir``, then write the table.
+
+    ``workers``: local processes (default ``os.cpu_count()``; 1 evaluates in this process);
+    ``dask_address``: submit to the Dask scheduler there instead (needs ``distributed``);
+    ``limit``: start at most about this many points (whole tasks) and leave the rest pending;
+    ``progress(counts)``: called at the start and after each task. The table is written only
+    when no point is pending. Raises :class:`SweepError` for a bad option or an unreachable
+    scheduler; failures of points are recorded, not raised."""
+    if table_format not in FORMATS:
+        raise SweepError(f"table format must be one of {', '.join(FORMATS)}, got {table_format!r}")
+    for name, value in (("workers", workers), ("limit", limit)):
+        if value is not None and value < 1:
+            raise SweepError(f"{name} must be >= 1, got {value}")
+    if dask_address is not None and workers is not None:
+        raise SweepError("give workers or a Dask scheduler address, not both")
+    store = PointStore(out_dir)
+    done = store.finished()
+    todo = [p for p in sweep.points if p.key not in done]
+    tasks = plan_tasks(todo)
+    if limit is not None:  # whole tasks, while fewer than ``limit`` points are started
+        started = itertools.accumulate((len(t.points) for t in tasks), initial=0)
+        tasks = [t for t, before in zip(tasks, started, strict=False) if before < limit]
+    counts = Counts(total=len(sweep.points), reused=len(sweep.points) - len(todo))
+    meta = provenance(sweep.settings.solver, sweep.seed)
+    runner: Iterator[list[Outcome]] = iter(())  # nothing to do: no pool, no connection
+    if tasks:
+        runner = (
+            _run_dask(tasks, evaluate, dask_address)
+            if dask_address is not None
+            else _run_local(tasks, evaluate, workers or os.cpu_count() or 1)
+        )
+    if progress is not None:
+        progress(counts)
+    by_key = {p.key: p for p in todo}
+    failures: list[str] = []
+    for outcomes in runner:
+        for o in outcomes:
+            store.write(by_key[o.key], o, meta)
+            if o.row is None:
+                failures.append(f"{o.key}: {o.error}")
+        bad = sum(o.row is None for o in outcomes)
+        counts = Counts(
+            counts.total, counts.reused, counts.evaluated + len(outcomes) - bad, counts.failed + bad
+        )
+        if progress is not None:
+            progress(counts)
+    table = None
+    if counts.pending == 0:
+        frame = sweep_table(sweep, store)
+        path = Path(out_dir) / f"results.{table_format}"
+        table = write_table(frame, path, _table_meta(sweep, frame, meta))
+    return SweepReport(counts, table, tuple(failures))
+
+
+def _run_local(tasks: list[Task], evaluate: Evaluator, workers: int) -> Iterator[list[Outcome]]:
+    """Outcomes of ``tasks`` as they finish: in this process if ``workers`` is 1 (no pickling,
+    the easiest to debug), else in a pool of ``workers`` processes."""
+    if workers == 1 or len(tasks) == 1:
+        for t in tasks:
+            try:
+                outcomes = evaluate(t)
+            except Exception as exc:  # as in a pool: an evaluator that raises fails its points
+                outcomes = _failed(t, exc)
+            yield outcomes
+        return
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)))
+    try:
+        pending: dict[Future[list[Outcome]], Task] = {pool.submit(evaluate, t): t for t in tasks}
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                task = pending.pop(fut)
+                try:
+                    yield fut.result()
+                except Exception as exc:  # a worker died (BrokenProcessPool) or unpickling failed
+                    yield _failed(task, exc)
+    finally:
+        # On an interrupt, queued tasks are dropped; their points stay pending for the next run.
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _run_dask(tasks: list[Task], evaluate: Evaluator, address: str) -> Iterator[list[Outcome]]:
+    """Outcomes of ``tasks`` as they finish on the Dask cluster whose scheduler is at
+    ``address`` (connected to at once, so a bad address fails before any work); the workers
+    need this package installed."""
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise SweepError(
+            "--dask needs the distributed package: pip install 'tmsim[dask]'"
+        ) from None
+    try:
+        client = Client(address, timeout="20s")
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise SweepError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+
+    def outcomes() -> Iterator[list[Outcome]]:
+        try:
+            futures = {client.submit(evaluate, t, pure=False): t for t in tasks}
+            for fut in as_completed(futures):
+                try:
+                    yield fut.result()
+                except Exception as exc:  # a worker was lost, or the task could not be shipped
+                    yield _failed(futures[fut], exc)
+        finally:
+            client.close()
+
+    return outcomes()
+
+
+def _failed(task: Task, exc: BaseException) -> list[Outcome]:
+    line = f"{type(exc).__name__}: {exc}"
+    detail = "".join(traceback.format_exception(exc))
+    return [Outcome(p.key, None, math.nan, line, detail) for p in task.points]
+
+
+def sweep_table(sweep: Sweep, store: PointStore) -> pd.DataFrame:
+    """One row per point of ``sweep`` with a record in ``store`` (finished or failed): the
+    point's configuration columns, the :class:`Row` fields (``slowdown`` over the point's
+    baseline), ``elapsed_s`` and the ``git_commit`` it was computed at. Raises
+    :class:`SweepError` for an unreadable point file."""
+    found = [(p, rec) for p in sweep.points if (rec := store.read(p.key)) is not None]
+    rows = [_row_of(p, rec) for p, rec in found]
+    simulated = {p.key: r.simulated_s for (p, _), r in zip(found, rows, strict=True)}
+    results = rows_frame(rows).drop(columns=["strategy"])
+    results["slowdown"] = [
+        r.simulated_s / simulated.get(p.baseline().key, math.nan)
+        for (p, _), r in zip(found, rows, strict=True)
+    ]
+    results["elapsed_s"] = [_nan(rec["elapsed_s"]) for _, rec in found]
+    results["git_commit"] = [rec["provenance"].get("git_commit", "") for _, rec in found]
+    configs = pd.DataFrame([{"key": p.key, **p.config()} for p, _ in found])
+    return pd.concat([configs, results], axis=1)
+
+
+def _row_of(point: Point, record: dict[str, Any]) -> Row:
+    if record["row"] is None:
+        return Row(point.strategy, "", "failed", error=record["error"])
+    known = {f.name for f in fields(Row)}
+    return Row(**{k: _nan(v) for k, v in record["row"].items() if k in known})
+
+
+def _nan(value: Any) -> Any:
+    return math.nan if value is None else value
+
+
+def _table_meta(sweep: Sweep, frame: pd.DataFrame, meta: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "sweep": {k: getattr(sweep, k) for k in ("name", "seed", "description", "source", "spec")},
+        "settings": asdict(sweep.settings),
+        "skipped": list(sweep.skipped),
+        "counts": {
+            "points": len(frame),
+            "failed": int((frame["status"] == "failed").sum()),
+            "error": int((frame["status"] == "error").sum()),
+        },
+        "provenance": meta,
+    }
+
+
+__all__ = [
+    "FORMATS",
+    "Counts",
+    "Evaluator",
+    "Outcome",
+    "PointStore",
+    "SweepError",
+    "SweepReport",
+    "Task",
+    "evaluate_task",
+    "plan_tasks",
+    "run_sweep",
+    "sweep_table",
+]

@@ -1,0 +1,402 @@
+"""Sweep specifications: a TOML grid over workload, platform, capacity and strategy, expanded
+into fully resolved :class:`Point` values, each with a stable key.
+
+A spec has four parts, every key explained in ``experiments/sweeps/example.toml``:
+``[sweep]`` (name, seed, description), ``[grid]`` (lists of models, batches, dtypes,
+platforms, ratios or fast-memory sizes, strategies, and ``[grid.overrides]``: platform fields
+by dotted path, :mod:`tmsim.sweep.overrides`, each a list of values), ``[settings]`` (one
+value each: solver settings, contention, the 2LM block size) and optional ``[[points]]`` with
+one value per key. The grid is the cartesian product; unknown keys anywhere are errors.
+
+Grid combinations whose strategy does not apply to their platform (:func:`applicable`) are
+dropped and listed in :attr:`Sweep.skipped`; an explicit point that does not apply is an error.
+Every workload and platform also gets an ``all-fast`` *baseline* point (role ``baseline``, at
+the platform's own capacity) unless the grid already holds it: the sweep's slowdowns are over
+it. Strategy-specific settings are recorded only where they matter (solver settings for the
+MILP strategies, the block size for ``2lm``) and are ``None`` elsewhere, so changing the time
+limit recomputes no heuristic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
+from pathlib import Path
+from typing import Any, NoReturn
+
+from tmsim.capacity import Capacity, CapacityError, parse_bytes
+from tmsim.compare import CompareSettings
+from tmsim.errors import TmsimError
+from tmsim.planners import PlanSettings
+from tmsim.strategies import STRATEGIES, Kind, applicable, names
+from tmsim.sweep.overrides import Fail, PlatformDocs
+from tmsim.workload.tensors import DTYPE_BYTES
+from tmsim.workload.zoo import MODELS
+
+#: Strategies whose points carry the solver settings (solved together as one MILP chain).
+MILP_STRATEGIES = names(Kind.MILP)
+_AXES = ("model", "batch", "dtype", "platform", "ratio", "fast_bytes", "strategy")
+_REQUIRED = ("model", "batch", "platform", "strategy")
+
+
+class SweepSpecError(TmsimError, ValueError):
+    """A sweep spec is malformed; the one-line message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """Settings of every point, with their defaults (those of :class:`PlanSettings` and
+    :class:`CompareSettings`); ``cache_block_bytes`` None: the 2LM simulator's default."""
+
+    time_limit_s: float | None = PlanSettings.time_limit_s
+    gap: float = PlanSettings.gap
+    window: int = PlanSettings.window
+    solver: str = PlanSettings.solver
+    contention: bool = CompareSettings.contention
+    cache_block_bytes: int | None = CompareSettings.cache_block_bytes
+
+
+@dataclass(frozen=True)
+class Point:
+    """One fully resolved evaluation: a workload, a platform (after overrides), a capacity and
+    one strategy, with the settings that matter to that strategy (None where they do not).
+
+    ``platform_si`` is the resolved platform as :func:`platform_to_dict` writes it; ``role`` is
+    ``grid`` (asked for) or ``baseline`` (added for the slowdowns) and is not part of the key.
+    """
+
+    model: str
+    batch: int
+    dtype: str
+    platform: str
+    overrides: tuple[tuple[str, Any], ...]
+    ratio: str | None
+    fast_bytes: int | None
+    strategy: str
+    contention: bool
+    solver: str | None
+    time_limit_s: float | None
+    target_gap: float | None
+    window: int | None
+    cache_block_bytes: int | None
+    seed: int
+    platform_si: Mapping[str, Any] = field(repr=False)
+    role: str = field(default="grid", compare=False)
+
+    def config(self) -> dict[str, Any]:
+        """The point's configuration as flat columns (each override its own column)."""
+        out = {k: v for k, v in asdict(self).items() if k not in ("overrides", "platform_si")}
+        out["platform_name"] = self.platform_si["name"]
+        out.update(dict(self.overrides))
+        return out
+
+    @cached_property
+    def key(self) -> str:
+        """A stable 16-hex-digit hash of the configuration with the resolved platform in SI
+        units in place of the overrides: overrides that make the same platform (``30`` and
+        ``30.0``, GBps and bytes_per_s) make the same point."""
+        ident = {k: v for k, v in asdict(self).items() if k not in ("overrides", "role")}
+        text = json.dumps(ident, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def capacity(self) -> Capacity | None:
+        """The point's fast-tier capacity (None: the platform's own)."""
+        if self.fast_bytes is not None:
+            return Capacity.of_bytes(self.fast_bytes)
+        return None if self.ratio is None else Capacity.parse(self.ratio)
+
+    def baseline(self) -> Point:
+        """The ``all-fast`` point this point's slowdown is measured against."""
+        return replace(
+            self,
+            strategy="all-fast",
+            ratio=None,
+            fast_bytes=None,
+            role="baseline",
+            **_strategy_settings("all-fast", None),
+        )
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """An expanded spec: its points (grid and explicit, then baselines; no two with one key),
+    the grid combinations dropped as inapplicable, and the spec as read (for metadata)."""
+
+    name: str
+    seed: int
+    description: str
+    source: str
+    settings: SweepSettings
+    points: tuple[Point, ...]
+    skipped: tuple[str, ...]
+    spec: Mapping[str, Any]
+
+
+def load_sweep(path: str | Path) -> Sweep:
+    """Read and expand the spec file at ``path``.
+
+    Raises :class:`SweepSpecError` naming the file and key for bad TOML, an unknown or
+    missing key, a wrong type or value, a bad override path, or a platform that the overrides
+    make invalid; ``OSError`` if the file cannot be read.
+    """
+    source = Path(path)
+    try:
+        data = tomllib.loads(source.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SweepSpecError(f"{source}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise SweepSpecError(f"{source}: not valid TOML: not UTF-8 text") from None
+    return sweep_from_dict(data, str(source), source.parent, source.stem)
+
+
+def sweep_from_dict(
+    data: Mapping[str, Any], origin: str, base_dir: Path = Path("."), default_name: str = "sweep"
+) -> Sweep:
+    """Expand a spec given as a dict (see the module docstring); ``origin`` names it in
+    errors and platform files are found relative to ``base_dir``. Raises
+    :class:`SweepSpecError`."""
+    fail = _failer(origin)
+    _only(data, ("sweep", "grid", "settings", "points"), "", fail)
+    head = _table(data, "sweep", fail)
+    _only(head, ("name", "seed", "description"), "sweep", fail)
+    name = _typed(head.get("name", default_name), str, "sweep.name", fail)
+    seed = _typed(head.get("seed", 0), int, "sweep.seed", fail)
+    description = _typed(head.get("description", ""), str, "sweep.description", fail)
+    settings = _settings(_table(data, "settings", fail), fail)
+    _check_solver(settings, fail)
+    if "grid" not in data and "points" not in data:
+        fail("", "give a [grid] table, [[points]], or both")
+    docs = PlatformDocs(base_dir, fail)
+    points: list[Point] = []
+    skipped: list[str] = []
+    if "grid" in data:
+        _grid(_table(data, "grid", fail), settings, seed, docs, points, skipped, fail)
+    raw_points = data.get("points", [])
+    if not isinstance(raw_points, list):
+        fail("points", "must be an array of tables ([[points]])")
+    for i, raw in enumerate(raw_points):
+        where = f"points[{i}]"
+        if not isinstance(raw, Mapping):
+            fail(where, "must be a table")
+        _only(raw, (*_AXES, "overrides"), where, fail)
+        axes = {a: [raw[a]] for a in _AXES if a in raw}
+        over = _table(raw, "overrides", fail, where)
+        got = _expand(axes, {k: [v] for k, v in over.items()}, settings, seed, docs, where, fail)
+        for point, reason in got:
+            if reason:
+                fail(where, reason)
+            points.append(point)
+    baselines = [p.baseline() for p in points]
+    unique: dict[str, Point] = {}
+    for p in (*points, *baselines):
+        unique.setdefault(p.key, p)
+    return Sweep(
+        name, seed, description, origin, settings, tuple(unique.values()), tuple(skipped), data
+    )
+
+
+def _grid(
+    grid: Mapping[str, Any],
+    settings: SweepSettings,
+    seed: int,
+    docs: PlatformDocs,
+    points: list[Point],
+    skipped: list[str],
+    fail: Fail,
+) -> None:
+    _only(grid, (*_AXES, "overrides"), "grid", fail)
+    axes = {a: grid[a] if isinstance(grid[a], list) else [grid[a]] for a in _AXES if a in grid}
+    over = _table(grid, "overrides", fail, "grid")
+    for path, values in over.items():
+        if not isinstance(values, list) or not values:
+            fail(f"grid.overrides.{path}", "must be a non-empty list of values")
+    for point, reason in _expand(axes, over, settings, seed, docs, "grid", fail):
+        if reason:
+            skipped.append(reason)
+        else:
+            points.append(point)
+
+
+def _expand(
+    axes: Mapping[str, list[Any]],
+    overrides: Mapping[str, list[Any]],
+    settings: SweepSettings,
+    seed: int,
+    docs: PlatformDocs,
+    where: str,
+    fail: Fail,
+) -> list[tuple[Point, str]]:
+    """The product of ``axes`` and ``overrides``: (point, "") or (point, why it is dropped)."""
+    for a in _REQUIRED:
+        if a not in axes:
+            fail(where, f"missing key {a!r}")
+    if "ratio" in axes and "fast_bytes" in axes:
+        fail(where, "give ratio or fast_bytes, not both")
+    for a, values in axes.items():
+        if not values:
+            fail(f"{where}.{a}", "must not be empty")
+        for v in values:
+            _check_axis(a, v, f"{where}.{a}", fail)
+    over_values = [_normalize(f"{where}.overrides.{k}", v, fail) for k, v in overrides.items()]
+    capacity = [("ratio", v) for v in axes.get("ratio", [])] + [
+        ("fast_bytes", v if isinstance(v, int) else parse_bytes(v))
+        for v in axes.get("fast_bytes", [])
+    ] or [("ratio", None)]
+    out = []
+    for model, batch, dtype, label, *combo, cap, strategy in itertools.product(
+        axes["model"],
+        axes["batch"],
+        axes.get("dtype", ["fp32"]),
+        axes["platform"],
+        *over_values,
+        capacity,
+        axes["strategy"],
+    ):
+        chosen = tuple(sorted(zip(overrides, combo, strict=True), key=lambda o: o[0]))
+        platform, si = docs.resolve(label, chosen, where)
+        if dtype not in dict(platform.compute.peak_flop_per_s):
+            fail(f"{where}.dtype", f"platform {label!r} has no peak rate for {dtype!r}")
+        point = Point(
+            model=model,
+            batch=batch,
+            dtype=dtype,
+            platform=label,
+            overrides=chosen,
+            ratio=cap[1] if cap[0] == "ratio" else None,
+            fast_bytes=cap[1] if cap[0] == "fast_bytes" else None,
+            strategy=strategy,
+            contention=settings.contention,
+            seed=seed,
+            platform_si=si,
+            **_strategy_settings(strategy, settings),
+        )
+        try:
+            ok = strategy in applicable(platform)
+        except TmsimError as exc:
+            fail(f"{where}.platform", str(exc))
+        reason = "" if ok else f"{strategy} does not apply to {label} ({model} b{batch})"
+        out.append((point, reason))
+    return out
+
+
+def _strategy_settings(strategy: str, s: SweepSettings | None) -> dict[str, Any]:
+    milp = s if s is not None and strategy in MILP_STRATEGIES else None
+    return {
+        "solver": milp.solver if milp else None,
+        "time_limit_s": milp.time_limit_s if milp else None,
+        "target_gap": milp.gap if milp else None,
+        "window": milp.window if milp else None,
+        "cache_block_bytes": s.cache_block_bytes if s is not None and strategy == "2lm" else None,
+    }
+
+
+def _check_axis(axis: str, value: Any, where: str, fail: Fail) -> None:
+    if axis == "batch" or (axis == "fast_bytes" and not isinstance(value, str)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            fail(where, f"must be a positive integer, got {value!r}")
+        return
+    if not isinstance(value, str):
+        fail(where, f"must be a string, got {value!r}")
+    known: dict[str, Sequence[str]] = {
+        "model": tuple(MODELS),
+        "dtype": tuple(DTYPE_BYTES),
+        "strategy": tuple(STRATEGIES),
+    }
+    if axis in known and value not in known[axis]:
+        fail(where, f"unknown {axis} {value!r}; known: {', '.join(known[axis])}")
+    try:
+        if axis == "ratio" and Capacity.parse(value).ratio is None:
+            fail(where, f"ratio must look like '4:1' (slow:fast, fast > 0), got {value!r}")
+        if axis == "fast_bytes":
+            parse_bytes(value)
+    except CapacityError as exc:
+        fail(where, str(exc))
+
+
+def _check_solver(s: SweepSettings, fail: Fail) -> None:
+    import cvxpy  # the MILP's solver registry; imported here because only checks need it
+
+    if s.solver.upper() not in cvxpy.installed_solvers():
+        fail(
+            "settings.solver",
+            f"solver {s.solver!r} is not installed "
+            f"(installed: {', '.join(cvxpy.installed_solvers())})",
+        )
+
+
+def _settings(raw: Mapping[str, Any], fail: Fail) -> SweepSettings:
+    base = SweepSettings()
+    _only(raw, tuple(asdict(base)), "settings", fail)
+    kinds: dict[str, type | tuple[type, ...]] = {
+        "time_limit_s": (int, float),
+        "gap": (int, float),
+        "window": int,
+        "solver": str,
+        "contention": bool,
+        "cache_block_bytes": int,
+    }
+    for key, value in raw.items():
+        _typed(value, kinds[key], f"settings.{key}", fail)
+        positive = key in ("time_limit_s", "cache_block_bytes")
+        if key in ("time_limit_s", "gap", "window", "cache_block_bytes") and (
+            value < 0 or (positive and value == 0) or not math.isfinite(value)
+        ):
+            fail(f"settings.{key}", f"must be {'> 0' if positive else '>= 0'}, got {value!r}")
+    # Floats where floats are meant, so that ``60`` and ``60.0`` give one key.
+    floats = {k: float(v) for k, v in raw.items() if k in ("time_limit_s", "gap")}
+    return replace(base, **{**raw, **floats})
+
+
+def _normalize(where: str, values: list[Any], fail: Fail) -> list[Any]:
+    """Override values checked to be TOML values without dates; mixed int/float -> floats."""
+    for v in values:
+        if not isinstance(v, bool | int | float | str | list):
+            fail(where, f"{v} is not a number, string, boolean or array")
+    if any(isinstance(v, float) for v in values):
+        return [float(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in values]
+    return values
+
+
+def _failer(origin: str) -> Fail:
+    def fail(where: str, message: str) -> NoReturn:
+        raise SweepSpecError(f"{origin}: {where}: {message}" if where else f"{origin}: {message}")
+
+    return fail
+
+
+def _only(table: Mapping[str, Any], allowed: Sequence[str], where: str, fail: Fail) -> None:
+    for key in table:
+        if key not in allowed:
+            place = f"{where}.{key}" if where else key
+            fail(place, f"unknown key (known here: {', '.join(allowed) or 'none'})")
+
+
+def _table(data: Mapping[str, Any], key: str, fail: Fail, where: str = "") -> Mapping[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, Mapping):
+        fail(f"{where}.{key}" if where else key, "must be a table")
+    return value
+
+
+def _typed(value: Any, kind: type | tuple[type, ...], where: str, fail: Fail) -> Any:
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        fail(where, f"must be {getattr(kind, '__name__', 'a number')}, got {value!r}")
+    return value
+
+
+__all__ = [
+    "MILP_STRATEGIES",
+    "Point",
+    "Sweep",
+    "SweepSettings",
+    "SweepSpecError",
+    "load_sweep",
+    "sweep_from_dict",
+]
