@@ -18,9 +18,8 @@ import numpy as np
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity, fast_limit_bytes
 from tmsim.cost import CostModel
-from tmsim.planners.assemble import SLOW
 from tmsim.planners.milp.build import build_model
-from tmsim.planners.milp.network import Formulation
+from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.milp.overlap import overlap_copies
 from tmsim.planners.milp.solve import lift, solve, solver_options
 from tmsim.workload.zoo import training_graph_of
@@ -45,13 +44,12 @@ def main() -> None:
         graph = training_graph_of(name, batch)
         platform = load_preset(preset)
         cost = CostModel(graph, platform)
-        gpu = not platform.kernel_tier_mask()[SLOW]
         limit = fast_limit_bytes(graph, platform, None if ratio is None else Capacity.parse(ratio))
         limits = np.full(len(graph.kernels), limit, dtype=np.int64)
-        sync = build_model(cost, WINDOW, Formulation.SYNC, limits, gpu, relax=False)
+        sync = build_model(cost, WINDOW, Formulation.SYNC, limits, relax=False)
         solve(sync, "HIGHS", solver_options("HIGHS", 0.01, 120.0), False)
         started = time.perf_counter()
-        model = build_model(cost, WINDOW, Formulation.ASYNC, limits, gpu, relax=False)
+        model = build_model(cost, WINDOW, Formulation.ASYNC, limits, relax=False)
         built = time.perf_counter()
         start = lift(sync, np.asarray(sync.x.value) > 0.5, model)
         lifted = time.perf_counter()

@@ -28,8 +28,10 @@ def _best_s(fn: Callable[[], object], repeats: int = REPEATS) -> float:
 
 
 def main() -> None:
-    print(f"{'model':14s} {'kernels':>8s} {'tensors':>8s} {'peak GB':>9s} "
-          f"{'build s':>8s} {'graph s':>8s} {'us/kernel':>9s}")  # fmt: skip
+    print(
+        f"{'model':14s} {'kernels':>8s} {'tensors':>8s} {'peak GB':>9s} "
+        f"{'build s':>8s} {'graph s':>8s} {'us/kernel':>9s}"
+    )
     for name, fn in MODELS.items():
         g = training_graph(fn(BATCH))
         build_s = _best_s(lambda fn=fn: training_graph(fn(BATCH)))  # type: ignore[misc]

@@ -1,14 +1,19 @@
 """The AutoTM paper's figures and our own studies, one module each (see
-:mod:`experiments.common` for the contract every module follows).
+:class:`tmsim.figures.FigureModule` for the contract every module follows and
+:mod:`experiments.common` for what they share).
 
 :data:`FIGURES` lists the modules in the order ``tmsim reproduce`` runs them;
-:func:`figure_module` imports one by name.
+:func:`figure_module` imports one by name; :data:`REGISTRY` holds both and is what
+``pyproject.toml`` declares in the ``tmsim.figures`` entry-point group, so that
+``tmsim reproduce`` finds the figures without tmsim importing this package.
 """
 
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
+from typing import cast
+
+from tmsim.figures import FigureModule, FigureRegistry
 
 #: Figure module names, in the order ``tmsim reproduce`` runs them.
 FIGURES: tuple[str, ...] = (
@@ -16,17 +21,21 @@ FIGURES: tuple[str, ...] = (
     "large",  # ~650 GB workloads: static and sync against 2LM
     "gpu",  # GPU: sync, async, all-fast oracle against unified memory
     "async_sync",  # asynchronous against synchronous, with and without contention
-    "cost",  # cost against performance (DRAM 2.1x the price of PMM per GB)
+    "price_performance",  # memory cost against slowdown (DRAM 2.1x the price of PMM per GB)
     "prediction",  # planner prediction against simulation with contention
     "solve_time",  # MILP solve time against graph size
 )
 
 
-def figure_module(name: str) -> ModuleType:
+def figure_module(name: str) -> FigureModule:
     """The figure module ``experiments.<name>``; raises ``KeyError`` listing the known ones."""
     if name not in FIGURES:
         raise KeyError(f"unknown figure {name!r}; figures are {', '.join(FIGURES)}")
-    return importlib.import_module(f"experiments.{name}")
+    # Each module defines what FigureModule lists; tests/test_cli_reproduce.py checks it.
+    return cast(FigureModule, importlib.import_module(f"experiments.{name}"))
 
 
-__all__ = ["FIGURES", "figure_module"]
+#: The figures as ``tmsim reproduce`` sees them (the ``tmsim.figures`` entry point).
+REGISTRY = FigureRegistry(FIGURES, figure_module)
+
+__all__ = ["FIGURES", "REGISTRY", "figure_module"]

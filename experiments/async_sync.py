@@ -27,8 +27,10 @@ nothing about asynchronous movement (``improved`` in the table).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -45,19 +47,22 @@ from experiments.common import (
     insert_labels,
     label,
     read_data,
-    run_points,
+    run_figure_points,
     save_figure,
     write_data,
 )
+from hwmodels.platform import Platform
 from hwmodels.presets import load_preset
 from hwmodels.timing import MoveMode
 from tmsim.capacity import fast_limit_bytes
 from tmsim.compare import Row, plan_row, rows_frame
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
+from tmsim.plan.values import Plan
 from tmsim.planners.milp.chain import plan_milp_chain
-from tmsim.planners.milp.network import Formulation
+from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.settings import PlanSettings
+from tmsim.workload.graph import Graph
 from tmsim.workload.zoo import training_graph_of
 
 NAME = "async_sync"
@@ -68,9 +73,9 @@ CPU_SMALL: tuple[tuple[str, int], ...] = (("vgg19", 8), ("vgg19", 16), ("incepti
 
 #: The columns written before those of :func:`tmsim.compare.rows_frame`.
 LEADING = (
-    "platform", "kind", "capacity", "workload", "model", "batch", "kernels",
-    "footprint_bytes", "condition", "contention",
-)  # fmt: skip
+    *("platform", "kind", "capacity", "workload", "model", "batch", "kernels"),
+    *("footprint_bytes", "condition", "contention"),
+)
 
 #: The replay conditions: the planner's world, shared bandwidth, and (Optane only) shared
 #: bandwidth with DRAM and PMM behind one memory controller.
@@ -88,7 +93,8 @@ class Config:
     ``time_limit_s``: wall-clock cap of one workload's MILP chain (static, sync, async);
     ``gap``: relative optimality gap; ``window``: kernels either side of a user where an
     asynchronous copy may run (AutoTM: 15; 3 keeps HiGHS within minutes);
-    ``workers``: processes running workloads in parallel; ``cpu_shared_controllers``: tier
+    ``workers``: processes running workloads in parallel when :func:`compute` is not told
+    otherwise (not part of any point's key); ``cpu_shared_controllers``: tier
     groups of the Optane preset put behind one memory controller for the third replay
     (:attr:`hwmodels.platform.Platform.shared_controllers`; empty: no third replay).
     """
@@ -118,40 +124,60 @@ QUICK = Config(
     workers=1,
 )
 
-#: One point: (platform, kind, ratio or None, device fraction or None, model, batch).
-Point = tuple[str, str, str | None, float | None, str, int]
 
-
-def points(config: Config) -> list[Point]:
-    """Every (platform, kind, ratio, device fraction, model, batch) of ``config``."""
-    cpu: list[Point] = [
-        (config.cpu_platform, "Optane PMM", config.cpu_ratio, None, m, b)
+def points(config: Config) -> list[dict[str, Any]]:
+    """One point per workload of ``config``: the CPU workloads at ``cpu_ratio``, then the GPU
+    workloads, each with the settings that shape its rows (the shared controllers on the
+    CPU only)."""
+    solver = {"time_limit_s": config.time_limit_s, "gap": config.gap, "window": config.window}
+    groups = [list(g) for g in config.cpu_shared_controllers]
+    cpu: list[dict[str, Any]] = [
+        {
+            "platform": config.cpu_platform,
+            "kind": "Optane PMM",
+            "ratio": config.cpu_ratio,
+            "device_fraction": None,
+            "model": m,
+            "batch": b,
+            "shared_controllers": groups,
+            **solver,
+        }
         for m, b in config.cpu_workloads
     ]
-    gpu: list[Point] = [
-        (config.gpu_platform, "GPU", None, config.gpu_device_fraction, m, b)
+    gpu: list[dict[str, Any]] = [
+        {
+            "platform": config.gpu_platform,
+            "kind": "GPU",
+            "ratio": None,
+            "device_fraction": config.gpu_device_fraction,
+            "model": m,
+            "batch": b,
+            "shared_controllers": [],
+            **solver,
+        }
         for m, b in config.gpu_workloads
     ]
     return cpu + gpu
 
 
-def point_rows(point: Point, config: Config) -> pd.DataFrame:
-    """The sync and async plans of one point, each replayed under every condition of
-    :data:`CONDITIONS` that applies (``controller`` only on the Optane platform, when
-    ``config.cpu_shared_controllers`` names groups): one row per plan and condition
-    (:data:`LEADING`, the :class:`tmsim.compare.Row` fields, ``async_moved_bytes``,
-    ``fallback``, ``improved``: the async plan predicts a shorter step than the sync one, and
-    ``over_sync``: the row's simulated time over the sync plan's under the same condition).
-    A formulation that fails gives rows with its error and no times."""
-    preset, kind, ratio, fraction, model, batch = point
+def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
+    """The sync and async plans of one point of :func:`points`, each replayed under every
+    condition of :data:`CONDITIONS` that applies (``controller`` only where the point names
+    ``shared_controllers``): one row per plan and condition (:data:`LEADING`, the
+    :class:`tmsim.compare.Row` fields, ``async_moved_bytes``, ``fallback``, ``improved``: the
+    async plan predicts a shorter step than the sync one, and ``over_sync``: the row's
+    simulated time over the sync plan's under the same condition). A formulation that fails
+    gives rows with its error and no times."""
+    preset, ratio, fraction = params["platform"], params["ratio"], params["device_fraction"]
+    model, batch = params["model"], params["batch"]
     graph = training_graph_of(model, batch)
     platform = load_preset(preset)
     fast_bytes = None if fraction is None else int(graph.peak_live_bytes * fraction)
     settings = PlanSettings(
         capacity=capacity_of(ratio, fast_bytes),
-        time_limit_s=config.time_limit_s,
-        gap=config.gap,
-        window=config.window,
+        time_limit_s=params["time_limit_s"],
+        gap=params["gap"],
+        window=params["window"],
     )
     limit = fast_limit_bytes(graph, platform, settings.capacity)
     try:
@@ -159,37 +185,27 @@ def point_rows(point: Point, config: Config) -> pd.DataFrame:
     except TmsimError as exc:
         chain = {f: exc for f in Formulation}
     conditions = [("none", False, platform), ("bandwidth", True, platform)]
-    if kind == "Optane PMM" and config.cpu_shared_controllers:
-        grouped = replace(platform, shared_controllers=config.cpu_shared_controllers)
-        conditions.append(("controller", True, grouped))
-    parts = []
-    for condition, contention, machine in conditions:
-        cost = CostModel(graph, machine)
-        rows: list[Row] = []
-        async_bytes: list[float] = []
-        for formulation in (Formulation.SYNC, Formulation.ASYNC):
-            name = formulation.value
-            got = chain.get(formulation, TmsimError("the MILP chain did not reach it"))
-            if isinstance(got, TmsimError):
-                rows.append(Row(name, "", "error", error=str(got), fast_limit_bytes=limit))
-                async_bytes.append(float("nan"))
-                continue
-            rows.append(plan_row(name, got, graph, machine, contention, cost))
-            moved = sum(graph.tensor(m.tensor).size_bytes for m in got.moves
-                        if m.mode is MoveMode.ASYNC)  # fmt: skip
-            async_bytes.append(float(moved))
-        frame = rows_frame(rows)
-        frame["async_moved_bytes"] = async_bytes
-        frame.insert(0, "condition", condition)
-        frame.insert(1, "contention", contention)
-        parts.append(frame)
+    if params["shared_controllers"]:
+        groups = tuple(tuple(g) for g in params["shared_controllers"])
+        conditions.append(("controller", True, replace(platform, shared_controllers=groups)))
+    parts = [_replayed(graph, chain, limit, *condition) for condition in conditions]
     out = pd.concat(parts, ignore_index=True)
-    capacity = ratio if ratio is not None else (
-        f"{fraction:g} of footprint" if fraction is not None else f"{limit / 2**30:.3g} GiB"
-    )  # fmt: skip
-    leading = {"platform": preset, "kind": kind, "capacity": capacity,
-               "workload": label(model, batch), "model": model, "batch": batch,
-               "kernels": len(graph.kernels), "footprint_bytes": graph.peak_live_bytes}  # fmt: skip
+    if ratio is not None:
+        capacity = ratio
+    elif fraction is not None:
+        capacity = f"{fraction:g} of footprint"
+    else:
+        capacity = f"{limit / 2**30:.3g} GiB"
+    leading = {
+        "platform": preset,
+        "kind": params["kind"],
+        "capacity": capacity,
+        "workload": label(model, batch),
+        "model": model,
+        "batch": batch,
+        "kernels": len(graph.kernels),
+        "footprint_bytes": graph.peak_live_bytes,
+    }
     insert_labels(out, leading)
     out["fallback"] = out["status"].str.startswith("fallback")
     has_async = bool((out["strategy"] == "async").any())
@@ -199,20 +215,60 @@ def point_rows(point: Point, config: Config) -> pd.DataFrame:
     return out
 
 
-def _point(job: tuple[Point, Config]) -> pd.DataFrame:
-    return point_rows(*job)
+def _replayed(
+    graph: Graph,
+    chain: Mapping[Formulation, Plan | TmsimError],
+    limit: int,
+    condition: str,
+    contention: bool,
+    machine: Platform,
+) -> pd.DataFrame:
+    """The sync and async plans of ``chain`` replayed on ``machine`` under one condition:
+    ``condition``, ``contention``, the :class:`tmsim.compare.Row` fields and
+    ``async_moved_bytes``."""
+    cost = CostModel(graph, machine)
+    rows: list[Row] = []
+    async_bytes: list[float] = []
+    for formulation in (Formulation.SYNC, Formulation.ASYNC):
+        name = formulation.value
+        got = chain.get(formulation, TmsimError("the MILP chain did not reach it"))
+        if isinstance(got, TmsimError):
+            rows.append(Row(name, "", "error", error=str(got), fast_limit_bytes=limit))
+            async_bytes.append(float("nan"))
+            continue
+        rows.append(plan_row(name, got, graph, machine, contention, cost))
+        copies = [m for m in got.moves if m.mode is MoveMode.ASYNC]
+        async_bytes.append(float(sum(graph.tensor(m.tensor).size_bytes for m in copies)))
+    frame = rows_frame(rows)
+    frame["async_moved_bytes"] = async_bytes
+    frame.insert(0, "condition", condition)
+    frame.insert(1, "contention", contention)
+    return frame
 
 
 def compute(
-    config: Config, out_dir: str | os.PathLike[str], progress: Progress | None = None
+    config: Config,
+    out_dir: str | os.PathLike[str],
+    progress: Progress | None = None,
+    *,
+    workers: int | None = None,
+    dask_address: str | None = None,
 ) -> Path:
-    """Run every point of ``config`` (:func:`point_rows`, in ``config.workers`` processes) and
-    write the table with the configuration; return the data file's path."""
-    jobs = [(p, config) for p in points(config)]
-    frames = run_points(
-        _point, jobs, config.workers, progress, describe=lambda j: f"{j[0][0]} {label(*j[0][4:])}"
+    """Run every point of ``config`` (:func:`point_rows`, in ``workers`` processes, default
+    ``config.workers``, or on the Dask scheduler at ``dask_address``) and write the table
+    with the configuration; return the data file's path. Raises
+    :class:`tmsim.errors.TmsimError` when points failed (once the others are stored)."""
+    frame = run_figure_points(
+        NAME,
+        points(config),
+        point_rows,
+        out_dir,
+        progress,
+        workers=workers,
+        dask_address=dask_address,
+        default_workers=config.workers,
     )
-    return write_data(pd.concat(frames, ignore_index=True), out_dir, NAME, config)
+    return write_data(frame, out_dir, NAME, config)
 
 
 def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
@@ -223,12 +279,16 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
     frame, _meta = read_data(data)
     asyn = frame[frame["strategy"] == "async"]
     platforms = list(dict.fromkeys(asyn["platform"]))
-    widths = [max(2.5, 1.0 * asyn.loc[asyn["platform"] == p, "workload"].nunique())
-              for p in platforms]  # fmt: skip
+    counts = [asyn.loc[asyn["platform"] == p, "workload"].nunique() for p in platforms]
+    widths = [max(2.5, 1.0 * n) for n in counts]
     fig, axes = plt.subplots(
-        1, len(platforms), figsize=(sum(widths) + 1.5, 4.2), squeeze=False,
-        gridspec_kw={"width_ratios": widths}, sharey=True,
-    )  # fmt: skip
+        1,
+        len(platforms),
+        figsize=(sum(widths) + 1.5, 4.2),
+        squeeze=False,
+        gridspec_kw={"width_ratios": widths},
+        sharey=True,
+    )
     ratios = asyn["over_sync"].to_numpy(dtype=float)
     finite = ratios[np.isfinite(ratios)]
     low, high = float(finite.min(initial=1.0)), float(finite.max(initial=1.0))
@@ -239,8 +299,14 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
     axes[0][0].set_ylabel("async step time / sync step time\n(below 1: async faster)")
     present = [c for c in CONDITIONS if c in set(asyn["condition"])]
     handles = [Patch(facecolor=SHADES[c], label=LABELS[c]) for c in present]
-    fig.legend(handles=handles, loc="upper center", ncol=len(handles), frameon=False,
-               bbox_to_anchor=(0.5, 1.05), fontsize=8)  # fmt: skip
+    fig.legend(
+        handles=handles,
+        loc="upper center",
+        ncol=len(handles),
+        frameon=False,
+        bbox_to_anchor=(0.5, 1.05),
+        fontsize=8,
+    )
     fig.tight_layout()
     return save_figure(fig, out_dir, NAME)
 
@@ -263,14 +329,11 @@ def _panel(ax: Axes, rows: pd.DataFrame, platform: str, ylim: tuple[float, float
         sub = rows[rows["condition"] == condition].set_index("workload").reindex(workloads)
         ratio = sub["over_sync"].to_numpy(dtype=float)
         xs = x + (j - (len(conditions) - 1) / 2) * width
-        bars = ax.bar(xs, np.nan_to_num(ratio - 1.0), width, bottom=1.0, color=SHADES[condition],
-                      label=LABELS[condition], edgecolor="white", linewidth=0.5)  # fmt: skip
+        style: dict[str, Any] = {"color": SHADES[condition], "edgecolor": "white", "linewidth": 0.5}
+        heights = np.nan_to_num(ratio - 1.0)
+        bars = ax.bar(xs, heights, width, bottom=1.0, label=LABELS[condition], **style)
         for bar, r in zip(bars, ratio, strict=True):
-            text = "n/a" if not np.isfinite(r) else f"{r:.3f}"
-            y = 1.0 if not np.isfinite(r) else r
-            ax.annotate(text, (bar.get_x() + width / 2, y), ha="center", fontsize=6,
-                        va="bottom" if y >= 1 else "top", rotation=90,
-                        xytext=(0, 2 if y >= 1 else -2), textcoords="offset points")  # fmt: skip
+            _value_label(ax, bar.get_x() + width / 2, float(r))
     first = rows.drop_duplicates("workload").set_index("workload").reindex(workloads)
     ticks = [
         w + ("" if bool(i) else "\n(async = sync plan)")
@@ -284,6 +347,23 @@ def _panel(ax: Axes, rows: pd.DataFrame, platform: str, ylim: tuple[float, float
     ax.grid(axis="y", linewidth=0.3)
 
 
+def _value_label(ax: Axes, x: float, ratio: float) -> None:
+    """Write ``ratio`` beyond the end of its bar, which grows from 1 (``n/a`` at 1 if it is
+    not finite)."""
+    y = ratio if np.isfinite(ratio) else 1.0
+    up = y >= 1
+    ax.annotate(
+        f"{ratio:.3f}" if np.isfinite(ratio) else "n/a",
+        (x, y),
+        ha="center",
+        va="bottom" if up else "top",
+        fontsize=6,
+        rotation=90,
+        xytext=(0, 2 if up else -2),
+        textcoords="offset points",
+    )
+
+
 __all__ = [
     "CONDITIONS",
     "CPU_SMALL",
@@ -292,7 +372,6 @@ __all__ = [
     "QUICK",
     "TITLE",
     "Config",
-    "Point",
     "compute",
     "plot",
     "point_rows",

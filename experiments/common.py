@@ -1,25 +1,27 @@
-"""What every figure module shares: its contract, its data file, its figure files.
+"""What every figure module shares: its points, its data file, its figure files.
 
-A figure module under :mod:`experiments` defines
-
-- ``NAME`` (the file stem of its data and figures) and ``TITLE``;
-- ``Config``, a frozen dataclass whose defaults are the full run, and ``QUICK``, the reduced
-  configuration ``tmsim reproduce --quick`` runs;
-- ``compute(config, out_dir, progress=None) -> Path``: runs planners and simulations and writes
-  one tidy table, ``out_dir/NAME.parquet``, with the configuration and provenance
-  (:func:`write_data`);
-- ``plot(data, out_dir) -> list[Path]``: reads only that file (:func:`read_data`) and writes
-  ``NAME.pdf`` and ``NAME.png`` (:func:`save_figure`).
+A figure module under :mod:`experiments` follows :class:`tmsim.figures.FigureModule`
+(``NAME``, ``TITLE``, ``Config``, ``QUICK``, ``compute``, ``plot``). Its compute stage splits
+the work into *points*, each a JSON-ready mapping of everything that shapes its rows (the
+point's own parameters and the ``Config`` fields that matter to it), and hands them to
+:func:`run_figure_points`, which runs them through the sweep engine
+(:func:`tmsim.sweep.jobs.run_jobs`): in this process, a local pool or on Dask, each finished
+point kept under ``out_dir/NAME.points/`` keyed by a hash of the figure's name and the point,
+so an interrupted compute resumes and a changed configuration recomputes only the points it
+changes. The figure then derives its columns from the rows and writes one tidy table with
+:func:`write_data`; its plot stage reads only that table (:func:`read_data`) and writes
+``NAME.pdf`` and ``NAME.png`` (:func:`save_figure`).
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import matplotlib
 
@@ -32,12 +34,12 @@ from matplotlib.figure import Figure
 from hwmodels.platform import Platform
 from tmsim.capacity import Capacity
 from tmsim.compare import CompareSettings, compare, rows_frame
+from tmsim.figures import Progress, points_dir
 from tmsim.results import provenance, read_table, write_table
-from tmsim.strategies import STRATEGIES
+from tmsim.strategies import STRATEGIES, Kind, strategy
+from tmsim.sweep.jobs import Job, JsonRow, nan_to_none, run_jobs
+from tmsim.sweep.store import Counts, PointStore
 from tmsim.workload.graph import Graph
-
-#: ``progress(message)``: called as a figure's compute stage reaches each point.
-Progress = Callable[[str], None]
 
 #: The AutoTM paper's conventional workloads (model, batch): footprints 111 to 143 GB.
 CONVENTIONAL: tuple[tuple[str, int], ...] = (
@@ -67,6 +69,18 @@ GPU_WORKLOADS: tuple[tuple[str, int], ...] = (
     ("densenet264", 128),
     ("vgg19", 64),
     ("vgg19", 128),
+)
+
+#: The paper's GPU workloads whose training step does not fit the RTX 2080 Ti's 11 GiB in our
+#: model (peak live bytes 1.2 to 3.0 times the device); the others fit whole, where every plan
+#: is the all-fast plan.
+GPU_OVERSUBSCRIBED: tuple[tuple[str, int], ...] = (
+    ("inception_v4", 128),
+    ("inception_v4", 256),
+    ("resnet200", 64),
+    ("resnet200", 128),
+    ("densenet264", 64),
+    ("densenet264", 128),
 )
 
 #: Colours of the strategies, the same in every figure (:data:`tmsim.strategies.STRATEGIES`).
@@ -123,23 +137,6 @@ def label(model: str, batch: int) -> str:
     return f"{names.get(model, model)} b{batch}"
 
 
-__all__ = [
-    "COLORS",
-    "CONVENTIONAL",
-    "GPU_WORKLOADS",
-    "LARGE",
-    "Progress",
-    "data_path",
-    "label",
-    "read_data",
-    "save_figure",
-    "write_data",
-]
-
-
-# Shared helpers of the figure modules (appended; the contract above is unchanged).
-
-
 def geomean(values: Iterable[float]) -> float:
     """The geometric mean of ``values``; ``nan`` if there are none or any is not a finite
     positive number (a failed point must not vanish into a mean of the others)."""
@@ -182,70 +179,6 @@ def async_not_better(frame: pd.DataFrame) -> pd.Series:
     return (frame["strategy"] == "async") & ~(frame["predicted_s"] < best_sync * (1 - 1e-9))
 
 
-__all__ += ["async_not_better", "compare_frame", "geomean", "insert_labels"]
-
-
-_P = TypeVar("_P")
-_R = TypeVar("_R")
-
-
-def run_points(
-    fn: Callable[[_P], _R],
-    points: Sequence[_P],
-    workers: int = 1,
-    progress: Progress | None = None,
-    describe: Callable[[_P], str] = str,
-) -> list[_R]:
-    """``[fn(p) for p in points]``, in order, in a pool of ``workers`` processes when
-    ``workers > 1`` (independent MILP solves use one core each; HiGHS gains nothing from
-    threads). ``fn`` must be a module-level function and the points picklable. Workers are
-    forked where the platform can (so a calling script needs no ``__main__`` guard; a parent
-    that has already run HiGHS forks cleanly), spawned elsewhere. ``progress(describe(p))``
-    is called as each point finishes. Raises ``ValueError`` if ``workers < 1`` and whatever
-    ``fn`` raises.
-    """
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    if workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
-    if workers == 1 or len(points) <= 1:
-        results = []
-        for p in points:
-            results.append(fn(p))
-            if progress is not None:
-                progress(describe(p))
-        return results
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    with ProcessPoolExecutor(min(workers, len(points)), mp_context=context) as pool:
-        futures = {pool.submit(fn, p): i for i, p in enumerate(points)}
-        done: dict[int, _R] = {}
-        for future in as_completed(futures):
-            i = futures[future]
-            done[i] = future.result()
-            if progress is not None:
-                progress(describe(points[i]))
-    return [done[i] for i in range(len(points))]
-
-
-__all__ += ["run_points"]
-
-#: The paper's GPU workloads whose training step does not fit the RTX 2080 Ti's 11 GiB in our
-#: model (peak live bytes 1.2 to 3.0 times the device); the others fit whole, where every plan
-#: is the all-fast plan.
-GPU_OVERSUBSCRIBED: tuple[tuple[str, int], ...] = (
-    ("inception_v4", 128),
-    ("inception_v4", 256),
-    ("resnet200", 64),
-    ("resnet200", 128),
-    ("densenet264", 64),
-    ("densenet264", 128),
-)
-
-__all__ += ["GPU_OVERSUBSCRIBED"]
-
-
 def capacity_of(ratio: str | None, fast_bytes: int | None) -> Capacity | None:
     """The capacity of a figure's point: a ``ratio`` (``"S:F"``), a size in bytes, or None
     for the platform's own fast tier. Raises :class:`tmsim.capacity.CapacityError` for a
@@ -255,4 +188,102 @@ def capacity_of(ratio: str | None, fast_bytes: int | None) -> Capacity | None:
     return None if ratio is None else Capacity.parse(ratio)
 
 
-__all__ += ["capacity_of"]
+def solver_params(strategies: Iterable[str], **settings: Any) -> dict[str, Any]:
+    """``settings`` (the MILP's time limit, gap, ...) if any of ``strategies`` is a MILP
+    strategy, else an empty dict: heuristics and simulations ignore them, so a point without
+    a MILP leaves them out of its parameters and a changed time limit does not recompute it.
+    Raises :class:`~tmsim.errors.TmsimError` for an unknown strategy."""
+    return dict(settings) if any(strategy(s).kind is Kind.MILP for s in strategies) else {}
+
+
+#: ``point_frame(params) -> frame``: the rows of one figure point; a module-level function,
+#: so that pool and Dask workers can run it.
+PointFrame = Callable[[Mapping[str, Any]], pd.DataFrame]
+
+
+def run_figure_points(
+    name: str,
+    points: Sequence[Mapping[str, Any]],
+    point_frame: PointFrame,
+    out_dir: str | os.PathLike[str],
+    progress: Progress | None = None,
+    *,
+    workers: int | None = None,
+    dask_address: str | None = None,
+    default_workers: int = 1,
+) -> pd.DataFrame:
+    """The rows of ``point_frame(p)`` for every point ``p`` of figure ``name``, concatenated in
+    the order of ``points`` (see the module docstring for how points are stored and keyed).
+
+    ``points`` must be JSON-ready (str, int, float, bool, None, lists, string-keyed dicts)
+    and hold everything ``point_frame`` reads; ``point_frame``'s frames must hold values JSON
+    can write (NaN is written as null and read back as NaN). ``workers``: local processes
+    (``default_workers`` when neither it nor ``dask_address`` is given); ``dask_address``: a
+    Dask scheduler to run the points on. ``progress(message)`` hears how many points were
+    finished before and each point as it ends. Raises :class:`tmsim.sweep.store.SweepError`
+    (a :class:`~tmsim.errors.TmsimError`) for bad options or when points failed (after the
+    others are stored; a second call evaluates only the failed ones).
+    """
+    if workers is None and dask_address is None:
+        workers = default_workers
+    rows = run_jobs(
+        [Job(name, p) for p in points],
+        partial(_json_rows, point_frame),
+        PointStore(points_dir(out_dir, name)),
+        workers=workers,
+        dask_address=dask_address,
+        meta=provenance(),
+        progress=None if progress is None else partial(_report, progress),
+    )
+    return pd.DataFrame(
+        [{k: math.nan if v is None else v for k, v in row.items()} for rs in rows for row in rs]
+    )
+
+
+def _json_rows(point_frame: PointFrame, params: Mapping[str, Any]) -> list[JsonRow]:
+    """``point_frame(params)`` as JSON-ready rows (NaN as None)."""
+    return [nan_to_none(row) for row in point_frame(params).to_dict("records")]
+
+
+def _report(progress: Progress, counts: Counts, job: Job | None) -> None:
+    if job is None:
+        progress(
+            f"{counts.total} points: {counts.reused} finished earlier, {counts.pending} to compute"
+        )
+        return
+    ended = counts.total - counts.pending
+    failed = f" ({counts.failed} failed so far)" if counts.failed else ""
+    progress(f"[{ended}/{counts.total}] {describe(job.params)}{failed}")
+
+
+def describe(params: Mapping[str, Any]) -> str:
+    """A point in a few words: its platform, workload and ratio, where it has them."""
+    parts = [str(params[k]) for k in ("platform",) if params.get(k)]
+    if "model" in params and "batch" in params:
+        parts.append(label(str(params["model"]), int(params["batch"])))
+    parts += [str(params[k]) for k in ("ratio",) if params.get(k)]
+    return " ".join(parts) or str(dict(params))
+
+
+__all__ = [
+    "COLORS",
+    "CONVENTIONAL",
+    "GPU_OVERSUBSCRIBED",
+    "GPU_WORKLOADS",
+    "LARGE",
+    "PointFrame",
+    "Progress",
+    "async_not_better",
+    "capacity_of",
+    "compare_frame",
+    "data_path",
+    "describe",
+    "geomean",
+    "insert_labels",
+    "label",
+    "read_data",
+    "run_figure_points",
+    "save_figure",
+    "solver_params",
+    "write_data",
+]

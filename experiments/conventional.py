@@ -9,15 +9,19 @@ performance loss"; the paper's abstract says 27.7%).
 
 Here every workload's training step is planned by each strategy at each ratio, validated and
 replayed by the simulator; the slowdown is the simulated step time over that of all-DRAM
-(``all-fast``, the fast tier as large as the step needs). :func:`slowdowns` computes that table
-and is shared with :mod:`experiments.cost`.
+(``all-fast``, the fast tier as large as the step needs). A point is one workload at one
+ratio (every strategy of it, so the MILP chain is solved once), or the workload's all-DRAM and
+all-PMM pair. :func:`slowdowns` computes the table and is shared with
+:mod:`experiments.price_performance`.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -32,7 +36,9 @@ from experiments.common import (
     geomean,
     label,
     read_data,
+    run_figure_points,
     save_figure,
+    solver_params,
     write_data,
 )
 from hwmodels.presets import load_preset
@@ -83,64 +89,106 @@ QUICK = Config(
 )
 
 
-def slowdowns(config: Config, progress: Progress | None = None) -> pd.DataFrame:
+def points(config: Config) -> list[dict[str, Any]]:
+    """The points of ``config``: per workload, its all-DRAM and all-PMM pair (``ratio``
+    None), then one point per ratio with every strategy of ``config.strategies``; the MILP
+    settings only where a strategy is a MILP. Raises :class:`tmsim.errors.TmsimError` for an
+    unknown strategy."""
+    milp = solver_params(config.strategies, time_limit_s=config.time_limit_s, gap=config.gap)
+    out: list[dict[str, Any]] = []
+    for model, batch in config.workloads:
+        where = {
+            "model": model,
+            "batch": batch,
+            "platform": config.platform,
+            "contention": config.contention,
+        }
+        out.append({**where, "ratio": None, "strategies": ["all-fast", "all-slow"]})
+        out += [
+            {**where, "ratio": r, "strategies": list(config.strategies), **milp}
+            for r in config.ratios
+        ]
+    return out
+
+
+def point_frame(params: Mapping[str, Any]) -> pd.DataFrame:
+    """The rows of one point of :func:`points`: :data:`LEADING`, then the columns of
+    :func:`tmsim.compare.rows_frame` (``slowdown`` left to :func:`slowdowns`)."""
+    model, batch, ratio = params["model"], params["batch"], params["ratio"]
+    graph = training_graph_of(model, batch)
+    plan = PlanSettings(
+        capacity=capacity_of(ratio, None),
+        **{k: params[k] for k in ("time_limit_s", "gap") if k in params},
+    )
+    settings = CompareSettings(
+        plan=plan, contention=params["contention"], strategies=tuple(params["strategies"])
+    )
+    frame = compare_frame(
+        graph,
+        load_preset(params["platform"]),
+        settings,
+        workload=label(model, batch),
+        model=model,
+        batch=batch,
+        kernels=len(graph.kernels),
+        footprint_bytes=graph.peak_live_bytes,
+        ratio=ratio or "",
+    )
+    if ratio is None:
+        frame["ratio"] = frame["strategy"].map({"all-fast": ALL_DRAM, "all-slow": ALL_PMM})
+    return frame
+
+
+def slowdowns(
+    config: Config,
+    out_dir: str | os.PathLike[str],
+    progress: Progress | None = None,
+    *,
+    name: str = NAME,
+    workers: int | None = None,
+    dask_address: str | None = None,
+) -> pd.DataFrame:
     """One row per workload of ``config`` and configuration: ``all-fast`` (``ratio``
     :data:`ALL_DRAM`), ``all-slow`` (:data:`ALL_PMM`) and every strategy of
-    ``config.strategies`` at every one of ``config.ratios``.
+    ``config.strategies`` at every one of ``config.ratios``; the points run as figure
+    ``name``'s, kept in ``out_dir`` (:func:`experiments.common.run_figure_points`).
 
     Columns: :data:`LEADING` (``workload`` is the figure label, ``kernels`` the graph's kernel
     count, ``footprint_bytes`` its peak live bytes), then those of
     :func:`tmsim.compare.rows_frame`; ``slowdown`` is the simulated step time over that of the
     workload's all-DRAM row. A strategy that cannot run keeps its row, with ``status`` error,
     the reason in ``error`` and ``nan`` times. Raises :class:`tmsim.errors.TmsimError` for an
-    unknown model, platform, strategy or a malformed ratio.
+    unknown strategy, and when points failed (an unknown model or platform, a malformed
+    ratio).
     """
-    hw = load_preset(config.platform)
-    contention, strategies = config.contention, config.strategies
-    plan = PlanSettings(time_limit_s=config.time_limit_s, gap=config.gap)
-    frames = []
-    for model, batch in config.workloads:
-        graph = training_graph_of(model, batch)
-        labels = {
-            "workload": label(model, batch),
-            "model": model,
-            "batch": batch,
-            "kernels": len(graph.kernels),
-            "footprint_bytes": graph.peak_live_bytes,
-        }
-        if progress is not None:
-            progress(f"{labels['workload']}: all-DRAM and all-PMM")
-        base = compare_frame(
-            graph,
-            hw,
-            CompareSettings(plan=plan, contention=contention, strategies=("all-fast", "all-slow")),
-            **labels,
-            ratio="",
-        )
-        base["ratio"] = base["strategy"].map({"all-fast": ALL_DRAM, "all-slow": ALL_PMM})
-        parts = [base]
-        for ratio in config.ratios:
-            if progress is not None:
-                progress(f"{labels['workload']}: {ratio} ({', '.join(strategies)})")
-            settings = CompareSettings(
-                plan=replace(plan, capacity=capacity_of(ratio, None)),
-                contention=contention,
-                strategies=strategies,
-            )
-            parts.append(compare_frame(graph, hw, settings, **labels, ratio=ratio))
-        frame = pd.concat(parts, ignore_index=True)
-        all_dram_s = float(base.loc[base["strategy"] == "all-fast", "simulated_s"].iloc[0])
-        frame["slowdown"] = frame["simulated_s"] / all_dram_s
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+    frame = run_figure_points(
+        name,
+        points(config),
+        point_frame,
+        out_dir,
+        progress,
+        workers=workers,
+        dask_address=dask_address,
+    )
+    all_fast = frame[frame["strategy"] == "all-fast"].drop_duplicates("workload")
+    all_dram_s = all_fast.set_index("workload")["simulated_s"]
+    frame["slowdown"] = frame["simulated_s"] / frame["workload"].map(all_dram_s)
+    return frame
 
 
 def compute(
-    config: Config, out_dir: str | os.PathLike[str], progress: Progress | None = None
+    config: Config,
+    out_dir: str | os.PathLike[str],
+    progress: Progress | None = None,
+    *,
+    workers: int | None = None,
+    dask_address: str | None = None,
 ) -> Path:
-    """Plan, validate and simulate every point of ``config``; write ``out_dir/NAME.parquet``
+    """Plan, validate and simulate every point of ``config`` (in ``workers`` processes, default
+    1, or on the Dask scheduler at ``dask_address``); write ``out_dir/NAME.parquet``
     (:func:`slowdowns`'s table, with the config and provenance) and return its path."""
-    return write_data(slowdowns(config, progress), out_dir, NAME, config)
+    frame = slowdowns(config, out_dir, progress, workers=workers, dask_address=dask_address)
+    return write_data(frame, out_dir, NAME, config)
 
 
 def geomean_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -161,10 +209,8 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
     names = {"all-slow": "all-PMM", "first-touch": "first-touch (NUMA)"}
     workloads = list(dict.fromkeys(frame["workload"]))
     groups = [*workloads, GEOMEAN]
-    fig, axes = plt.subplots(
-        1, len(ratios), figsize=(1.2 + 0.9 * len(groups) * len(ratios), 3.6), sharey=True,
-        squeeze=False,
-    )  # fmt: skip
+    width_in = 1.2 + 0.9 * len(groups) * len(ratios)
+    fig, axes = plt.subplots(1, len(ratios), figsize=(width_in, 3.6), sharey=True, squeeze=False)
     width = 0.8 / len(strategies)
     top = 1.0
     for ax, ratio in zip(axes[0], ratios, strict=True):
@@ -180,8 +226,8 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
                 else:
                     top = max(top, v)
             if strategy == "sync":
-                ax.text(x[-1], values[-1], f"{values[-1]:.2f}", ha="center", va="bottom",
-                        fontsize=7)  # fmt: skip
+                mean = values[-1]
+                ax.text(x[-1], mean, f"{mean:.2f}", ha="center", va="bottom", fontsize=7)
         ax.axhline(1.0, color=COLORS["all-fast"], lw=1, ls="--", label="all-DRAM")
         ax.axvline(len(workloads) - 0.5, color="0.7", lw=0.8)
         ax.set_xticks(np.arange(len(groups)), groups, rotation=30, ha="right", fontsize=8)
@@ -190,8 +236,15 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
     axes[0][0].set_ylabel("slowdown vs all-DRAM (x, step time ratio)")
     axes[0][0].set_ylim(0, top * 1.12)
     handles, labels_ = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels_, loc="upper center", ncol=len(labels_), fontsize=8,
-               bbox_to_anchor=(0.5, 1.06), frameon=False)  # fmt: skip
+    fig.legend(
+        handles,
+        labels_,
+        loc="upper center",
+        ncol=len(labels_),
+        fontsize=8,
+        bbox_to_anchor=(0.5, 1.06),
+        frameon=False,
+    )
     fig.suptitle(f"{TITLE} ({meta['config']['platform']})", fontsize=10, y=1.12)
     fig.tight_layout()
     return save_figure(fig, out_dir, NAME)
@@ -217,5 +270,7 @@ __all__ = [
     "compute",
     "geomean_table",
     "plot",
+    "point_frame",
+    "points",
     "slowdowns",
 ]

@@ -26,8 +26,10 @@ unified memory is the all-fast plan).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -44,7 +46,7 @@ from experiments.common import (
     insert_labels,
     label,
     read_data,
-    run_points,
+    run_figure_points,
     save_figure,
     write_data,
 )
@@ -68,9 +70,9 @@ A100_WORKLOADS: tuple[tuple[str, int], ...] = tuple((m, 4 * b) for m, b in GPU_W
 
 #: The columns written before those of :func:`tmsim.compare.rows_frame`.
 LEADING = (
-    "platform", "workload", "model", "batch", "kernels", "footprint_bytes", "device_bytes",
-    "oversubscription",
-)  # fmt: skip
+    *("platform", "workload", "model", "batch", "kernels", "footprint_bytes"),
+    *("device_bytes", "oversubscription"),
+)
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,8 @@ class Config:
     ``gap``: the MILP's relative optimality gap; ``window``: kernels either side of a user
     where an asynchronous copy may run (AutoTM used 15; at 15 HiGHS did not improve on the
     sync plan of ResNet-200 b64 within 120 s, at 3 it reached a 2% gap); ``contention``:
-    simulate with shared bandwidth; ``workers``: processes running workloads in parallel.
+    simulate with shared bandwidth; ``workers``: processes running workloads in parallel when
+    :func:`compute` is not told otherwise (not part of any point's key).
     """
 
     points: tuple[tuple[str, str, int], ...] = (
@@ -120,33 +123,44 @@ QUICK = Config(
 )
 
 
-def workload_rows(point: tuple[str, str, int], config: Config) -> pd.DataFrame:
-    """Every strategy of :data:`STRATEGIES` for one (preset, model, batch): the rows of
+def points(config: Config) -> list[dict[str, Any]]:
+    """One point per (preset, model, batch) of ``config``, with the settings that shape it."""
+    return [
+        {
+            "platform": preset,
+            "model": model,
+            "batch": batch,
+            "device_fraction": config.device_fraction,
+            "time_limit_s": config.time_limit_s,
+            "gap": config.gap,
+            "window": config.window,
+            "contention": config.contention,
+        }
+        for preset, model, batch in config.points
+    ]
+
+
+def workload_rows(params: Mapping[str, Any]) -> pd.DataFrame:
+    """Every strategy of :data:`STRATEGIES` for one point of :func:`points`: the rows of
     :func:`tmsim.compare.compare` after the :data:`LEADING` columns, plus ``speedup`` (the
     unified-memory time over the row's simulated time), ``fallback`` (the MILP returned the
     plan of the formulation it contains) and ``unimproved`` (an async plan predicting no
     better than the sync plan on an oversubscribed device). Raises as
     :func:`~tmsim.compare.compare`."""
-    preset, model, batch = point
+    preset, model, batch = params["platform"], params["model"], params["batch"]
+    fraction = params["device_fraction"]
     graph = training_graph_of(model, batch)
     platform = load_preset(preset)
-    fast_bytes = (
-        None
-        if config.device_fraction is None
-        else int(graph.peak_live_bytes * config.device_fraction)
-    )
+    fast_bytes = None if fraction is None else int(graph.peak_live_bytes * fraction)
     capacity = capacity_of(None, fast_bytes)
     device = fast_limit_bytes(graph, platform, capacity)
-    settings = CompareSettings(
-        plan=PlanSettings(
-            capacity=capacity,
-            time_limit_s=config.time_limit_s,
-            gap=config.gap,
-            window=config.window,
-        ),
-        strategies=STRATEGIES,
-        contention=config.contention,
+    plan = PlanSettings(
+        capacity=capacity,
+        time_limit_s=params["time_limit_s"],
+        gap=params["gap"],
+        window=params["window"],
     )
+    settings = CompareSettings(plan=plan, strategies=STRATEGIES, contention=params["contention"])
     frame = rows_frame(compare(graph, platform, settings))
     leading = {
         "platform": preset,
@@ -167,23 +181,32 @@ def workload_rows(point: tuple[str, str, int], config: Config) -> pd.DataFrame:
     return frame
 
 
-def _point(job: tuple[tuple[str, str, int], Config]) -> pd.DataFrame:
-    return workload_rows(*job)
-
-
 def compute(
-    config: Config, out_dir: str | os.PathLike[str], progress: Progress | None = None
+    config: Config,
+    out_dir: str | os.PathLike[str],
+    progress: Progress | None = None,
+    *,
+    workers: int | None = None,
+    dask_address: str | None = None,
 ) -> Path:
-    """Run every point of ``config`` (in ``config.workers`` processes) and write the table
-    (:data:`LEADING`, the :class:`tmsim.compare.Row` fields, ``speedup``, ``fallback`` and
-    ``unimproved``: an async plan predicting no better than sync on an oversubscribed device) with
-    the configuration; return the data file's path. A strategy that cannot run gives a row
-    with its error and no times (see :func:`tmsim.compare.compare`)."""
-    jobs = [(p, config) for p in config.points]
-    frames = run_points(
-        _point, jobs, config.workers, progress, describe=lambda j: f"{j[0][0]} {label(*j[0][1:])}"
+    """Run every point of ``config`` (in ``workers`` processes, default ``config.workers``, or
+    on the Dask scheduler at ``dask_address``) and write the table (:data:`LEADING`, the
+    :class:`tmsim.compare.Row` fields, ``speedup``, ``fallback`` and ``unimproved``: an async
+    plan predicting no better than sync on an oversubscribed device) with the configuration;
+    return the data file's path. A strategy that cannot run gives a row with its error and no
+    times (see :func:`tmsim.compare.compare`); a point that raises fails the compute (raised
+    as :class:`tmsim.errors.TmsimError` once the others are stored)."""
+    frame = run_figure_points(
+        NAME,
+        points(config),
+        workload_rows,
+        out_dir,
+        progress,
+        workers=workers,
+        dask_address=dask_address,
+        default_workers=config.workers,
     )
-    return write_data(pd.concat(frames, ignore_index=True), out_dir, NAME, config)
+    return write_data(frame, out_dir, NAME, config)
 
 
 def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
@@ -192,12 +215,15 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
     on it within its limits); workloads that fit the device are labelled ``fits``."""
     frame, _meta = read_data(data)
     platforms = list(dict.fromkeys(frame["platform"]))
-    widths = [max(3.0, 0.75 * frame.loc[frame["platform"] == p, "workload"].nunique())
-              for p in platforms]  # fmt: skip
+    counts = [frame.loc[frame["platform"] == p, "workload"].nunique() for p in platforms]
+    widths = [max(3.0, 0.75 * n) for n in counts]
     fig, axes = plt.subplots(
-        1, len(platforms), figsize=(sum(widths) + 1.2, 4.2), squeeze=False,
+        1,
+        len(platforms),
+        figsize=(sum(widths) + 1.2, 4.2),
+        squeeze=False,
         gridspec_kw={"width_ratios": widths},
-    )  # fmt: skip
+    )
     top = float(np.nanmax(frame["speedup"].to_numpy(dtype=float), initial=1.0))
     for ax, name in zip(axes[0], platforms, strict=True):
         _panel(ax, frame[frame["platform"] == name], name, top)
@@ -206,8 +232,14 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
     if frame["unimproved"].astype(bool).any():
         handles.append(Patch(facecolor=COLORS["async"], hatch="//", edgecolor="white"))
         labels_.append("async = sync plan (MILP did not improve it)")
-    fig.legend(handles, labels_, loc="upper center", ncol=len(labels_), frameon=False,
-               bbox_to_anchor=(0.5, 1.04))  # fmt: skip
+    fig.legend(
+        handles,
+        labels_,
+        loc="upper center",
+        ncol=len(labels_),
+        frameon=False,
+        bbox_to_anchor=(0.5, 1.04),
+    )
     fig.tight_layout()
     return save_figure(fig, out_dir, NAME)
 
@@ -220,15 +252,20 @@ def _panel(ax: Axes, rows: pd.DataFrame, platform: str, top: float) -> None:
         sub = rows[rows["strategy"] == strategy].set_index("workload").reindex(workloads)
         heights = sub["speedup"].to_numpy(dtype=float)
         hatch = ["//" if f else "" for f in sub["unimproved"].astype("boolean").fillna(False)]
-        bars = ax.bar(x + (j - 1) * width, np.nan_to_num(heights), width, label=LEGEND[strategy],
-                      color=COLORS[strategy], edgecolor="white", linewidth=0.5)  # fmt: skip
+        style: dict[str, Any] = {"color": COLORS[strategy], "edgecolor": "white", "linewidth": 0.5}
+        xs = x + (j - 1) * width
+        bars = ax.bar(xs, np.nan_to_num(heights), width, label=LEGEND[strategy], **style)
         for bar, h, mark in zip(bars, heights, hatch, strict=True):
             bar.set_hatch(mark)
             if not np.isfinite(h):
-                ax.text(bar.get_x() + width / 2, 0.02 * top, "n/a", rotation=90,
-                        ha="center", va="bottom", fontsize=7)  # fmt: skip
-    ax.axhline(1.0, color=COLORS["unified-memory"], linewidth=1, linestyle="--",
-               label="unified memory")  # fmt: skip
+                at = (bar.get_x() + width / 2, 0.02 * top)
+                ax.text(*at, "n/a", rotation=90, ha="center", va="bottom", fontsize=7)
+    um_style: dict[str, Any] = {
+        "color": COLORS["unified-memory"],
+        "linewidth": 1,
+        "linestyle": "--",
+    }
+    ax.axhline(1.0, label="unified memory", **um_style)
     first = rows.drop_duplicates("workload").set_index("workload").reindex(workloads)
     ticks = [
         f"{w}\nfootprint {o:.2g}x device" + ("\n(fits)" if o <= 1 else "")
@@ -257,5 +294,6 @@ __all__ = [
     "Config",
     "compute",
     "plot",
+    "points",
     "workload_rows",
 ]

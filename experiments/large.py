@@ -8,14 +8,17 @@ management came out up to 2x (abstract) or 3x (talk) faster than 2LM.
 Here each workload is planned by ``static`` and ``sync`` with the fast tier at the platform's
 real DRAM capacity (no ratio), validated and replayed, and the ``2lm`` strategy of
 :func:`tmsim.compare.compare` simulates the DRAM cache at that same capacity. ``all-fast`` (as
-if all 650 GB were DRAM) and ``all-slow`` (all PMM) bound the picture.
+if all 650 GB were DRAM) and ``all-slow`` (all PMM) bound the picture. A point is one workload
+with every strategy.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -29,14 +32,15 @@ from experiments.common import (
     compare_frame,
     label,
     read_data,
+    run_figure_points,
     save_figure,
+    solver_params,
     write_data,
 )
 from hwmodels.presets import load_preset
 from tmsim.compare import CompareSettings
 from tmsim.errors import TmsimError
 from tmsim.planners import PlanSettings
-from tmsim.planners.assemble import FAST
 from tmsim.workload.zoo import training_graph_of
 
 NAME = "large"
@@ -77,59 +81,94 @@ QUICK = Config(
 )
 
 
+def points(config: Config) -> list[dict[str, Any]]:
+    """One point per workload of ``config``, with every setting that shapes its rows (the
+    MILP settings only if a strategy is a MILP). Raises :class:`tmsim.errors.TmsimError` for
+    an unknown strategy or a ``fast_share`` outside (0, 1]."""
+    if config.fast_share is not None and not 0 < config.fast_share <= 1:
+        raise TmsimError(f"fast_share must be in (0, 1], got {config.fast_share}")
+    milp = solver_params(config.strategies, time_limit_s=config.time_limit_s, gap=config.gap)
+    cache = {"cache_block_bytes": config.cache_block_bytes} if "2lm" in config.strategies else {}
+    return [
+        {
+            "model": model,
+            "batch": batch,
+            "platform": config.platform,
+            "fast_share": config.fast_share,
+            "strategies": list(config.strategies),
+            "contention": config.contention,
+            **milp,
+            **cache,
+        }
+        for model, batch in config.workloads
+    ]
+
+
+def point_frame(params: Mapping[str, Any]) -> pd.DataFrame:
+    """Every strategy of one workload, with the fast tier at the platform's DRAM capacity or
+    at ``fast_share`` of the step's peak live bytes (see :func:`compute` for the columns)."""
+    model, batch, share = params["model"], params["batch"], params["fast_share"]
+    hw = load_preset(params["platform"])
+    graph = training_graph_of(model, batch)
+    if share is None:
+        fast_bytes = int(hw.tiers[0].capacity_bytes)
+    else:
+        fast_bytes = int(share * graph.peak_live_bytes)
+    settings = CompareSettings(
+        plan=PlanSettings(
+            capacity=capacity_of(None, fast_bytes),
+            **{k: params[k] for k in ("time_limit_s", "gap") if k in params},
+        ),
+        contention=params["contention"],
+        strategies=tuple(params["strategies"]),
+        cache_block_bytes=params.get("cache_block_bytes"),
+    )
+    frame = compare_frame(
+        graph,
+        hw,
+        settings,
+        workload=label(model, batch),
+        model=model,
+        batch=batch,
+        kernels=len(graph.kernels),
+        footprint_bytes=graph.peak_live_bytes,
+    )
+    twolm = frame.loc[frame["strategy"] == "2lm", "simulated_s"]
+    base = float(twolm.iloc[0]) if len(twolm) else np.nan
+    frame["speedup_vs_2lm"] = base / frame["simulated_s"]
+    return frame
+
+
 def compute(
-    config: Config, out_dir: str | os.PathLike[str], progress: Progress | None = None
+    config: Config,
+    out_dir: str | os.PathLike[str],
+    progress: Progress | None = None,
+    *,
+    workers: int | None = None,
+    dask_address: str | None = None,
 ) -> Path:
-    """Run every strategy of ``config`` on every workload; write ``out_dir/NAME.parquet`` and
-    return its path.
+    """Run every strategy of ``config`` on every workload (in ``workers`` processes, default 1,
+    or on the Dask scheduler at ``dask_address``); write ``out_dir/NAME.parquet`` and return
+    its path.
 
     One row per workload and strategy: ``workload``, ``model``, ``batch``, ``kernels``,
     ``footprint_bytes`` (peak live bytes), then the columns of
     :func:`tmsim.compare.rows_frame` (``fast_limit_bytes`` is the DRAM capacity compared at),
     then ``speedup_vs_2lm`` (2LM's simulated step time over the row's; ``nan`` if either
-    failed). Raises :class:`tmsim.errors.TmsimError` for an unknown model, platform or
-    strategy, or a ``fast_share`` outside (0, 1].
+    failed). Raises :class:`tmsim.errors.TmsimError` for an unknown strategy or a
+    ``fast_share`` outside (0, 1] before any point runs, and when points failed (an unknown
+    model or platform).
     """
-    if config.fast_share is not None and not 0 < config.fast_share <= 1:
-        raise TmsimError(f"fast_share must be in (0, 1], got {config.fast_share}")
-    hw = load_preset(config.platform)
-    frames = []
-    for model, batch in config.workloads:
-        graph = training_graph_of(model, batch)
-        if config.fast_share is None:
-            fast_bytes = int(hw.tiers[FAST].capacity_bytes)
-        else:
-            fast_bytes = int(config.fast_share * graph.peak_live_bytes)
-        name = label(model, batch)
-        if progress is not None:
-            progress(
-                f"{name}: {graph.peak_live_bytes / 1e9:.1f} GB, {fast_bytes / 1e9:.1f} GB DRAM"
-            )
-        settings = CompareSettings(
-            plan=PlanSettings(
-                capacity=capacity_of(None, fast_bytes),
-                time_limit_s=config.time_limit_s,
-                gap=config.gap,
-            ),
-            contention=config.contention,
-            strategies=config.strategies,
-            cache_block_bytes=config.cache_block_bytes,
-        )
-        frame = compare_frame(
-            graph,
-            hw,
-            settings,
-            workload=name,
-            model=model,
-            batch=batch,
-            kernels=len(graph.kernels),
-            footprint_bytes=graph.peak_live_bytes,
-        )
-        twolm = frame.loc[frame["strategy"] == "2lm", "simulated_s"]
-        base = float(twolm.iloc[0]) if len(twolm) else np.nan
-        frame["speedup_vs_2lm"] = base / frame["simulated_s"]
-        frames.append(frame)
-    return write_data(pd.concat(frames, ignore_index=True), out_dir, NAME, config)
+    frame = run_figure_points(
+        NAME,
+        points(config),
+        point_frame,
+        out_dir,
+        progress,
+        workers=workers,
+        dask_address=dask_address,
+    )
+    return write_data(frame, out_dir, NAME, config)
 
 
 def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
@@ -195,4 +234,4 @@ def _get(frame: pd.DataFrame, workload: str, strategy: str, column: str) -> floa
     return float(hit[column].iloc[0]) if len(hit) else float("nan")
 
 
-__all__ = ["NAME", "QUICK", "SHOWN", "TITLE", "Config", "compute", "plot"]
+__all__ = ["NAME", "QUICK", "SHOWN", "TITLE", "Config", "compute", "plot", "point_frame", "points"]

@@ -19,8 +19,10 @@ async copies one after another; the copy engines run them side by side).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -37,7 +39,7 @@ from experiments.common import (
     insert_labels,
     label,
     read_data,
-    run_points,
+    run_figure_points,
     save_figure,
     write_data,
 )
@@ -52,8 +54,9 @@ TITLE = "Planner prediction against simulation with contention"
 
 #: The columns written before those of :func:`tmsim.compare.rows_frame`.
 LEADING = (
-    "platform", "kind", "capacity", "workload", "model", "batch", "kernels", "footprint_bytes",
-)  # fmt: skip
+    *("platform", "kind", "capacity", "workload"),
+    *("model", "batch", "kernels", "footprint_bytes"),
+)
 
 #: Marker of each platform kind in the scatter.
 MARKERS = {"Optane PMM": "o", "GPU": "s"}
@@ -71,13 +74,15 @@ class Config:
     point's MILP chain (static, sync, async; the figure compares each plan's prediction with
     its simulation, whichever plan the cap leaves); ``gap``: relative optimality gap; ``window``:
     kernels either side of a user where an asynchronous copy may run; ``workers``: processes
-    running points in parallel.
+    running points in parallel when :func:`compute` is not told otherwise (not part of any
+    point's key).
     """
 
     cpu_platform: str = "cascadelake-optane"
     cpu_workloads: tuple[tuple[str, int], ...] = (
-        ("vgg19", 8), ("vgg19", 16), ("inception_v4", 16), *CONVENTIONAL,
-    )  # fmt: skip
+        *(("vgg19", 8), ("vgg19", 16), ("inception_v4", 16)),
+        *CONVENTIONAL,
+    )
     cpu_ratios: tuple[str, ...] = ("8:1", "4:1", "1:1")
     cpu_strategies: tuple[str, ...] = ("all-slow", "first-touch", "static", "sync", "async")
     gpu_platform: str = "rtx2080ti-pcie3"
@@ -102,51 +107,78 @@ QUICK = Config(
     workers=1,
 )
 
-#: One point: (platform, kind, ratio or None, device fraction or None, model, batch,
-#: strategies).
-Point = tuple[str, str, str | None, float | None, str, int, tuple[str, ...]]
 
-
-def points(config: Config) -> list[Point]:
-    """Every point of ``config``: the CPU workloads at each ratio, then the GPU workloads."""
-    cpu: list[Point] = [
-        (config.cpu_platform, "Optane PMM", r, None, m, b, config.cpu_strategies)
+def points(config: Config) -> list[dict[str, Any]]:
+    """Every point of ``config``: the CPU workloads at each ratio, then the GPU workloads,
+    each with its strategies and the solver settings."""
+    solver = {"time_limit_s": config.time_limit_s, "gap": config.gap, "window": config.window}
+    cpu = [
+        {
+            "platform": config.cpu_platform,
+            "kind": "Optane PMM",
+            "ratio": r,
+            "device_fraction": None,
+            "model": m,
+            "batch": b,
+            "strategies": list(config.cpu_strategies),
+            **solver,
+        }
         for m, b in config.cpu_workloads
         for r in config.cpu_ratios
     ]
-    gpu: list[Point] = [
-        (config.gpu_platform, "GPU", None, config.gpu_device_fraction, m, b,
-         config.gpu_strategies)
+    gpu = [
+        {
+            "platform": config.gpu_platform,
+            "kind": "GPU",
+            "ratio": None,
+            "device_fraction": config.gpu_device_fraction,
+            "model": m,
+            "batch": b,
+            "strategies": list(config.gpu_strategies),
+            **solver,
+        }
         for m, b in config.gpu_workloads
-    ]  # fmt: skip
+    ]
     return cpu + gpu
 
 
-def point_rows(point: Point, config: Config) -> pd.DataFrame:
-    """The plans of one point, replayed with contention: the :data:`LEADING` columns, the
-    :class:`tmsim.compare.Row` fields, ``rel_error`` (``(simulated_s - predicted_s) /
-    predicted_s``), ``fallback`` and ``same_as_sync`` (an async row whose plan predicts no
-    better than the sync plan: a fallback, or the solver stopped at its sync start; such a
-    row repeats the sync point and the figure leaves it out)."""
-    preset, kind, ratio, fraction, model, batch, strategies = point
+def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
+    """The plans of one point of :func:`points`, replayed with contention: the :data:`LEADING`
+    columns, the :class:`tmsim.compare.Row` fields, ``rel_error`` (``(simulated_s -
+    predicted_s) / predicted_s``), ``fallback`` and ``same_as_sync`` (an async row whose plan
+    predicts no better than the sync plan: a fallback, or the solver stopped at its sync
+    start; such a row repeats the sync point and the figure leaves it out)."""
+    preset, ratio, fraction = params["platform"], params["ratio"], params["device_fraction"]
+    model, batch = params["model"], params["batch"]
     graph = training_graph_of(model, batch)
     platform = load_preset(preset)
     fast_bytes = None if fraction is None else int(graph.peak_live_bytes * fraction)
     plan = PlanSettings(
         capacity=capacity_of(ratio, fast_bytes),
-        time_limit_s=config.time_limit_s,
-        gap=config.gap,
-        window=config.window,
+        time_limit_s=params["time_limit_s"],
+        gap=params["gap"],
+        window=params["window"],
     )
+    strategies = tuple(params["strategies"])
     settings = CompareSettings(plan=plan, strategies=strategies, contention=True)
     frame = rows_frame(compare(graph, platform, settings))
     limit = fast_limit_bytes(graph, platform, plan.capacity)
-    capacity = ratio if ratio is not None else (
-        f"{fraction:g} of footprint" if fraction is not None else f"{limit / 2**30:.3g} GiB"
-    )  # fmt: skip
-    leading = {"platform": preset, "kind": kind, "capacity": capacity,
-               "workload": label(model, batch), "model": model, "batch": batch,
-               "kernels": len(graph.kernels), "footprint_bytes": graph.peak_live_bytes}  # fmt: skip
+    if ratio is not None:
+        capacity = ratio
+    elif fraction is not None:
+        capacity = f"{fraction:g} of footprint"
+    else:
+        capacity = f"{limit / 2**30:.3g} GiB"
+    leading = {
+        "platform": preset,
+        "kind": params["kind"],
+        "capacity": capacity,
+        "workload": label(model, batch),
+        "model": model,
+        "batch": batch,
+        "kernels": len(graph.kernels),
+        "footprint_bytes": graph.peak_live_bytes,
+    }
     insert_labels(frame, leading)
     frame["rel_error"] = (frame["simulated_s"] - frame["predicted_s"]) / frame["predicted_s"]
     frame["fallback"] = frame["status"].str.startswith("fallback")
@@ -154,21 +186,29 @@ def point_rows(point: Point, config: Config) -> pd.DataFrame:
     return frame
 
 
-def _point(job: tuple[Point, Config]) -> pd.DataFrame:
-    return point_rows(*job)
-
-
 def compute(
-    config: Config, out_dir: str | os.PathLike[str], progress: Progress | None = None
+    config: Config,
+    out_dir: str | os.PathLike[str],
+    progress: Progress | None = None,
+    *,
+    workers: int | None = None,
+    dask_address: str | None = None,
 ) -> Path:
-    """Run every point of ``config`` (:func:`point_rows`, in ``config.workers`` processes) and
-    write the table with the configuration; return the data file's path."""
-    jobs = [(p, config) for p in points(config)]
-    frames = run_points(
-        _point, jobs, config.workers, progress,
-        describe=lambda j: f"{j[0][0]} {j[0][2] or ''} {label(*j[0][4:6])}",
-    )  # fmt: skip
-    return write_data(pd.concat(frames, ignore_index=True), out_dir, NAME, config)
+    """Run every point of ``config`` (:func:`point_rows`, in ``workers`` processes, default
+    ``config.workers``, or on the Dask scheduler at ``dask_address``) and write the table
+    with the configuration; return the data file's path. Raises
+    :class:`tmsim.errors.TmsimError` when points failed (once the others are stored)."""
+    frame = run_figure_points(
+        NAME,
+        points(config),
+        point_rows,
+        out_dir,
+        progress,
+        workers=workers,
+        dask_address=dask_address,
+        default_workers=config.workers,
+    )
+    return write_data(frame, out_dir, NAME, config)
 
 
 def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
@@ -178,8 +218,8 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
     frame, _meta = read_data(data)
     timed = frame[np.isfinite(frame["predicted_s"]) & np.isfinite(frame["simulated_s"])]
     ok = timed[~timed["same_as_sync"].astype(bool)]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 4.4),
-                                      gridspec_kw={"width_ratios": [1, 1.3]})  # fmt: skip
+    widths = {"width_ratios": [1, 1.3]}
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 4.4), gridspec_kw=widths)
     _scatter(left, ok)
     left_out = len(timed) - len(ok)
     note = f" ({left_out} async plans that repeat the sync plan left out)" if left_out else ""
@@ -191,9 +231,17 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
 
 def _scatter(ax: Axes, ok: pd.DataFrame) -> None:
     for (kind, strategy), sub in ok.groupby(["kind", "strategy"], sort=False):
-        ax.scatter(sub["predicted_s"], sub["simulated_s"], s=18, alpha=0.8,
-                   marker=MARKERS.get(str(kind), "^"), color=COLORS.get(str(strategy), "k"),
-                   label=f"{strategy} ({kind})", edgecolor="white", linewidth=0.3)  # fmt: skip
+        ax.scatter(
+            sub["predicted_s"],
+            sub["simulated_s"],
+            s=18,
+            alpha=0.8,
+            marker=MARKERS.get(str(kind), "^"),
+            color=COLORS.get(str(strategy), "k"),
+            label=f"{strategy} ({kind})",
+            edgecolor="white",
+            linewidth=0.3,
+        )
     values = np.concatenate([ok["predicted_s"].to_numpy(float), ok["simulated_s"].to_numpy(float)])
     lo, hi = (float(values.min()) / 1.3, float(values.max()) * 1.3) if len(values) else (0.1, 1)
     ax.plot([lo, hi], [lo, hi], color="0.4", linewidth=0.8, linestyle="--", label="y = x")
@@ -209,14 +257,21 @@ def _errors(ax: Axes, ok: pd.DataFrame) -> None:
     for i, ((kind, strategy), sub) in enumerate(groups):
         err = 100 * sub["rel_error"].to_numpy(dtype=float)
         jitter = np.linspace(-0.18, 0.18, len(err)) if len(err) > 1 else np.zeros(1)
-        ax.scatter(i + jitter, err, s=14, alpha=0.8, marker=MARKERS.get(str(kind), "^"),
-                   color=COLORS.get(str(strategy), "k"))  # fmt: skip
+        marker, color = MARKERS.get(str(kind), "^"), COLORS.get(str(strategy), "k")
+        ax.scatter(i + jitter, err, s=14, alpha=0.8, marker=marker, color=color)
         ax.hlines([err.min(), err.max()], i - 0.3, i + 0.3, color="0.5", linewidth=0.6)
         # rounding noise (1e-13 %) reads as zero, and zero without a sign
         lo, hi = (float(f"{np.round(v, 6):.2g}") + 0.0 for v in (err.min(), err.max()))
         text = f"{lo:+.2g}%" if lo == hi else f"{lo:+.2g}..{hi:+.2g}%"
-        ax.annotate(text, (i, err.max()), ha="center",
-                    va="bottom", fontsize=6, xytext=(0, 3), textcoords="offset points")  # fmt: skip
+        ax.annotate(
+            text,
+            (i, err.max()),
+            ha="center",
+            va="bottom",
+            fontsize=6,
+            xytext=(0, 3),
+            textcoords="offset points",
+        )
     ax.axhline(0.0, color="0.4", linewidth=0.8, linestyle="--")
     ax.set_xticks(range(len(groups)), [f"{s}\n{k}" for (k, s), _ in groups], fontsize=7)
     ax.set_ylabel("(simulated - predicted) / predicted (%)")
@@ -232,7 +287,6 @@ __all__ = [
     "QUICK",
     "TITLE",
     "Config",
-    "Point",
     "compute",
     "plot",
     "point_rows",

@@ -8,13 +8,16 @@ Here each workload's MILP chain (:func:`tmsim.planners.milp.chain.plan_milp_chai
 sync from it, then async from that) is solved once under one wall-clock limit for the whole
 chain, and each formulation's solver statistics are tabulated: model size, build and solve
 seconds (cumulative over the chain, as the planner reports them: what it costs to get that
-plan), gap and whether the time limit cut it short.
+plan), gap and whether the time limit cut it short. A point is one workload's chain; run
+points in parallel (``--workers``) only on a machine with a core for each, since the solve
+seconds are the measurement.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,7 @@ from experiments.common import (
     capacity_of,
     label,
     read_data,
+    run_figure_points,
     save_figure,
     write_data,
 )
@@ -40,7 +44,7 @@ from hwmodels.presets import load_preset
 from tmsim.errors import TmsimError
 from tmsim.plan.values import Plan
 from tmsim.planners.milp.chain import plan_milp_chain
-from tmsim.planners.milp.network import Formulation
+from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.settings import PlanSettings
 from tmsim.workload.zoo import training_graph_of
 
@@ -77,57 +81,94 @@ class Config:
 QUICK = Config(workloads=(("vgg19", 8), ("resnet50", 8), ("densenet121", 4)), time_limit_s=20.0)
 
 
+def points(config: Config) -> list[dict[str, Any]]:
+    """One point per workload of ``config``, with the settings of its chain. Raises
+    ``ValueError`` for an unknown formulation."""
+    for f in config.formulations:
+        Formulation(f)
+    return [
+        {
+            "model": model,
+            "batch": batch,
+            "platform": config.platform,
+            "ratio": config.ratio,
+            "formulations": list(config.formulations),
+            "time_limit_s": config.time_limit_s,
+            "gap": config.gap,
+            "window": config.window,
+        }
+        for model, batch in config.workloads
+    ]
+
+
+def chain_rows(params: Mapping[str, Any]) -> pd.DataFrame:
+    """The rows of one point of :func:`points` (see :func:`compute` for the columns): its MILP
+    chain solved up to the largest formulation asked for, one row per formulation asked for.
+    """
+    wanted = [Formulation(f) for f in params["formulations"]]
+    top = max(wanted, key=list(Formulation).index)
+    model, batch = params["model"], params["batch"]
+    hw = load_preset(params["platform"])
+    limit_s = params["time_limit_s"]
+    settings = PlanSettings(
+        capacity=capacity_of(params["ratio"], None),
+        time_limit_s=limit_s,
+        gap=params["gap"],
+        window=params["window"],
+    )
+    graph = training_graph_of(model, batch)
+    try:
+        chain: dict[Formulation, Plan | TmsimError] = plan_milp_chain(graph, hw, settings, top)
+    except TmsimError as exc:
+        chain = {f: exc for f in Formulation}
+    workload = {
+        "workload": label(model, batch),
+        "model": model,
+        "batch": batch,
+        "kernels": len(graph.kernels),
+        "tensors": len(graph.tensors),
+        "footprint_bytes": graph.peak_live_bytes,
+    }
+    rows = []
+    before = 0.0
+    for formulation in Formulation:
+        row = _row(chain.get(formulation), limit_s, before)
+        before = row["solve_s"] if math.isfinite(row["solve_s"]) else before
+        if formulation in wanted:
+            rows.append({**workload, "formulation": formulation.value, **row})
+    return pd.DataFrame(rows)
+
+
 def compute(
-    config: Config, out_dir: str | os.PathLike[str], progress: Progress | None = None
+    config: Config,
+    out_dir: str | os.PathLike[str],
+    progress: Progress | None = None,
+    *,
+    workers: int | None = None,
+    dask_address: str | None = None,
 ) -> Path:
-    """Solve every workload's MILP chain; write ``out_dir/NAME.parquet`` and return its path.
+    """Solve every workload's MILP chain (in ``workers`` processes, default 1, or on the Dask
+    scheduler at ``dask_address``); write ``out_dir/NAME.parquet`` and return its path.
 
     One row per workload and formulation: ``workload``, ``model``, ``batch``, ``kernels``,
     ``tensors``, ``footprint_bytes``, ``formulation``, ``status`` (the solver's, ``fallback
     to ...`` where the smaller formulation's plan was kept, or ``error``), ``error``,
     ``variables``, ``constraints`` (of the model the plan came from), ``build_s``, ``solve_s``
     (cumulative over the chain), ``own_solve_s`` (minus the formulation before it), ``gap``,
-    ``predicted_s``, ``fallback`` and ``time_limit_hit``. Raises :class:`TmsimError` for an
-    unknown model, platform or formulation.
+    ``predicted_s``, ``fallback`` and ``time_limit_hit``. Raises ``ValueError`` for an
+    unknown formulation before any point runs, :class:`TmsimError` when points failed (an
+    unknown model or platform).
     """
-    wanted = [Formulation(f) for f in config.formulations]
-    top = max(wanted, key=list(Formulation).index)
-    hw = load_preset(config.platform)
-    settings = PlanSettings(
-        capacity=capacity_of(config.ratio, None),
-        time_limit_s=config.time_limit_s,
-        gap=config.gap,
-        window=config.window,
+    frame = run_figure_points(
+        NAME,
+        points(config),
+        chain_rows,
+        out_dir,
+        progress,
+        workers=workers,
+        dask_address=dask_address,
     )
-    rows = []
-    for model, batch in config.workloads:
-        graph = training_graph_of(model, batch)
-        name = label(model, batch)
-        if progress is not None:
-            progress(f"{name}: {len(graph.kernels)} kernels, chain up to {top.value}")
-        try:
-            chain: dict[Formulation, Plan | TmsimError] = plan_milp_chain(graph, hw, settings, top)
-        except TmsimError as exc:
-            chain = {f: exc for f in Formulation}
-        before = 0.0
-        for formulation in Formulation:
-            row = _row(chain.get(formulation), config.time_limit_s, before)
-            before = row["solve_s"] if math.isfinite(row["solve_s"]) else before
-            if formulation not in wanted:
-                continue
-            rows.append(
-                {
-                    "workload": name,
-                    "model": model,
-                    "batch": batch,
-                    "kernels": len(graph.kernels),
-                    "tensors": len(graph.tensors),
-                    "footprint_bytes": graph.peak_live_bytes,
-                    "formulation": formulation.value,
-                    **row,
-                }
-            )
-    return write_data(pd.DataFrame(rows), out_dir, NAME, config)
+    return write_data(frame, out_dir, NAME, config)
 
 
 def _row(got: Plan | TmsimError | None, limit_s: float, before_s: float) -> dict[str, Any]:
@@ -135,11 +176,12 @@ def _row(got: Plan | TmsimError | None, limit_s: float, before_s: float) -> dict
     nan = math.nan
     if not isinstance(got, Plan) or got.stats is None:
         error = str(got) if got is not None else "not solved"
+        times = dict.fromkeys(("build_s", "solve_s", "own_solve_s", "gap", "predicted_s"), nan)
         return {
-            "status": "error", "error": error, "variables": 0, "constraints": 0,
-            "build_s": nan, "solve_s": nan, "own_solve_s": nan, "gap": nan,
-            "predicted_s": nan, "fallback": False, "time_limit_hit": "time limit" in error,
-        }  # fmt: skip
+            **{"status": "error", "error": error, "variables": 0, "constraints": 0},
+            **times,
+            **{"fallback": False, "time_limit_hit": "time limit" in error},
+        }
     s = got.stats
     spent = s.build_s + s.solve_s
     return {
@@ -172,10 +214,17 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
         ok = rows[rows["status"] != "error"]
         for ax, x_col, part in ((left, "kernels", ok), (right, "variables", ok[~ok["fallback"]])):
             hit = part["time_limit_hit"].astype(bool)
-            ax.scatter(part.loc[~hit, x_col], part.loc[~hit, "solve_s"], marker=shape, s=40,
-                       color=color)  # fmt: skip
-            ax.scatter(part.loc[hit, x_col], part.loc[hit, "solve_s"], marker=shape, s=40,
-                       facecolors="none", edgecolors=color, linewidths=1.5)  # fmt: skip
+            solid, hollow = part[~hit], part[hit]
+            ax.scatter(solid[x_col], solid["solve_s"], marker=shape, s=40, color=color)
+            ax.scatter(
+                hollow[x_col],
+                hollow["solve_s"],
+                marker=shape,
+                s=40,
+                facecolors="none",
+                edgecolors=color,
+                linewidths=1.5,
+            )
         failed = rows[rows["status"] == "error"]
         left.scatter(failed["kernels"], [limit] * len(failed), marker="x", s=50, color=color)
     for ax in (left, right):
@@ -197,8 +246,15 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
         y = rows["solve_s"].min()
         if np.isfinite(y):
             text = "\n".join(dict.fromkeys(rows["workload"].astype(str)))
-            left.annotate(text, (float(rows["kernels"].iloc[0]), y), fontsize=6, xytext=(0, -5),
-                          textcoords="offset points", ha="center", va="top")  # fmt: skip
+            left.annotate(
+                text,
+                (float(rows["kernels"].iloc[0]), y),
+                fontsize=6,
+                xytext=(0, -5),
+                textcoords="offset points",
+                ha="center",
+                va="top",
+            )
     present = list(dict.fromkeys(frame["formulation"]))
     handles = [
         Line2D([], [], marker=marker.get(f, "o"), ls="", color=COLORS.get(f, "k")) for f in present
@@ -211,10 +267,21 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
     ]
     labels_ += ["time limit hit", "no plan in time", f"time limit ({limit:g} s per chain)"]
     right.legend(handles, labels_, fontsize=7, loc="lower right")
-    fig.suptitle(f"{TITLE} ({meta['config']['platform']}, PMM:DRAM {meta['config']['ratio']}, "
-                 f"HiGHS, gap {meta['config']['gap']:g})", fontsize=10)  # fmt: skip
+    cfg = meta["config"]
+    where = f"{cfg['platform']}, PMM:DRAM {cfg['ratio']}, HiGHS, gap {cfg['gap']:g}"
+    fig.suptitle(f"{TITLE} ({where})", fontsize=10)
     fig.tight_layout()
     return save_figure(fig, out_dir, NAME)
 
 
-__all__ = ["LIMIT_SHARE", "NAME", "QUICK", "TITLE", "Config", "compute", "plot"]
+__all__ = [
+    "LIMIT_SHARE",
+    "NAME",
+    "QUICK",
+    "TITLE",
+    "Config",
+    "chain_rows",
+    "compute",
+    "plot",
+    "points",
+]

@@ -10,7 +10,7 @@ from hwmodels.cache import DramCache
 from hwmodels.cachesim import CacheState, CacheTraffic, new_cache_state, simulate_accesses
 from hwmodels.compute import ClassEfficiency, Compute, OpClass, canonical_dtype, op_class
 from hwmodels.errors import HardwareModelError
-from hwmodels.memory_mode import MemoryMode, memory_mode_platform
+from hwmodels.memory_mode import MemoryMode
 from hwmodels.paths import CopyPath
 from hwmodels.platform import Platform
 from hwmodels.presets import (
@@ -58,7 +58,6 @@ __all__ = [
     "canonical_dtype",
     "load_platform",
     "load_preset",
-    "memory_mode_platform",
     "move_time_s",
     "new_cache_state",
     "op_class",

@@ -246,8 +246,14 @@ def _run_short(
         # Largest stop with at most _BATCH_BLOCKS blocks, and at least one access.
         stop = lo + int(np.searchsorted(cum, base + _BATCH_BLOCKS, side="right"))
         stop = max(stop, start + 1)
-        _run_batch(state, first[start:stop], count[start:stop], w[start:stop],
-                   hits[start:stop], wbs[start:stop])  # fmt: skip
+        _run_batch(
+            state,
+            first[start:stop],
+            count[start:stop],
+            w[start:stop],
+            hits[start:stop],
+            wbs[start:stop],
+        )
         start = stop
 
 

@@ -3,8 +3,9 @@
 Intel's Memory Mode (2LM) on Cascade Lake with Optane PMM hides the DRAM from software and
 makes it a hardware-managed cache of the PMM (reference/hardware.md, "Memory Mode (2LM)").
 A flat platform that can be switched so carries a :class:`MemoryMode` with the cache's line,
-associativity, write policies and miss latency; :func:`memory_mode_platform` turns it into
-the platform in memory mode at a chosen cache capacity:
+associativity, write policies and miss latency; :meth:`Platform.in_memory_mode
+<hwmodels.platform.Platform.in_memory_mode>` turns it into the platform in memory mode at a
+chosen cache capacity:
 
 - the cache lives in the fastest addressable tier and caches the next addressable tier;
 - its capacity is the one asked for, rounded down to whole sets of
@@ -18,14 +19,10 @@ machine in Memory Mode at its full 192 GiB of DRAM).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-from hwmodels.cache import DramCache, check_line_fields
+from hwmodels.cache import check_line_fields
 from hwmodels.errors import HardwareModelError
-
-if TYPE_CHECKING:  # platform.py imports this module for the field's type
-    from hwmodels.platform import Platform
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,45 +54,3 @@ class MemoryMode:
     def set_bytes(self) -> int:
         """Bytes of one set (``line_bytes * associativity``): the cache's capacity unit."""
         return self.line_bytes * self.associativity
-
-
-def memory_mode_platform(platform: Platform, cache_bytes: int) -> Platform:
-    """``platform`` in memory mode with a cache of ``cache_bytes`` (module doc).
-
-    The cache's parameters are ``platform.memory_mode``'s, its capacity ``cache_bytes``
-    rounded down to whole sets, and its ``source`` names the platform, the capacity and the
-    memory mode's source. Pure. Raises :class:`HardwareModelError` (one line) if the platform
-    has no memory mode, has fewer than two addressable tiers (it is in memory mode already, or
-    has one tier), if ``cache_bytes`` is below one set, or if the cache is larger than its
-    tier.
-    """
-    mode = platform.memory_mode
-    where = f"platform {platform.name!r}"
-    if mode is None:
-        raise HardwareModelError(f"{where}: no memory mode (the platform has no [memory_mode])")
-    tiers = platform.addressable_tiers
-    if len(tiers) < 2:
-        raise HardwareModelError(
-            f"{where}: memory mode needs two addressable tiers, a cache and its backing tier; "
-            f"it has {len(tiers)}"
-        )
-    capacity = cache_bytes // mode.set_bytes * mode.set_bytes
-    if capacity <= 0:
-        raise HardwareModelError(
-            f"{where}: a {cache_bytes}-byte cache is smaller than one set ({mode.set_bytes} B)"
-        )
-    fast, slow = tiers[0].name, tiers[1].name
-    cache = DramCache(
-        cache_tier=fast,
-        backing_tier=slow,
-        capacity_bytes=capacity,
-        line_bytes=mode.line_bytes,
-        associativity=mode.associativity,
-        write_back=mode.write_back,
-        write_allocate=mode.write_allocate,
-        miss_latency_s=mode.miss_latency_s,
-        source=f"memory mode of {platform.name} at {capacity} bytes: {mode.source}",
-    )
-    return replace(
-        platform, name=f"{platform.name}-2lm", kernel_tiers=(slow,), copy_paths=(), cache=cache
-    )

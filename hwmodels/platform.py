@@ -3,7 +3,7 @@ optional descriptions of its memory mode and unified-memory driver."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hwmodels.cache import DramCache
 from hwmodels.compute import Compute
@@ -38,7 +38,7 @@ class Platform:
       the knob for studying controller interference.
     - ``name``, ``description``, ``source``: identification and provenance.
     - ``memory_mode``: with a :class:`MemoryMode`, how the flat platform's fastest tier can
-      act as a hardware cache of its next one (:func:`hwmodels.memory_mode.memory_mode_platform`
+      act as a hardware cache of its next one (:meth:`in_memory_mode`
       builds that platform). It describes what the flat platform can become; a platform in
       memory mode (``cache`` set) may carry it too, and nothing checks that it agrees with
       ``cache``.
@@ -209,3 +209,46 @@ class Platform:
     def kernel_tier_mask(self) -> tuple[bool, ...]:
         """For each tier (fastest first), whether kernels may access it directly."""
         return tuple(t.name in self.kernel_tiers for t in self.tiers)
+
+    def in_memory_mode(self, cache_bytes: int) -> Platform:
+        """This platform in memory mode with a cache of ``cache_bytes``
+        (:mod:`hwmodels.memory_mode`).
+
+        The cache's parameters are ``platform.memory_mode``'s, its capacity ``cache_bytes``
+        rounded down to whole sets, and its ``source`` names the platform, the capacity and the
+        memory mode's source. Pure. Raises :class:`HardwareModelError` (one line) if the platform
+        has no memory mode, has fewer than two addressable tiers (it is in memory mode already, or
+        has one tier), if ``cache_bytes`` is below one set, or if the cache is larger than its
+        tier.
+        """
+        platform = self
+        mode = platform.memory_mode
+        where = f"platform {platform.name!r}"
+        if mode is None:
+            raise HardwareModelError(f"{where}: no memory mode (the platform has no [memory_mode])")
+        tiers = platform.addressable_tiers
+        if len(tiers) < 2:
+            raise HardwareModelError(
+                f"{where}: memory mode needs two addressable tiers, a cache and its backing tier; "
+                f"it has {len(tiers)}"
+            )
+        capacity = cache_bytes // mode.set_bytes * mode.set_bytes
+        if capacity <= 0:
+            raise HardwareModelError(
+                f"{where}: a {cache_bytes}-byte cache is smaller than one set ({mode.set_bytes} B)"
+            )
+        fast, slow = tiers[0].name, tiers[1].name
+        cache = DramCache(
+            cache_tier=fast,
+            backing_tier=slow,
+            capacity_bytes=capacity,
+            line_bytes=mode.line_bytes,
+            associativity=mode.associativity,
+            write_back=mode.write_back,
+            write_allocate=mode.write_allocate,
+            miss_latency_s=mode.miss_latency_s,
+            source=f"memory mode of {platform.name} at {capacity} bytes: {mode.source}",
+        )
+        return replace(
+            platform, name=f"{platform.name}-2lm", kernel_tiers=(slow,), copy_paths=(), cache=cache
+        )

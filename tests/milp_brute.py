@@ -22,13 +22,15 @@ or async, and the window):
 - A produced tensor appears at its producer in one KT tier, with no copy.
 - Each gadget has two phases. Prefetch, from state B to the state D during the kernel:
   D = B, or D = B + {d} for a tier d faster than all of B that some tier of B can copy to.
-  A kernel updating the tensor in place leaves D = {min(B)} or, fetching, D = {d}. Evict,
+  A kernel updating the tensor in place leaves D = {min(B)} or, fetching, D = {d}; the other
+  copies go stale and still hold their tiers during the kernel (they are freed after). Evict,
   after the kernel, from D to A: A = D, (D + {d}) - X or D - X, where d is a tier outside D,
   slower than min(D), that a tier of D can copy to, and X a set of constrained tiers of D;
   A is non-empty. A copy comes from the source tier whose copy of the tensor is fastest.
 - Copies at the producer and users are synchronous and add to the step; copies at window
   gadgets are asynchronous and add up beside their kernel, which then costs
-  max(kernel time, its asynchronous copies).
+  max(kernel time, its asynchronous copies). An asynchronous copy's destination holds its
+  tier during that kernel; a synchronous eviction's, from the next kernel on.
 
 Each tensor's histories are enumerated one by one; those that overflow a tier on their own or
 are no better anywhere than another are dropped (exact: the step time never falls as a
@@ -79,8 +81,7 @@ class Gadget:
 
     kernel: int
     mode: MoveMode  # SYNC at the producer and users, ASYNC at window gadgets
-    uses: bool  # the kernel has the tensor as an operand
-    produces: bool
+    uses: bool  # the kernel has the tensor as an operand (the producer included)
     updates: bool  # the kernel reads and writes the tensor in place
     fetch: bool
     evict: bool
@@ -124,7 +125,10 @@ class Machine:
     def limits(self, cost: CostModel, limit_bytes: int) -> FloatArray:
         """Bytes each constrained tier holds: ``limit_bytes`` for tier 0, else its capacity."""
         tiers = cost.platform.tiers
-        return np.array([limit_bytes if i == 0 else tiers[i].capacity_bytes for i in self.constrained], dtype=np.float64)
+        return np.array(
+            [limit_bytes if i == 0 else tiers[i].capacity_bytes for i in self.constrained],
+            dtype=np.float64,
+        )
 
     def copy_s(self, t: int, sources: State, dst: int, mode: MoveMode) -> float | None:
         """Seconds of the fastest copy of tensor ``t`` from a tier of ``sources`` to ``dst``.
@@ -132,7 +136,9 @@ class Machine:
         ``None`` if no tier of ``sources`` has a copy path to ``dst``. (Among equally fast
         sources the rules take the faster tier; the time is the same.)
         """
-        times = [self.move_s[s, dst, mode][t] for s in sorted(sources) if (s, dst, mode) in self.move_s]
+        times = [
+            self.move_s[s, dst, mode][t] for s in sorted(sources) if (s, dst, mode) in self.move_s
+        ]
         return float(min(times)) if times else None
 
 
@@ -143,9 +149,15 @@ def gadgets(cost: CostModel, t: int, formulation: str, window: int) -> list[Gadg
     producer = int(graph.producers[t])
     ops = np.flatnonzero(cost.op_tensor == t)
     uses = {int(cost.op_kernel[j]) for j in ops}
-    updates = {int(cost.op_kernel[j]) for j in ops if cost.op_read_bytes[j] > 0 and cost.op_write_bytes[j] > 0}
+    updates = {
+        int(cost.op_kernel[j])
+        for j in ops
+        if cost.op_read_bytes[j] > 0 and cost.op_write_bytes[j] > 0
+    }
     if formulation == "static":
-        return [Gadget(producer, MoveMode.SYNC, True, True, False, False, False)] if producer >= 0 else []
+        if producer < 0:
+            return []
+        return [Gadget(producer, MoveMode.SYNC, uses=True, updates=False, fetch=False, evict=False)]
     fetch_at: set[int] = set()
     evict_at: set[int] = set()
     if formulation == "async":
@@ -155,9 +167,10 @@ def gadgets(cost: CostModel, t: int, formulation: str, window: int) -> list[Gadg
     out = []
     for k in sorted(uses | fetch_at | evict_at):
         if k in uses:
-            out.append(Gadget(k, MoveMode.SYNC, True, k == producer, k in updates, k != producer, True))
+            fetch = k != producer
+            out.append(Gadget(k, MoveMode.SYNC, True, k in updates, fetch=fetch, evict=True))
         elif lo <= k <= hi:
-            out.append(Gadget(k, MoveMode.ASYNC, False, False, False, k in fetch_at, k in evict_at))
+            out.append(Gadget(k, MoveMode.ASYNC, False, False, k in fetch_at, k in evict_at))
     return out
 
 
@@ -172,7 +185,9 @@ def initial_states(cost: CostModel, t: int, formulation: str) -> list[State | No
     return [frozenset({i}) for i in range(n)]
 
 
-def prefetches(machine: Machine, t: int, g: Gadget, before: State | None) -> list[tuple[State, float]]:
+def prefetches(
+    machine: Machine, t: int, g: Gadget, before: State | None
+) -> list[tuple[State, float]]:
     """Every state during gadget ``g``'s kernel reachable from ``before``, with its copy time."""
     if before is None:  # the producer writes the tensor into one kernel tier
         return [(frozenset({i}), 0.0) for i in sorted(machine.kernel_tiers)]
@@ -192,7 +207,9 @@ def evictions(machine: Machine, t: int, g: Gadget, during: State) -> list[tuple[
     if not g.evict:
         return [(during, 0.0)]
     freeable = [i for i in machine.constrained if i in during]
-    drops = [frozenset(x) for r in range(len(freeable) + 1) for x in itertools.combinations(freeable, r)]
+    drops = [
+        frozenset(x) for r in range(len(freeable) + 1) for x in itertools.combinations(freeable, r)
+    ]
     out = [(during - x, 0.0) for x in drops if during - x]
     for d in range(min(during) + 1, machine.n_tiers):
         seconds = machine.copy_s(t, during, d, g.mode) if d not in during else None
@@ -201,7 +218,9 @@ def evictions(machine: Machine, t: int, g: Gadget, during: State) -> list[tuple[
     return out
 
 
-def walks(machine: Machine, t: int, todo: Sequence[Gadget], before: State | None) -> Iterator[list[Step]]:
+def walks(
+    machine: Machine, t: int, todo: Sequence[Gadget], before: State | None
+) -> Iterator[list[Step]]:
     """Every sequence of steps over the gadgets ``todo``, starting in state ``before``."""
     if not todo:
         yield []
@@ -216,7 +235,9 @@ def walks(machine: Machine, t: int, todo: Sequence[Gadget], before: State | None
                 yield [step, *rest]
 
 
-def histories(cost: CostModel, t: int, formulation: str, window: int, machine: Machine | None = None) -> list[History]:
+def histories(
+    cost: CostModel, t: int, formulation: str, window: int, machine: Machine | None = None
+) -> list[History]:
     """Every history of tensor ``t`` the rules allow under ``formulation`` and ``window``."""
     machine = machine or Machine.of(cost)
     todo = gadgets(cost, t, formulation, window)
@@ -236,7 +257,9 @@ def _live_range(cost: CostModel, t: int) -> tuple[int, int]:
     return int(cost.graph.live_first[t]), int(cost.graph.live_last[t])
 
 
-def _score(cost: CostModel, machine: Machine, t: int, init: State | None, steps: list[Step]) -> History | None:
+def _score(
+    cost: CostModel, machine: Machine, t: int, init: State | None, steps: list[Step]
+) -> History | None:
     """The history of a walk, or ``None`` if a kernel uses the tensor on no kernel tier."""
     n_k = len(cost.graph.kernels)
     lo, hi = _live_range(cost, t)
@@ -245,9 +268,16 @@ def _score(cost: CostModel, machine: Machine, t: int, init: State | None, steps:
         state[k] = init
     async_s = np.zeros(n_k)
     sync_s = 0.0
+    extra: list[State] = [frozenset()] * n_k  # tiers held during a kernel beside its state
+    before = init
     for i, step in enumerate(steps):
         k = step.gadget.kernel
         state[k] = step.during
+        if step.gadget.updates and before is not None:
+            extra[k] = extra[k] | (before - step.during)  # stale copies go after the kernel
+        if step.gadget.mode is MoveMode.ASYNC:
+            extra[k] = extra[k] | (step.after - step.during)  # an async copy's destination
+        before = step.after
         for j in range(k + 1, steps[i + 1].gadget.kernel if i + 1 < len(steps) else hi + 1):
             state[j] = step.after
         if step.gadget.mode is MoveMode.ASYNC:
@@ -255,16 +285,24 @@ def _score(cost: CostModel, machine: Machine, t: int, init: State | None, steps:
         else:
             sync_s += step.copy_s
     memory_s = np.zeros(n_k)
-    for j in np.flatnonzero(cost.op_tensor == t):
-        k = int(cost.op_kernel[j])
+    for op in np.flatnonzero(cost.op_tensor == t):
+        k = int(cost.op_kernel[op])
         usable = (state[k] or frozenset()) & machine.kernel_tiers
         if not usable:
             return None
         tier = min(usable)
-        memory_s[k] += cost.op_read_bytes[j] * cost.read_s_per_byte[k, tier]
-        memory_s[k] += cost.op_write_bytes[j] * cost.write_s_per_byte[k, tier]
+        memory_s[k] += cost.op_read_bytes[op] * cost.read_s_per_byte[k, tier]
+        memory_s[k] += cost.op_write_bytes[op] * cost.write_s_per_byte[k, tier]
     size = float(cost.graph.sizes_bytes[t])
-    on = np.array([[size if s is not None and i in s else 0.0 for s in state] for i in machine.constrained])
+    on = np.array(
+        [
+            [
+                size if s is not None and (i in s or i in x) else 0.0
+                for s, x in zip(state, extra, strict=True)
+            ]
+            for i in machine.constrained
+        ]
+    )
     return History(on, memory_s, async_s, sync_s)
 
 
@@ -272,7 +310,9 @@ def undominated(hs: list[History]) -> list[History]:
     """The histories that no other one equals or beats in every byte and every second."""
     if not hs:
         return hs
-    rows = np.array([np.concatenate([h.bytes_by_tier.ravel(), h.memory_s, h.async_s, [h.sync_s]]) for h in hs])
+    rows = np.array(
+        [np.concatenate([h.bytes_by_tier.ravel(), h.memory_s, h.async_s, [h.sync_s]]) for h in hs]
+    )
     kept: list[int] = []
     for i in np.lexsort(rows.T[::-1]):  # a history sorts after every one that dominates it
         if not kept or not (rows[kept] <= rows[i]).all(axis=1).any():
@@ -314,5 +354,7 @@ def brute_force(cost: CostModel, limit_bytes: int, formulation: str, window: int
     per_tensor = []
     for t in range(len(cost.graph.tensors)):
         hs = histories(cost, t, formulation, window, machine)
-        per_tensor.append(undominated([h for h in hs if (h.bytes_by_tier <= limits[:, None]).all()]))
+        per_tensor.append(
+            undominated([h for h in hs if (h.bytes_by_tier <= limits[:, None]).all()])
+        )
     return best(cost, per_tensor, limits)

@@ -47,8 +47,11 @@ def histories(cost: CostModel, t: int, formulation: str, window: int, gpu: bool)
     pre = tensor.role in PREEXISTING_ROLES
     lo, hi = (0, n_k - 1) if persistent else (int(graph.live_first[t]), int(graph.live_last[t]))
     producer = int(graph.producers[t])
-    updated = {int(k) for k, j in zip(op_k, ops, strict=True)
-               if cost.op_read_bytes[j] > 0 and cost.op_write_bytes[j] > 0}  # fmt: skip
+    updated = {
+        int(k)
+        for k, j in zip(op_k, ops, strict=True)
+        if cost.op_read_bytes[j] > 0 and cost.op_write_bytes[j] > 0
+    }
     if formulation == "static":
         gadgets = [producer] if producer >= 0 else []
     else:
@@ -72,8 +75,9 @@ def histories(cost: CostModel, t: int, formulation: str, window: int, gpu: bool)
     )
     out: list[History] = []
     for init in inits:
-        for path in _paths(gadgets, uses, producer, updated, init, formulation, gpu,
-                           fetch_at, evict_at):  # fmt: skip
+        for path in _paths(
+            gadgets, uses, producer, updated, init, formulation, gpu, fetch_at, evict_at
+        ):
             states = np.full(n_k, -1)
             if init is not None:
                 states[lo : (gadgets[0] if gadgets else hi + 1)] = init
@@ -85,8 +89,10 @@ def histories(cost: CostModel, t: int, formulation: str, window: int, gpu: bool)
                 states[k + 1 : nxt] = after
                 is_async = k not in uses and k != producer
                 mode = MoveMode.ASYNC if is_async else MoveMode.SYNC
-                for flag, key in ((fetch, (SLOW_TIER, FAST_TIER, mode)),
-                                  (write, (FAST_TIER, SLOW_TIER, mode))):  # fmt: skip
+                for flag, key in (
+                    (fetch, (SLOW_TIER, FAST_TIER, mode)),
+                    (write, (FAST_TIER, SLOW_TIER, mode)),
+                ):
                     if flag:
                         if is_async:
                             async_s[k] += move_s[key]
@@ -106,8 +112,10 @@ def histories(cost: CostModel, t: int, formulation: str, window: int, gpu: bool)
                 if gpu and tier == SLOW_TIER:
                     ok = False
                     break
-                memory[k] += (cost.op_read_bytes[j] * cost.read_s_per_byte[k, tier]
-                              + cost.op_write_bytes[j] * cost.write_s_per_byte[k, tier])  # fmt: skip
+                memory[k] += (
+                    cost.op_read_bytes[j] * cost.read_s_per_byte[k, tier]
+                    + cost.op_write_bytes[j] * cost.write_s_per_byte[k, tier]
+                )
             if ok:
                 out.append(History(fast * size, memory, sync_s, async_s))
     return out

@@ -23,8 +23,14 @@ def test_models_lists_the_zoo(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["models"]) == 0
     names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
     assert names == [
-        "vgg19", "vgg416", "resnet50", "resnet200", "inception_v4", "densenet121", "densenet264",
-    ]  # fmt: skip
+        "vgg19",
+        "vgg416",
+        "resnet50",
+        "resnet200",
+        "inception_v4",
+        "densenet121",
+        "densenet264",
+    ]
 
 
 def test_graph_json_matches_the_graph(capsys: pytest.CaptureFixture[str]) -> None:

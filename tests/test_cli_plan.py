@@ -47,7 +47,7 @@ def test_plan_human_summary(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--platform", "rtx2080ti-pcie3", "--mode", "all-slow"], "cannot access tier 'host'"),
+        (["--platform", "rtx2080ti-pcie3", "--mode", "all-slow"], "reach only tier 'device'"),
         (["--platform", "rtx2080ti-pcie3", "--fast-bytes", "1000000"], "more than the limit"),
         (["--platform", "nowhere"], "nowhere"),
     ],

@@ -17,7 +17,7 @@ from tmsim.compare import CompareSettings, Row, compare, rows_frame
 from tmsim.errors import TmsimError
 from tmsim.planners import PlanSettings
 from tmsim.planners.milp.chain import plan_milp, plan_milp_chain
-from tmsim.planners.milp.network import Formulation
+from tmsim.planners.milp.gadgets import Formulation
 from tmsim.results import read_table
 from tmsim.strategies import applicable
 from tmsim.workload.zoo import training_graph_of
@@ -146,8 +146,20 @@ def test_a_failing_strategy_is_a_row_not_a_crash() -> None:
 
 def test_cli_json_table_and_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "cmp.csv"
-    argv = ["compare", "resnet50", "--batch", "2", "--ratio", "4:1", "--strategies",
-            "all-fast,first-touch,2lm", "--json", "--quiet", "--out", str(out)]  # fmt: skip
+    argv = [
+        "compare",
+        "resnet50",
+        "--batch",
+        "2",
+        "--ratio",
+        "4:1",
+        "--strategies",
+        "all-fast,first-touch,2lm",
+        "--json",
+        "--quiet",
+        "--out",
+        str(out),
+    ]
     assert main(argv) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["strategy"] for r in rows] == ["all-fast", "first-touch", "2lm"]

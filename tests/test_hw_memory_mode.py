@@ -16,7 +16,6 @@ from hwmodels import (
     Platform,
     load_platform,
     load_preset,
-    memory_mode_platform,
     platform_from_toml,
     platform_to_dict,
 )
@@ -46,7 +45,7 @@ def test_the_optane_preset_carries_the_2lm_cache_parameters() -> None:
 
 
 def test_the_platform_in_memory_mode_by_hand() -> None:
-    mm = memory_mode_platform(CPU, 10_000)  # 156 whole 64-byte lines
+    mm = CPU.in_memory_mode(10_000)  # 156 whole 64-byte lines
     assert mm.cache == DramCache(
         cache_tier="DRAM",
         backing_tier="PMM",
@@ -64,7 +63,7 @@ def test_the_platform_in_memory_mode_by_hand() -> None:
     assert (mm.tiers, mm.compute, mm.memory_mode) == (CPU.tiers, CPU.compute, MODE)
 
 
-# tmsim.compare.memory_mode_platform, before it moved here, took the line, associativity,
+# tmsim.compare.memory_mode_platform, before it became Platform.in_memory_mode, took the line, associativity,
 # policies and miss latency from the cascadelake-2lm preset's cache and rounded the capacity
 # down to 64-byte sets; checked against it field by field for these capacities (all equal
 # but ``source``, which named the preset it loaded).
@@ -77,7 +76,7 @@ def test_same_cache_as_the_2lm_preset_at_any_capacity(
 ) -> None:
     two_lm = load_preset("cascadelake-2lm").cache
     assert two_lm is not None
-    cache = memory_mode_platform(CPU, cache_bytes).cache
+    cache = CPU.in_memory_mode(cache_bytes).cache
     assert cache == replace(
         two_lm,
         capacity_bytes=capacity_bytes,
@@ -93,11 +92,11 @@ def cache_of(platform: Platform) -> DramCache:
 def test_capacity_rounds_down_to_whole_sets() -> None:
     four_way = replace(CPU, memory_mode=replace(MODE, associativity=4))  # 256-byte sets
     sizes = (256, 1000, 1024, 1279)
-    capacity = [cache_of(memory_mode_platform(four_way, n)).capacity_bytes for n in sizes]
+    capacity = [cache_of(four_way.in_memory_mode(n)).capacity_bytes for n in sizes]
     assert capacity == [256, 768, 1024, 1024]
-    assert cache_of(memory_mode_platform(four_way, 1000)).associativity == 4
+    assert cache_of(four_way.in_memory_mode(1000)).associativity == 4
     with pytest.raises(HardwareModelError, match=r"255-byte cache is smaller than one set \(256"):
-        memory_mode_platform(four_way, 255)
+        four_way.in_memory_mode(255)
 
 
 @pytest.mark.parametrize(
@@ -105,7 +104,7 @@ def test_capacity_rounds_down_to_whole_sets() -> None:
     [
         (replace(CPU, memory_mode=None), 2**20, "no memory mode"),
         (load_preset("a100-pcie4"), 2**20, "'a100-pcie4': no memory mode"),
-        (memory_mode_platform(CPU, 2**20), 2**20, "needs two addressable tiers.* it has 1"),
+        (CPU.in_memory_mode(2**20), 2**20, "needs two addressable tiers.* it has 1"),
         (CPU, 63, "a 63-byte cache is smaller than one set"),
         (CPU, 0, "a 0-byte cache is smaller than one set"),
         (CPU, -64, "smaller than one set"),
@@ -114,7 +113,7 @@ def test_capacity_rounds_down_to_whole_sets() -> None:
 )
 def test_errors_are_one_line(platform: Platform, cache_bytes: int, match: str) -> None:
     with pytest.raises(HardwareModelError, match=match) as info:
-        memory_mode_platform(platform, cache_bytes)
+        platform.in_memory_mode(cache_bytes)
     assert "\n" not in str(info.value)
 
 

@@ -23,7 +23,7 @@ from hwmodels import (
 MiB = 2**20
 PRESET_DIR = Path(__file__).parents[1] / "hwmodels" / "presets"
 V100_TOML = (PRESET_DIR / "v100-pcie3.toml").read_text()
-GPUS = ("a100-pcie4", "h100-pcie5", "rtx2080ti-pcie3", "v100-pcie3")
+GPUS = ("a100-pcie4", "h100-host-nvme", "h100-pcie5", "rtx2080ti-pcie3", "v100-pcie3")
 
 
 def test_defaults_are_those_the_replay_always_used() -> None:

@@ -138,16 +138,16 @@ def test_static_start_reproduces_the_heuristic_it_comes_from() -> None:
 
     from tmsim.planners.heuristics import plan_greedy
     from tmsim.planners.milp.build import build_model
-    from tmsim.planners.milp.network import Formulation
-    from tmsim.planners.milp.solve import best_heuristic_fast, static_start
+    from tmsim.planners.milp.gadgets import Formulation
+    from tmsim.planners.milp.solve import best_heuristic_tiers, static_start
 
     graph = tiny_step()
     plat = load_preset("cascadelake-optane")
     cost = CostModel(graph, plat)
     limit = 100 * MB
-    model = build_model(cost, 1, Formulation.STATIC, np.full(4, limit), False, False)
-    fast = best_heuristic_fast(cost, limit)
-    start = static_start(model, fast)
+    model = build_model(cost, 1, Formulation.STATIC, np.full(4, limit), relax=False)
+    tiers = best_heuristic_tiers(cost, limit)
+    start = static_start(model, tiers)
     assert start is not None
     x = start.astype(float)
     u, c = model.complete(x)

@@ -13,7 +13,7 @@ from test_milp import MB, tiny_graphs
 from hwmodels.presets import load_preset
 from tmsim.cost import CostModel
 from tmsim.planners.milp.build import Model, build_model
-from tmsim.planners.milp.network import Formulation
+from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.milp.overlap import _Search, overlap_copies
 from tmsim.planners.milp.solve import lift
 from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
@@ -26,13 +26,12 @@ def _sync_and_async(
 ) -> tuple[Model, np.ndarray, Model] | None:
     """The async model and the optimal sync solution lifted into it (None: no sync plan)."""
     cost = CostModel(graph, load_preset(platform))
-    gpu = not cost.platform.kernel_tier_mask()[1]
     limits = np.full(len(graph.kernels), limit, dtype=np.int64)
-    sync = build_model(cost, window, Formulation.SYNC, limits, gpu, relax=False)
+    sync = build_model(cost, window, Formulation.SYNC, limits, relax=False)
     sync.problem.solve(solver="HIGHS", mip_rel_gap=0.0, mip_abs_gap=0.0)
     if sync.problem.status != cp.OPTIMAL:
         return None
-    large = build_model(cost, window, Formulation.ASYNC, limits, gpu, relax=False)
+    large = build_model(cost, window, Formulation.ASYNC, limits, relax=False)
     start = lift(sync, np.asarray(sync.x.value) > 0.5, large)
     assert start is not None
     return large, start, sync

@@ -1,5 +1,7 @@
 """The K-tier exhaustive search: the frozen two-tier one on two tiers, hand cases on three.
 
+tests/milp_brute2.py is the two-tier search as it stood before the K-tier rewrite, kept
+unchanged but for its imports, as the reference for two tiers.
 Times below are worked out from the round numbers of tests/tiers3.py: every efficiency is 1,
 no launch overhead, 1 MB at 1 GB/s takes 1 ms, 10^10 FLOP at 1 TFLOP/s take 10 ms.
 """
@@ -11,12 +13,13 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from milp_brute import Machine, best, brute_force, histories
+from milp_brute import Gadget, Machine, best, brute_force, evictions, histories, prefetches
 from milp_brute2 import brute_force as brute_force2
 from tiers3 import cpu3, first_two, gpu3
 
 from hwmodels.platform import Platform
 from hwmodels.presets import load_preset
+from hwmodels.timing import MoveMode
 from tmsim.cost import CostModel
 from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
 
@@ -92,6 +95,38 @@ def test_tiny_step_as_the_two_tier_oracle(
         assert _same(brute_force(cost, limit, formulation, window), old), limit
 
 
+def spill_step() -> Graph:
+    """That of tests/test_milp_async_start.py: ``a`` made first and used last, no room between."""
+    tensors = [
+        Tensor("x", 10 * MB, Role.INPUT),
+        Tensor("a", 100 * MB, Role.ACTIVATION),
+        Tensor("b", 10 * MB, Role.ACTIVATION),
+        Tensor("c", 200 * MB, Role.ACTIVATION),
+        Tensor("d", 10 * MB, Role.ACTIVATION),
+        Tensor("e", 10 * MB, Role.ACTIVATION),
+        Tensor("f", 10 * MB, Role.ACTIVATION),
+    ]
+    kernels = [
+        Kernel("make_a", "relu", ("x",), ("a",), F, 10**6),
+        Kernel("conv1", "conv2d", ("x",), ("b",), F, 10**11),
+        Kernel("make_c", "relu", ("b",), ("c",), F, 10**6),
+        Kernel("use_c", "add", ("c",), ("d",), F, 10**6),
+        Kernel("conv2", "conv2d", ("d",), ("e",), F, 10**11),
+        Kernel("use_a", "add", ("a", "e"), ("f",), F, 10**6),
+    ]
+    return Graph("spill", tensors, kernels)
+
+
+def test_spill_step_as_the_two_tier_oracle() -> None:
+    # a is written to the host beside conv1, the kernel after its producer: windows open
+    # around every kernel with the tensor as an operand, its producer included (around its
+    # readers only, the optimum would be 32.6 ms, not 24.3 ms).
+    cost = CostModel(spill_step(), load_preset("rtx2080ti-pcie3"))
+    old = brute_force2(cost, 250 * MB, "async", 1)
+    assert old == pytest.approx(24.31 * MS, rel=1e-3)
+    assert _same(brute_force(cost, 250 * MB, "async", 1), old)
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     tiny_graphs,
@@ -124,10 +159,7 @@ def test_a_third_tier_out_of_reach_changes_nothing(
     # one byte, so nothing fits on it. Either way the optimum is that of the first two tiers,
     # whose second tier (larger than the graph) the two-tier oracle treats as unconstrained.
     big = 10 * sum(int(s) for s in graph.sizes_bytes)
-    if kind == "gpu":
-        plat = gpu3(big, big, big, nvme_paths=False)
-    else:
-        plat = cpu3(big, big, 1)
+    plat = gpu3(big, big, big, nvme_paths=False) if kind == "gpu" else cpu3(big, big, 1)
     limit = max(1, int(graph.peak_live_bytes * share))
     old = brute_force2(CostModel(graph, first_two(plat)), limit, formulation, window)
     assert _same(brute_force(CostModel(graph, plat), limit, formulation, window), old)
@@ -237,6 +269,68 @@ def test_an_updated_weight_is_written_back_where_it_started() -> None:
     assert got["static"] == math.inf
     for f in ("sync", "async", "async2"):
         assert got[f] == pytest.approx(4.53 * MS, rel=1e-12), f
+
+
+def test_a_use_reads_the_fastest_copy() -> None:
+    # k0 writes y (30 MB) and k1..k3 read x (30 MB); DRAM holds 30 MB, CXL 1 MB. y in DRAM
+    # (0.3 ms; on PMM 3 ms) leaves no room for x at k0, so x starts on PMM. Read there three
+    # times: 3 x 1 ms. Fetched at k1 (30 MB at 20 GB/s: 1.5 ms) it is on DRAM and PMM and each
+    # use reads the DRAM copy: 1.5 + 3 x 0.3 = 2.4 ms. Sync and async: 0.3 + 2.4 = 2.7 ms
+    # (no room to fetch beside k0); static: 0.3 + 3 = 3.3 ms.
+    graph = Graph(
+        "reads",
+        [Tensor("y", 30 * MB, Role.ACTIVATION), Tensor("x", 30 * MB, Role.INPUT)],
+        [Kernel("k0", "relu", (), ("y",), F)]
+        + [Kernel(f"k{i}", "relu", ("x",), (), F) for i in (1, 2, 3)],
+    )
+    got = _optima(cpu3(30 * MB, 1 * MB, 1000 * MB), graph, 30 * MB)
+    assert got.pop("static") == pytest.approx(3.3 * MS, rel=1e-12)
+    for value in got.values():
+        assert value == pytest.approx(2.7 * MS, rel=1e-12)
+
+
+def test_the_two_phases_of_a_gadget() -> None:
+    # gpu3 with host smaller and nvme larger than the graph (10 MB): device and host are
+    # constrained, nvme is not. x: device <-> host 1 ms, host <-> nvme 5 ms, device <-> nvme
+    # 2.5 ms. Expected: {state: copy milliseconds}.
+    graph = Graph("one", [Tensor("x", 10 * MB, Role.INPUT)], [Kernel("k0", "relu", ("x",), (), F)])
+    machine = Machine.of(CostModel(graph, gpu3(10 * MB, 5 * MB, 1000 * MB)))
+    assert machine.constrained == (0, 1)
+    use = Gadget(0, MoveMode.SYNC, uses=True, updates=False, fetch=True, evict=True)
+    update = Gadget(0, MoveMode.SYNC, uses=True, updates=True, fetch=True, evict=True)
+    dev, host, nvme = 0, 1, 2
+
+    def fetch(g: Gadget, *before: int) -> dict[frozenset[int], float]:
+        return {d: round(s / MS, 9) for d, s in prefetches(machine, 0, g, frozenset(before))}
+
+    def evict(*during: int) -> dict[frozenset[int], float]:
+        return {a: round(s / MS, 9) for a, s in evictions(machine, 0, use, frozenset(during))}
+
+    def at(*tiers: int) -> frozenset[int]:
+        return frozenset(tiers)
+
+    # one copy, into a tier faster than every copy, from the fastest source (host, not nvme)
+    assert fetch(use, nvme) == {at(nvme): 0, at(dev, nvme): 2.5, at(host, nvme): 5}
+    assert fetch(use, host, nvme) == {at(host, nvme): 0, at(dev, host, nvme): 1}
+    assert fetch(use, dev, nvme) == {at(dev, nvme): 0}
+    # an update keeps one copy: the fastest, or one fetched from the fastest source
+    assert fetch(update, host, nvme) == {at(host): 0, at(dev): 1}
+    # one copy into a tier slower than the fastest copy; only constrained tiers are freed
+    assert evict(dev) == {
+        at(dev): 0,
+        at(dev, host): 1,
+        at(host): 1,
+        at(dev, nvme): 2.5,
+        at(nvme): 2.5,
+    }
+    assert evict(dev, nvme) == {
+        at(dev, nvme): 0,
+        at(nvme): 0,
+        at(dev, host, nvme): 1,
+        at(host, nvme): 1,
+    }
+    assert evict(host, nvme) == {at(host, nvme): 0, at(nvme): 0}
+    assert evict(host) == {at(host): 0, at(host, nvme): 5, at(nvme): 5}
 
 
 # --- three tiers: properties --------------------------------------------------------------

@@ -1,17 +1,13 @@
-"""Result tables with provenance, and ``tmsim reproduce`` with stand-in figure modules."""
+"""Result tables with their provenance (tmsim.results); ``tmsim reproduce`` is tested in
+test_cli_reproduce.py."""
 
 from __future__ import annotations
 
-import json
-import types
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-import experiments
-from tmsim.cli.main import main
 from tmsim.errors import TmsimError
 from tmsim.results import ResultFileError, git_commit, provenance, read_table, write_table
 
@@ -52,62 +48,3 @@ def test_bad_result_files_name_the_file(tmp_path: Path) -> None:
         read_table(lone)
     with pytest.raises(TmsimError, match=r"\.parquet or \.csv"):
         write_table(pd.DataFrame(), tmp_path / "x.txt", {})
-
-
-# ---------------------------------------------------------------------- reproduce
-@dataclass(frozen=True)
-class _Config:
-    points: int = 3
-
-
-def _fake_module(name: str, calls: list[str], fail: bool = False) -> types.ModuleType:
-    mod = types.ModuleType(f"experiments.{name}")
-
-    def compute(config: _Config, out_dir: Path, progress: object = None) -> Path:
-        calls.append(f"compute {name} {config.points}")
-        if fail:
-            raise RuntimeError("boom")
-        frame = pd.DataFrame({"x": list(range(config.points))})
-        return write_table(frame, Path(out_dir) / f"{name}.parquet", {"config": config.points})
-
-    def plot(data: Path, out_dir: Path) -> list[Path]:
-        calls.append(f"plot {name}")
-        frame, _ = read_table(data)
-        target = Path(out_dir) / f"{name}.png"
-        target.write_bytes(b"png" * len(frame))
-        return [target]
-
-    mod.NAME, mod.TITLE = name, f"figure {name}"  # type: ignore[attr-defined]
-    mod.Config, mod.QUICK = _Config, _Config(points=1)  # type: ignore[attr-defined]
-    mod.compute, mod.plot = compute, plot  # type: ignore[attr-defined]
-    return mod
-
-
-def test_reproduce_runs_each_figure_resumes_and_reports_failures(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    calls: list[str] = []
-    mods = {"one": _fake_module("one", calls), "two": _fake_module("two", calls, fail=True)}
-    monkeypatch.setattr(experiments, "FIGURES", ("one", "two"))
-    monkeypatch.setattr(experiments, "figure_module", lambda n: mods[n])
-    assert main(["reproduce", "--quick", "--out", str(tmp_path)]) == 1  # "two" failed
-    assert calls == ["compute one 1", "plot one", "compute two 1"]
-    report = json.loads((tmp_path / "reproduce.json").read_text())
-    assert report["kind"] == "quick"
-    assert "boom" in report["figures"]["two"]["error"]
-    assert (tmp_path / "one.png").read_bytes() == b"png"
-    # a second quick run redraws from the data it has; a full run recomputes
-    calls.clear()
-    assert main(["reproduce", "--quick", "--out", str(tmp_path), "--only", "one"]) == 0
-    assert calls == ["plot one"]
-    calls.clear()
-    assert main(["reproduce", "--out", str(tmp_path), "--only", "one"]) == 0
-    assert calls == ["compute one 3", "plot one"]
-    assert (tmp_path / "one.png").read_bytes() == b"png" * 3
-
-
-def test_reproduce_refuses_unknown_figures(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert main(["reproduce", "--out", str(tmp_path), "--only", "nope"]) == 2
-    assert "unknown figure(s) nope" in capsys.readouterr().err

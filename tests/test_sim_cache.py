@@ -22,8 +22,7 @@ from hwmodels import (
     simulate_accesses,
 )
 from hwmodels.platform import Platform
-from hwmodels.presets import load_preset, save_platform
-from tmsim.cli.main import main
+from hwmodels.presets import load_preset
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.planners import plan
@@ -50,10 +49,15 @@ def chain(flops: int = 0) -> Graph:
     """``a -> b -> c``, 1 KiB each: kernel 0 reads the input a and writes b, kernel 1 reads b
     and writes c. First fit lays them out at 0, 1024 and 2048 (a, an input, lives all step)."""
     f = Phase.FORWARD
-    tensors = [Tensor("a", 1024, Role.INPUT), Tensor("b", 1024, Role.ACTIVATION),
-               Tensor("c", 1024, Role.ACTIVATION)]  # fmt: skip
-    kernels = [Kernel("k0", "relu", ("a",), ("b",), f),
-               Kernel("k1", "relu", ("b",), ("c",), f, flops)]  # fmt: skip
+    tensors = [
+        Tensor("a", 1024, Role.INPUT),
+        Tensor("b", 1024, Role.ACTIVATION),
+        Tensor("c", 1024, Role.ACTIVATION),
+    ]
+    kernels = [
+        Kernel("k0", "relu", ("a",), ("b",), f),
+        Kernel("k1", "relu", ("b",), ("c",), f, flops),
+    ]
     return Graph("chain", tensors, kernels)
 
 
@@ -85,14 +89,22 @@ def test_chain_thrashing_by_hand() -> None:
     cold = replay_cache(g, p, warm=False, contention=False)
     # k0: reads a (16 misses, filled), writes b (16 misses, allocated without a read).
     # k1: reads b (16 hits), writes c over a (16 misses, a is clean: no write-back).
-    assert counters(cold) == {"hits": [0, 16], "misses": [32, 16], "fills": [16, 0],
-                              "writebacks": [0, 0]}  # fmt: skip
+    assert counters(cold) == {
+        "hits": [0, 16],
+        "misses": [32, 16],
+        "fills": [16, 0],
+        "writebacks": [0, 0],
+    }
     assert [r.fast_resident_bytes for r in cold.trace.records] == [2048, 2048]
     # Steady state: sets 0-15 start holding c (dirty), 16-31 b (dirty). k0's read of a evicts
     # c: 16 fills and 16 write-backs; its write of b hits. k1 as in the cold step.
     warm = replay_cache(g, p, contention=False)
-    assert counters(warm) == {"hits": [16, 16], "misses": [16, 16], "fills": [16, 0],
-                              "writebacks": [16, 0]}  # fmt: skip
+    assert counters(warm) == {
+        "hits": [16, 16],
+        "misses": [16, 16],
+        "fills": [16, 0],
+        "writebacks": [16, 0],
+    }
     assert warm.block_bytes == 64 and warm.hit_rate == 0.5
     # Every access reads DRAM (tag and data); fills and writes write it; PMM sees fills and
     # write-backs. Tiers are (DRAM, PMM).
@@ -112,12 +124,20 @@ def test_chain_thrashing_by_hand() -> None:
 def test_chain_fitting_in_the_cache_by_hand() -> None:
     g, p = chain(), with_cache(4096)  # 64 sets: the 3 KiB pool never conflicts
     cold = replay_cache(g, p, warm=False)
-    assert counters(cold) == {"hits": [0, 16], "misses": [32, 16], "fills": [16, 0],
-                              "writebacks": [0, 0]}  # fmt: skip
+    assert counters(cold) == {
+        "hits": [0, 16],
+        "misses": [32, 16],
+        "fills": [16, 0],
+        "writebacks": [0, 0],
+    }
     assert [r.fast_resident_bytes for r in cold.trace.records] == [2048, 3072]
     warm = replay_cache(g, p)
-    assert counters(warm) == {"hits": [32, 32], "misses": [0, 0], "fills": [0, 0],
-                              "writebacks": [0, 0]}  # fmt: skip
+    assert counters(warm) == {
+        "hits": [32, 32],
+        "misses": [0, 0],
+        "fills": [0, 0],
+        "writebacks": [0, 0],
+    }
     assert tier_rows(warm, "read_bytes") == [(2048, 0), (2048, 0)]  # a write reads its tag
     assert tier_rows(warm, "write_bytes") == [(1024, 0), (1024, 0)]
     assert warm.simulated_s == pytest.approx(2 * (LAUNCH_S + dram_s(2048, 1024)), rel=1e-12)
@@ -186,8 +206,13 @@ def test_fitting_workload_runs_near_all_dram_speed() -> None:
     zero = np.zeros_like(read)
     flops = np.array([k.flops for k in g.kernels], dtype=np.float64)
     classes = [op_class(k.op) for k in g.kernels]
-    tagged = roofline(AD, flops, classes, np.stack([read + written, zero], axis=1),
-                      np.stack([written, zero], axis=1)).time_s.sum()  # fmt: skip
+    tagged = roofline(
+        AD,
+        flops,
+        classes,
+        np.stack([read + written, zero], axis=1),
+        np.stack([written, zero], axis=1),
+    ).time_s.sum()
     assert ct.simulated_s == pytest.approx(tagged, rel=2e-3)
     assert fast.simulated_s < ct.simulated_s < 1.25 * fast.simulated_s
     assert ct.simulated_s < 0.3 * ct.all_backing_s
@@ -256,8 +281,10 @@ def test_second_step_is_the_steady_state() -> None:
     acc = step_accesses(g, CostModel(g, MM), step_layout(g))
     assert MM.cache is not None
     state = new_cache_state(replace(MM.cache, capacity_bytes=128 * MiB), 4096)
-    steps = [simulate_accesses(state, acc.starts_bytes, acc.lengths_bytes, acc.is_write)
-             for _ in range(3)]  # fmt: skip
+    steps = [
+        simulate_accesses(state, acc.starts_bytes, acc.lengths_bytes, acc.is_write)
+        for _ in range(3)
+    ]
     assert steps[0].total() != steps[1].total()
     for name in ("hits", "fills", "writebacks"):
         assert np.array_equal(getattr(steps[1], name), getattr(steps[2], name))
@@ -298,58 +325,3 @@ def test_errors_name_the_platform() -> None:
 
 
 # ---------------------------------------------------------------------- CLI
-def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
-    assert main(["simulate", *argv, "--json"]) == 0
-    out: dict[str, object] = json.loads(capsys.readouterr().out)
-    return out
-
-
-def test_cli_json_and_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # The preset's 192 GiB cache, in 64 KiB blocks (3 M frames: quicker to set up than 4 KiB).
-    info = run_json(capsys, "--cache-mode", "resnet50", "--batch", "8", "--block-bytes", "65536")
-    assert info["platform"] == "cascadelake-2lm" and info["graph"] == "resnet50-b8"
-    assert info["hit_rate"] == 1.0 and info["pmm_read_bytes"] == info["pmm_write_bytes"] == 0
-    assert info["block_bytes"] == 65536 and info["warm"] is True
-    for key in ("simulated_s", "dram_read_bytes", "dram_write_bytes", "misses", "writebacks",
-                "all_backing_s", "all_cache_s"):  # fmt: skip
-        assert key in info
-    toml = tmp_path / "small.toml"
-    save_platform(with_cache(128 * MiB), toml)
-    trace, png = tmp_path / "t.parquet", tmp_path / "t.png"
-    small = run_json(
-        capsys, "--cache-mode", "resnet50", "--batch", "8", "--platform", str(toml),
-        "--trace", str(trace), "--timeline", str(png),
-    )  # fmt: skip
-    expected = r50_replay(8, 128 * MiB).totals()
-    for key in ("simulated_s", "hit_rate", "misses", "writebacks", "pmm_read_bytes"):
-        assert small[key] == expected[key]
-    assert load_trace(trace).simulated_s == small["simulated_s"]
-    assert png.read_bytes()[:4] == b"\x89PNG"
-    assert main(["simulate", "--cache-mode", "resnet50", "--batch", "8", "--platform",
-                 str(toml), "--cold", "--block-bytes", "8192"]) == 0  # fmt: skip
-    text = capsys.readouterr().out
-    assert "first step, cold cache" in text and "8192 B blocks" in text and "hit rate" in text
-
-
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["plan.json", "--cache-mode", "resnet50", "--batch", "2"], "not both or neither"),
-        ([], "give a plan file or --cache-mode MODEL"),
-        (["--cache-mode", "resnet50"], "needs --batch N"),
-        (["--cache-mode", "nosuchnet", "--batch", "2"], "unknown model 'nosuchnet'"),
-        (["--cache-mode", "resnet50", "--batch", "2", "--platform", "cascadelake-optane"],
-         "platform 'cascadelake-optane' has no hardware cache"),
-        (["--cache-mode", "resnet50", "--batch", "2", "--block-bytes", "100"],
-         "multiple of the cache line (64 bytes), got 100"),
-        (["--cache-mode", "resnet50", "--batch", "2", "--model", "resnet50"], "--model names"),
-        (["plan.json", "--model", "resnet50", "--block-bytes", "4096"], "--cache-mode only"),
-    ],
-)  # fmt: skip
-def test_cli_errors_are_one_line(
-    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert main(["simulate", *argv]) == 2
-    err = capsys.readouterr().err
-    assert message in err
-    assert err.count("\n") == 1 and err.startswith("tmsim: error: ")

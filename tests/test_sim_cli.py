@@ -62,9 +62,17 @@ def test_graph_file_trace_and_timeline(
     save_graph(training_graph_of("resnet50", 2), gfile)
     trace, png = tmp_path / "t.parquet", tmp_path / "t.png"
     info = run_json(
-        capsys, str(plan_file), "--file", str(gfile), "--platform", "cascadelake-optane",
-        "--trace", str(trace), "--timeline", str(png),
-    )  # fmt: skip
+        capsys,
+        str(plan_file),
+        "--file",
+        str(gfile),
+        "--platform",
+        "cascadelake-optane",
+        "--trace",
+        str(trace),
+        "--timeline",
+        str(png),
+    )
     assert load_trace(trace).simulated_s == info["simulated_s"]
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert main(["simulate", str(plan_file), "--model", "resnet50"]) == 0
@@ -75,13 +83,19 @@ def test_graph_file_trace_and_timeline(
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--model", "resnet50", "--batch", "4"], "is for graph 'resnet50-b2', but the graph given is 'resnet50-b4'"),
+        (
+            ["--model", "resnet50", "--batch", "4"],
+            "is for graph 'resnet50-b2', but the graph given is 'resnet50-b4'",
+        ),
         ([], "give --model MODEL"),
         (["--model", "resnet50", "--file", "g.json"], "not both or neither"),
-        (["--model", "resnet50", "--platform", "rtx2080ti-pcie3"], "is for platform 'cascadelake-optane'"),
+        (
+            ["--model", "resnet50", "--platform", "rtx2080ti-pcie3"],
+            "is for platform 'cascadelake-optane'",
+        ),
         (["--model", "nosuchnet"], "unknown model 'nosuchnet'"),
     ],
-)  # fmt: skip
+)
 def test_errors_are_one_line(
     plan_file: Path, extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -28,9 +28,14 @@ def link_flow(nbytes: float, cap: float = INF, link: int = 0, n_tiers: int = 0) 
 
 
 def tier_flow(
-    n_tiers: int, tier: int, read: float, write: float, cap: float = INF, writers: int = 1,
+    n_tiers: int,
+    tier: int,
+    read: float,
+    write: float,
+    cap: float = INF,
+    writers: int = 1,
     efficiency: float = 1.0,
-) -> Flow:  # fmt: skip
+) -> Flow:
     r = [0.0] * n_tiers
     w = [0.0] * n_tiers
     r[tier], w[tier] = read, write
@@ -174,8 +179,9 @@ def test_a_shared_controller_adds_the_device_times_of_its_tiers() -> None:
     stream, copy = run(capped, CPU.tiers, controllers=[(0, 1)])
     assert copy.end_s == pytest.approx(1.0, rel=REL)
     during = (1 - 2 * GB / PMM.read_bw_bytes_per_s) * DRAM.read_bw_bytes_per_s
-    assert stream.end_s == pytest.approx(1.0 + (200 * GB - during) / DRAM.read_bw_bytes_per_s,
-                                         rel=REL)  # fmt: skip
+    assert stream.end_s == pytest.approx(
+        1.0 + (200 * GB - during) / DRAM.read_bw_bytes_per_s, rel=REL
+    )
     with pytest.raises(ValueError, match="unknown tiers"):
         FluidModel(simpy.Environment(), CPU.tiers, controllers=[(0, 2)])
 

@@ -57,8 +57,13 @@ def test_async_eviction_slows_a_pmm_bound_kernel_by_the_device_time_it_takes() -
     cost = CostModel(graph, CPU)
     # operand order per kernel: inputs then outputs: k0 (x, y), k1 (y, a, z)
     op_tiers = [SLOW, FAST, FAST, FAST, FAST]
-    plan = hand_plan(graph, CPU, op_tiers, {0: (SLOW,), 1: (FAST,)},
-                     [IndexMove(1, FAST, SLOW, 0, MoveMode.ASYNC)])  # fmt: skip
+    plan = hand_plan(
+        graph,
+        CPU,
+        op_tiers,
+        {0: (SLOW,), 1: (FAST,)},
+        [IndexMove(1, FAST, SLOW, 0, MoveMode.ASYNC)],
+    )
     off = replay(plan, graph, CPU, contention=False)
     on = replay(plan, graph, CPU, contention=True)
     launch = cost.launch_s

@@ -45,8 +45,14 @@ def zoo(name: str, batch: int) -> Graph:
 # MILP time limits (s). A limit returns the incumbent, and a warm start from the formulation
 # contained gives one at once, except for sync on a GPU (static is infeasible there): that
 # one, and async, which solves it on the way, get time to find their own.
-TIME_LIMIT_S = {("static", "cpu"): 1.0, ("sync", "cpu"): 3.0, ("async", "cpu"): 3.0,
-                ("static", "gpu"): 1.0, ("sync", "gpu"): 20.0, ("async", "gpu"): 20.0}  # fmt: skip
+TIME_LIMIT_S = {
+    ("static", "cpu"): 1.0,
+    ("sync", "cpu"): 3.0,
+    ("async", "cpu"): 3.0,
+    ("static", "gpu"): 1.0,
+    ("sync", "gpu"): 20.0,
+    ("async", "gpu"): 20.0,
+}
 
 
 @cache

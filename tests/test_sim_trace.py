@@ -37,10 +37,23 @@ def test_to_frame_columns_and_values() -> None:
     t = trace()
     records, occupancy = t.to_frame()
     assert list(records.columns) == [
-        "kind", "name", "kernel", "phase", "src", "dst", "start_s", "end_s", "uncontended_s",
-        "fast_resident_bytes", "read_bytes_DRAM", "read_bytes_PMM", "write_bytes_DRAM",
-        "write_bytes_PMM", "duration_s", "rate_bytes_per_s",
-    ]  # fmt: skip
+        "kind",
+        "name",
+        "kernel",
+        "phase",
+        "src",
+        "dst",
+        "start_s",
+        "end_s",
+        "uncontended_s",
+        "fast_resident_bytes",
+        "read_bytes_DRAM",
+        "read_bytes_PMM",
+        "write_bytes_DRAM",
+        "write_bytes_PMM",
+        "duration_s",
+        "rate_bytes_per_s",
+    ]
     assert len(records) == len(t.records)
     assert set(records["kind"]) == {"kernel", "sync", "async"}
     assert (records["kind"] == "kernel").sum() == len(graph().kernels)

@@ -49,8 +49,12 @@ def test_backward_reads_exactly_what_it_needs() -> None:
     assert _kernel(g, "conv2.bwd_weight").inputs == ("fc.d_conv2", "pool1")
     assert _kernel(g, "conv2.bwd_weight").outputs == ("conv2.weight.grad", "conv2.bias.grad")
     assert _kernel(g, "bn1.bwd").inputs == (
-        "relu1.d_bn1", "conv1", "bn1.gamma", "bn1.mean", "bn1.invstd",
-    )  # fmt: skip
+        "relu1.d_bn1",
+        "conv1",
+        "bn1.gamma",
+        "bn1.mean",
+        "bn1.invstd",
+    )
     assert _kernel(g, "relu1.bwd").inputs == ("pool1.d_relu1", "relu1")  # output, not input
     assert _kernel(g, "pool1.bwd").inputs == ("conv2.d_pool1", "relu1", "pool1")
     assert _kernel(g, "loss.bwd").inputs == ("loss.probs", "labels")

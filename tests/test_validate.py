@@ -217,7 +217,7 @@ def test_fast_capacity_exceeded(gpu: Platform) -> None:
     v = validate(replace(plan, fast_limit_bytes=peak - 1), g, gpu)
     assert not v.ok
     assert v.fast_peak_bytes == peak
-    assert v.errors[0].startswith(f"fast tier 'device' over its limit of {peak - 1} bytes at")
+    assert v.errors[0].startswith(f"tier 'device' over its limit of {peak - 1} bytes at")
     assert "(1 over)" in v.errors[0]
 
 

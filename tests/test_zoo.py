@@ -98,8 +98,14 @@ def test_architecture_shapes() -> None:
 
 def test_zoo_names_and_dtype() -> None:
     assert list(MODELS) == [
-        "vgg19", "vgg416", "resnet50", "resnet200", "inception_v4", "densenet121", "densenet264",
-    ]  # fmt: skip
+        "vgg19",
+        "vgg416",
+        "resnet50",
+        "resnet200",
+        "inception_v4",
+        "densenet121",
+        "densenet264",
+    ]
     half = training_graph_of("resnet50", 4, dtype="fp16")
     full = training_graph_of("resnet50", 4)
     assert half.tensor("stem/conv2d1").size_bytes * 2 == full.tensor("stem/conv2d1").size_bytes

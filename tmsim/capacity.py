@@ -148,4 +148,19 @@ def fast_limit_bytes(graph: Graph, platform: Platform, capacity: Capacity | None
     return capacity.fast_bytes(graph.peak_live_bytes)
 
 
-__all__ = ["MAX_BYTES", "UNITS", "Capacity", "CapacityError", "fast_limit_bytes", "parse_bytes"]
+def tier_limits_bytes(graph: Graph, platform: Platform, capacity: Capacity | None) -> list[int]:
+    """The bytes each tier of ``platform`` may hold when planning ``graph``: the fastest tier
+    :func:`fast_limit_bytes`, every other tier its capacity."""
+    rest = [int(t.capacity_bytes) for t in platform.tiers[1:]]
+    return [fast_limit_bytes(graph, platform, capacity), *rest]
+
+
+__all__ = [
+    "MAX_BYTES",
+    "UNITS",
+    "Capacity",
+    "CapacityError",
+    "fast_limit_bytes",
+    "parse_bytes",
+    "tier_limits_bytes",
+]

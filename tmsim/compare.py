@@ -9,7 +9,7 @@ that apply to the platform:
   (:func:`tmsim.planners.milp.plan_milp_chain`);
 - ``2lm``: the hardware DRAM cache (:func:`tmsim.sim.cache.replay_cache`), on a platform
   whose kernels reach a slower tier and that describes its memory mode: the fast tier, at the
-  compared capacity, caches the next one (:func:`hwmodels.memory_mode_platform`);
+  compared capacity, caches the next one (:meth:`hwmodels.Platform.in_memory_mode`);
 - ``unified-memory``: CUDA managed memory (:func:`tmsim.sim.unified.replay_unified`, a
   steady-state step), on a platform whose kernels reach only the fast tier (a GPU).
 
@@ -29,7 +29,6 @@ from typing import Any
 import pandas as pd
 
 from hwmodels.errors import HardwareModelError
-from hwmodels.memory_mode import memory_mode_platform
 from hwmodels.platform import Platform
 from tmsim.capacity import fast_limit_bytes
 from tmsim.cost import CostModel
@@ -38,7 +37,7 @@ from tmsim.plan.validate import validate
 from tmsim.plan.values import Plan
 from tmsim.planners import PlanSettings, plan
 from tmsim.planners.milp.chain import plan_milp_chain
-from tmsim.planners.milp.network import Formulation
+from tmsim.planners.milp.gadgets import Formulation
 from tmsim.sim import replay
 from tmsim.strategies import STRATEGIES, Kind, applicable, strategy
 from tmsim.workload.graph import Graph
@@ -206,7 +205,7 @@ def plan_row(
 def _run_2lm(graph: Graph, platform: Platform, s: CompareSettings, limit: int) -> Row:
     from tmsim.sim.cache.replay import replay_cache
 
-    mm = memory_mode_platform(platform, limit)
+    mm = platform.in_memory_mode(limit)
     out = replay_cache(graph, mm, block_bytes=s.cache_block_bytes, contention=s.contention)
     totals = out.totals()
     return Row(

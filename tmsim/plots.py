@@ -79,8 +79,14 @@ def timeline(
     gantt.set_ylim(len(lanes) - 0.5, -0.5)
     gantt.grid(axis="x", alpha=0.3)
     # Legends sit above their axes, never over the bars.
-    gantt.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0),
-                 fontsize="small", ncols=len(handles), frameon=False)  # fmt: skip
+    gantt.legend(
+        handles=handles,
+        loc="lower center",
+        bbox_to_anchor=(0.5, 1.0),
+        fontsize="small",
+        ncols=len(handles),
+        frameon=False,
+    )
     _draw_occupancy(occ, trace, scale)
     occ.set_xlabel(f"simulated time ({unit})")
     occ.set_xlim(0, span_s * scale * 1.01 if span_s > 0 else 1)
@@ -159,15 +165,27 @@ def _draw_occupancy(ax: Axes, trace: Trace, scale: float) -> None:
         ax.fill_between(
             times * scale, occ / gb, step="post", alpha=0.35, color="#4C72B0", linewidth=0
         )
-        ax.step(times * scale, occ / gb, where="post", color="#4C72B0", linewidth=0.8,
-                label=f"resident in {trace.tier_names[0]}")  # fmt: skip
-    ax.axhline(trace.fast_limit_bytes / gb, color=SYNC_COLOR, linestyle="--", linewidth=1.0,
-               label=f"limit {trace.fast_limit_bytes / gb:.3g} GB")  # fmt: skip
+        ax.step(
+            times * scale,
+            occ / gb,
+            where="post",
+            color="#4C72B0",
+            linewidth=0.8,
+            label=f"resident in {trace.tier_names[0]}",
+        )
+    ax.axhline(
+        trace.fast_limit_bytes / gb,
+        color=SYNC_COLOR,
+        linestyle="--",
+        linewidth=1.0,
+        label=f"limit {trace.fast_limit_bytes / gb:.3g} GB",
+    )
     ax.set_ylabel(f"{trace.tier_names[0]} resident (GB)")
     ax.set_ylim(0, max(trace.fast_limit_bytes, int(occ.max()) if occ.size else 0) / gb * 1.15)
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), fontsize="small", ncols=2,
-              frameon=False)  # fmt: skip
+    ax.legend(
+        loc="lower right", bbox_to_anchor=(1.0, 1.0), fontsize="small", ncols=2, frameon=False
+    )
 
 
 __all__ = ["merge_intervals", "timeline"]

@@ -23,12 +23,14 @@ from tmsim.cli import reproduce as cli_reproduce
 from tmsim.cli import simulate as cli_simulate
 from tmsim.cli import sweep as cli_sweep
 from tmsim.errors import TmsimError
+from tmsim.figures import FigureRegistry
 
 EXIT_BAD_INPUT = 2
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the top-level parser with every subcommand registered."""
+def build_parser(figures: FigureRegistry | None = None) -> argparse.ArgumentParser:
+    """Return the top-level parser with every subcommand registered; ``reproduce`` runs the
+    figures of ``figures`` (None: those installed, see :func:`tmsim.figures.discover`)."""
     parser = argparse.ArgumentParser(
         prog="tmsim",
         description="Plan and simulate tensor placement and movement in heterogeneous memory.",
@@ -40,14 +42,16 @@ def build_parser() -> argparse.ArgumentParser:
     cli_plan.add_commands(sub)
     cli_simulate.add_commands(sub)
     cli_compare.add_commands(sub)
-    cli_reproduce.add_commands(sub)
+    cli_reproduce.add_commands(sub, figures)
     cli_sweep.add_commands(sub)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
-    parser = build_parser()
+def main(argv: Sequence[str] | None = None, figures: FigureRegistry | None = None) -> int:
+    """Run the CLI with ``argv`` (default ``sys.argv[1:]``) and return the exit code;
+    ``tmsim reproduce`` runs the figures of ``figures`` (None: those installed in the
+    ``tmsim.figures`` entry-point group)."""
+    parser = build_parser(figures)
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
         parser.print_help()

@@ -1,86 +1,144 @@
-"""``tmsim reproduce``: every figure of :mod:`experiments`, data first, then the figure.
+"""``tmsim reproduce``: every figure of a :class:`~tmsim.figures.FigureRegistry`, data first,
+then the figure. The registry is the one given to :func:`tmsim.cli.main.main`, else the one
+installed in the ``tmsim.figures`` entry-point group (:func:`tmsim.figures.discover`; this
+repository's ``experiments`` package).
 
 Each figure's compute stage writes ``OUT/NAME.parquet`` and its plot stage ``OUT/NAME.pdf``
 and ``OUT/NAME.png``; ``OUT/reproduce.json`` records, per figure, the seconds each stage took
 and whether it failed. A figure whose data file already exists for the same run kind (quick or
 full) is plotted again without recomputing unless ``--force`` is given, so an interrupted run
 picks up where it stopped. A figure that fails is reported and the others still run; the exit
-code is 1 if any failed.
+code is 1 if any failed, 130 if interrupted. Within a figure, finished points are kept in
+``OUT/NAME.points/`` (:func:`tmsim.figures.points_dir`), so an interrupted compute stage
+resumes without repeating them; ``--force`` deletes them first. ``--workers N`` and
+``--dask ADDRESS`` say where the points run.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from tmsim.errors import TmsimError
+from tmsim.figures import FigureRegistry, discover, points_dir
 from tmsim.jsonio import write_json_atomic
 from tmsim.results import ResultFileError, read_table
 
+EXIT_INTERRUPTED = 130
 
-def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
-    """Register ``reproduce`` on ``sub``."""
+
+def add_commands(
+    sub: argparse._SubParsersAction[Any], figures: FigureRegistry | None = None
+) -> None:
+    """Register ``reproduce`` on ``sub``, running the figures of ``figures`` (None: the
+    installed registry, looked up when the command runs)."""
     p = sub.add_parser("reproduce", help="regenerate every figure and its data")
     p.add_argument("--out", required=True, metavar="DIR", help="directory for data and figures")
     p.add_argument(
         "--quick", action="store_true", help="reduced configurations (minutes, not hours)"
     )
     p.add_argument("--only", help="comma-separated figure names (default: all)")
-    p.add_argument("--force", action="store_true", help="recompute data files that exist")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="recompute data files that exist, and their stored points",
+    )
     p.add_argument("--plot-only", action="store_true", help="only redraw from existing data")
-    p.set_defaults(func=_reproduce)
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--workers",
+        type=_positive,
+        metavar="N",
+        help="local processes per figure (default: the figure's own, usually 1)",
+    )
+    where.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="run the points on the Dask scheduler at ADDRESS (e.g. tcp://host:8786); its "
+        "workers need tmsim installed (pip install 'tmsim[dask]')",
+    )
+    p.set_defaults(func=partial(_reproduce, figures=figures))
 
 
-def _reproduce(args: argparse.Namespace) -> int:
-    from experiments import FIGURES, figure_module
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
 
-    names = list(FIGURES)
+
+def _reproduce(args: argparse.Namespace, figures: FigureRegistry | None) -> int:
+    registry = figures if figures is not None else discover()
+    names = list(registry.names)
     if args.only:
-        names = [n.strip() for n in args.only.split(",") if n.strip()]
-        unknown = [n for n in names if n not in FIGURES]
-        if unknown:
-            raise TmsimError(
-                f"unknown figure(s) {', '.join(unknown)}; figures are {', '.join(FIGURES)}"
-            )
+        names = registry.select([n.strip() for n in args.only.split(",") if n.strip()])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     kind = "quick" if args.quick else "full"
     report: dict[str, Any] = {"kind": kind, "figures": {}}
     started = time.perf_counter()
-    failed = 0
     for i, name in enumerate(names):
-        module = figure_module(name)
-        entry: dict[str, Any] = {"title": module.TITLE}
-        _say(f"[{i + 1}/{len(names)}] {name}: {module.TITLE}")
+        _say(f"[{i + 1}/{len(names)}] {name}")
         try:
-            data = out / f"{name}.parquet"
-            if args.plot_only or (not args.force and _has_data(data, kind)):
-                if not data.is_file():
-                    raise TmsimError(f"{data}: no data file to plot (run without --plot-only)")
-                entry["compute_s"] = 0.0
-                _say("    data exists; not recomputed")
-            else:
-                config = module.QUICK if args.quick else module.Config()
-                t0 = time.perf_counter()
-                data = module.compute(config, out, progress=lambda m: _say(f"    {m}"))
-                _mark(data, kind)
-                entry["compute_s"] = round(time.perf_counter() - t0, 2)
-            t0 = time.perf_counter()
-            entry["files"] = [str(p) for p in module.plot(data, out)]
-            entry["plot_s"] = round(time.perf_counter() - t0, 2)
-            _say(f"    done: compute {entry['compute_s']} s, plot {entry['plot_s']} s")
-        except Exception as exc:  # one figure's failure must not lose the others
-            failed += 1
-            entry["error"] = f"{type(exc).__name__}: {exc}"
-            _say(f"    FAILED: {entry['error']}")
+            entry = _figure(registry, name, args, out, kind)
+        except KeyboardInterrupt:
+            _say(f"interrupted; finished points are kept in {out}: run again to resume")
+            return EXIT_INTERRUPTED
         report["figures"][name] = entry
         report["total_s"] = round(time.perf_counter() - started, 2)
         write_json_atomic(report, out / "reproduce.json")
+    failed = sum("error" in e for e in report["figures"].values())
     _say(f"{len(names) - failed} of {len(names)} figures in {report['total_s']} s; see {out}")
     return 1 if failed else 0
+
+
+def _figure(
+    registry: FigureRegistry, name: str, args: argparse.Namespace, out: Path, kind: str
+) -> dict[str, Any]:
+    """Compute (unless its data exists) and plot figure ``name``; its ``reproduce.json``
+    entry, with ``error`` if it failed."""
+    entry: dict[str, Any] = {}
+    try:
+        module = registry.module(name)
+        entry["title"] = module.TITLE
+        _say(f"    {module.TITLE}")
+        data = out / f"{name}.parquet"
+        if args.plot_only or (not args.force and _has_data(data, kind)):
+            if not data.is_file():
+                raise TmsimError(f"{data}: no data file to plot (run without --plot-only)")
+            entry["compute_s"] = 0.0
+            _say("    data exists; not recomputed")
+        else:
+            config = module.QUICK if args.quick else module.Config()
+            _marker(data).unlink(missing_ok=True)  # an interrupted compute leaves no finished data
+            if args.force:
+                shutil.rmtree(points_dir(out, name), ignore_errors=True)
+            t0 = time.perf_counter()
+            data = module.compute(
+                config,
+                out,
+                progress=lambda m: _say(f"    {m}"),
+                workers=args.workers,
+                dask_address=args.dask,
+            )
+            _mark(data, kind)
+            entry["compute_s"] = round(time.perf_counter() - t0, 2)
+        t0 = time.perf_counter()
+        entry["files"] = [str(p) for p in module.plot(data, out)]
+        entry["plot_s"] = round(time.perf_counter() - t0, 2)
+        _say(f"    done: compute {entry['compute_s']} s, plot {entry['plot_s']} s")
+    except Exception as exc:  # one figure's failure must not lose the others
+        entry["error"] = f"{type(exc).__name__}: {exc}"
+        _say(f"    FAILED: {entry['error']}")
+    return entry
 
 
 def _marker(data: Path) -> Path:

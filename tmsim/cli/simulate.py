@@ -197,9 +197,12 @@ def _simulate_cache(args: argparse.Namespace) -> int:
     graph = training_graph(model(args.cache_mode)(args.batch, dtype=args.dtype))
     platform = load_platform(args.platform or DEFAULT_CACHE_PLATFORM)
     result = replay_cache(
-        graph, platform, block_bytes=args.block_bytes, contention=args.contention,
+        graph,
+        platform,
+        block_bytes=args.block_bytes,
+        contention=args.contention,
         warm=not args.cold,
-    )  # fmt: skip
+    )
     _save(result.trace, args)
     info = result.totals()
     if args.json:

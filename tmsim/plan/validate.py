@@ -77,8 +77,9 @@ def validate(
     producer; every operand resident in its tier at its kernel; moves (path, kernel, source
     and destination resident when the move runs); copy validity (kernels and moves read only
     valid copies; asynchronous data usable from the next kernel; in-place updates make other
-    copies stale); weights and optimizer state ending valid on each initial tier; fast-tier
-    capacity at every kernel; the predicted time (relative :data:`TIME_RTOL`).
+    copies stale); weights and optimizer state ending valid on each initial tier;
+    every tier's capacity at every kernel (the fastest tier's: the plan's
+    ``fast_limit_bytes``); the predicted time (relative :data:`TIME_RTOL`).
 
     Never raises for a bad plan (see :meth:`Validation.raise_if_invalid`); raises
     :class:`TmsimError` if ``cost`` was built for another graph or platform, and, when it
@@ -95,7 +96,7 @@ def validate(
     if plan.platform != platform.name:
         errors.add(f"plan is for platform {plan.platform!r}, not {platform.name!r}")
     parsed = parse_plan(plan, graph, platform, errors)
-    peak = _fast_peak(parsed, graph, plan.fast_limit_bytes, platform, errors)
+    peak = _capacity(parsed, graph, plan.fast_limit_bytes, platform, errors)
     moved = int(graph.sizes_bytes[parsed.mv_tensor[parsed.mv_ok]].sum())
     if parsed.fatal:
         return Validation(False, errors.result(), math.nan, peak, moved)
@@ -137,24 +138,29 @@ def _kname(graph: Graph, k: int) -> str:
     return f"kernel {k} ({graph.kernels[k].name!r})" if 0 <= k < n_k else f"kernel {k}"
 
 
-def _fast_peak(p: Parsed, graph: Graph, limit: int, platform: Platform, errors: Errors) -> int:
-    """Fast-tier resident bytes at every kernel, by a difference array over its ranges."""
+def _capacity(p: Parsed, graph: Graph, limit: int, platform: Platform, errors: Errors) -> int:
+    """Resident bytes of every tier at every kernel, by a difference array over its ranges,
+    against the tier's limit: ``limit`` for the fastest tier, the capacity for the others.
+    Returns the fastest tier's peak."""
     n_k = len(graph.kernels)
-    fast = p.rs_ok & (p.rs_tier == 0)
-    first, last = p.rs_first[fast], p.rs_last[fast]
-    size = graph.sizes_bytes[p.rs_tensor[fast]]
-    occ = occupancy(first, last, size, n_k)
-    over = np.flatnonzero(occ > limit)
-    if over.size:
-        k = int(over[0])
-        worst = int(over[np.argmax(occ[over])])
-        errors.add(
-            f"fast tier {platform.tiers[0].name!r} over its limit of {limit} bytes at "
-            f"{over.size} kernel(s): first at {_kname(graph, k)} with {int(occ[k])} bytes "
-            f"({int(occ[k]) - limit} over), worst at {_kname(graph, worst)} with "
-            f"{int(occ[worst])} bytes"
-        )
-    return int(occ.max()) if n_k else 0
+    fast_peak = 0
+    for i, tier in enumerate(platform.tiers):
+        on = p.rs_ok & (p.rs_tier == i)
+        occ = occupancy(p.rs_first[on], p.rs_last[on], graph.sizes_bytes[p.rs_tensor[on]], n_k)
+        cap = limit if i == 0 else tier.capacity_bytes
+        over = np.flatnonzero(occ > cap)
+        if over.size:
+            k = int(over[0])
+            worst = int(over[np.argmax(occ[over])])
+            what = "limit" if i == 0 else "capacity"
+            errors.add(
+                f"tier {tier.name!r} over its {what} of {cap} bytes at {over.size} kernel(s): "
+                f"first at {_kname(graph, k)} with {int(occ[k])} bytes ({int(occ[k]) - cap} "
+                f"over), worst at {_kname(graph, worst)} with {int(occ[worst])} bytes"
+            )
+        if i == 0 and n_k:
+            fast_peak = int(occ.max())
+    return fast_peak
 
 
 def _check_access(p: Parsed, graph: Graph, platform: Platform, errors: Errors) -> None:

@@ -24,7 +24,6 @@ from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES, Graph
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
-FAST, SLOW = 0, 1
 
 
 def assemble_plan(
@@ -124,7 +123,7 @@ def check_operands_fit(graph: Graph, platform: Platform, limit: int, planner: st
     k = int(np.argmax(need))
     if need[k] <= limit:
         return
-    fast = platform.tiers[FAST].name
+    fast = platform.tiers[0].name
     what = (
         f"kernel {k} ({graph.kernels[k].name!r}) needs {int(need[k])} bytes of operands in "
         f"tier {fast!r}, {int(need[k]) - limit} bytes more than the limit of {limit} bytes"

@@ -34,6 +34,8 @@ class PlanSettings:
     - ``time_limit_s``: wall-clock cap of the solve (the incumbent is returned with its
       gap); None: no cap;
     - ``gap``: relative optimality gap at which the solver stops, in [0, 1];
+    - ``node_limit``: most branch-and-bound nodes per solve (a limit on work: the solver
+      stops at the same incumbent on a loaded machine as on an idle one); None: no limit;
     - ``window``: kernels either side of a user where asynchronous copies may run (>= 0);
     - ``lp_bound``: also solve the LP relaxation and report its bound;
     - ``warm_start``: start each formulation from the solution of the one it contains,
@@ -59,6 +61,7 @@ class PlanSettings:
     solver: str = "HIGHS"
     time_limit_s: float | None = 300.0
     gap: float = 0.01
+    node_limit: int | None = None
     window: int = AUTOTM_WINDOW
     lp_bound: bool = False
     warm_start: bool = True
@@ -79,6 +82,12 @@ class PlanSettings:
             raise TmsimError(f"time_limit_s must be a finite number > 0 or None, got {t!r}")
         if not (isinstance(self.gap, int | float) and 0 <= self.gap <= 1):
             raise TmsimError(f"gap must be a number in [0, 1], got {self.gap!r}")
+        if self.node_limit is not None and (
+            isinstance(self.node_limit, bool)
+            or not isinstance(self.node_limit, int)
+            or self.node_limit < 0
+        ):
+            raise TmsimError(f"node_limit must be an integer >= 0 or None, got {self.node_limit!r}")
         for name, low in (
             ("window", 0),
             ("max_rounds", 1),

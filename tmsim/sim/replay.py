@@ -59,8 +59,13 @@ def replay(
     """
     sched = build_schedule(plan, graph, platform, cost)
     env = simpy.Environment()
-    fluid = FluidModel(env, platform.tiers, sched.link_bw_bytes_per_s, shared=contention,
-                       controllers=platform.controller_groups())  # fmt: skip
+    fluid = FluidModel(
+        env,
+        platform.tiers,
+        sched.link_bw_bytes_per_s,
+        shared=contention,
+        controllers=platform.controller_groups(),
+    )
     run = _Run(env, fluid, sched, platform.tier_names, contention)
     proc = env.process(run.step())
     events = 0

@@ -278,8 +278,9 @@ def _moves(
             links=((link, float(nbytes)),) if asynchronous else (),
             writers=COPY_WRITERS,
         )
-        spec = MoveSpec(m.tensor, m.src, m.dst, m.kernel, m.mode, nbytes, flow, pool, link,
-                        nbytes / rate)  # fmt: skip
+        spec = MoveSpec(
+            m.tensor, m.src, m.dst, m.kernel, m.mode, nbytes, flow, pool, link, nbytes / rate
+        )
         out.append(spec)
     return out, pools, links
 

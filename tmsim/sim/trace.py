@@ -248,5 +248,14 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
     )
 
 
-__all__ = ["ASYNC", "KERNEL", "SYNC", "Record", "Trace", "TraceFileError", "TraceFrames",
-           "load_trace", "save_trace"]  # fmt: skip
+__all__ = [
+    "ASYNC",
+    "KERNEL",
+    "SYNC",
+    "Record",
+    "Trace",
+    "TraceFileError",
+    "TraceFrames",
+    "load_trace",
+    "save_trace",
+]

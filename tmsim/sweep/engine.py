@@ -21,6 +21,9 @@ Layout of the output folder ``DIR``:
 A task evaluates one point, or the MILP points of one workload, platform and capacity, which
 :func:`tmsim.compare.compare` solves as one chain (static, then sync from it, then async).
 Slowdowns are computed as the table is built, over each point's ``all-fast`` baseline point.
+The folder is a :class:`~tmsim.sweep.store.PointStore`; :func:`~tmsim.sweep.pool.run_tasks`
+runs the tasks. Work whose result is not one :class:`~tmsim.compare.Row` per point goes through
+:mod:`tmsim.sweep.jobs` instead.
 """
 
 from __future__ import annotations
@@ -31,8 +34,7 @@ import math
 import os
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -41,18 +43,16 @@ import pandas as pd
 
 from hwmodels.serialize import platform_from_dict
 from tmsim.compare import CompareSettings, Row, compare, rows_frame
-from tmsim.errors import TmsimError
 from tmsim.planners import PlanSettings
 from tmsim.results import provenance, write_table
+from tmsim.sweep.jobs import nan_to_none
+from tmsim.sweep.pool import check_options, run_tasks
 from tmsim.sweep.spec import MILP_STRATEGIES, Point, Sweep
+from tmsim.sweep.store import Counts, PointStore, SweepError
 from tmsim.workload.zoo import training_graph_of
 
 #: Table formats :func:`run_sweep` writes.
 FORMATS = ("parquet", "csv")
-
-
-class SweepError(TmsimError):
-    """A sweep cannot run: a bad option, an unreadable point file, an unreachable cluster."""
 
 
 @dataclass(frozen=True)
@@ -77,21 +77,6 @@ class Outcome:
 
 #: ``evaluate(task) -> outcomes``, one per point of the task; must be picklable.
 Evaluator = Callable[[Task], list[Outcome]]
-
-
-@dataclass(frozen=True)
-class Counts:
-    """Progress of a run: ``total`` points; ``reused`` finished before it; ``evaluated`` and
-    ``failed`` in it so far; ``pending`` neither finished nor failed yet."""
-
-    total: int
-    reused: int
-    evaluated: int = 0
-    failed: int = 0
-
-    @property
-    def pending(self) -> int:
-        return self.total - self.reused - self.evaluated - self.failed
 
 
 @dataclass(frozen=True)
@@ -137,7 +122,8 @@ def _plan_settings(p: Point) -> PlanSettings:
 
 
 def _json_row(row: Row) -> dict[str, Any]:
-    return {k: None if v != v else v for k, v in asdict(row).items()}  # NaN != NaN
+    out: dict[str, Any] = nan_to_none(asdict(row))
+    return out
 
 
 def plan_tasks(points: Sequence[Point]) -> list[Task]:
@@ -152,61 +138,6 @@ def plan_tasks(points: Sequence[Point]) -> list[Task]:
 def _milp_group(p: Point) -> str:
     config = {k: v for k, v in p.config().items() if k not in ("strategy", "role")}
     return json.dumps([config, p.platform_si], sort_keys=True, default=str)
-
-
-class PointStore:
-    """The point files of one output folder (see the module docstring)."""
-
-    def __init__(self, out_dir: str | os.PathLike[str]) -> None:
-        self.root = Path(out_dir)
-        self.done_dir = self.root / "points"
-        self.failed_dir = self.root / "failed"
-
-    def finished(self) -> set[str]:
-        """Keys of the finished points."""
-        if not self.done_dir.is_dir():
-            return set()
-        return {p.stem for p in self.done_dir.glob("*.json")}
-
-    def read(self, key: str) -> dict[str, Any] | None:
-        """The record of point ``key``: finished, else failed, else None. Raises
-        :class:`SweepError` naming a file that is not a point record."""
-        for folder in (self.done_dir, self.failed_dir):
-            path = folder / f"{key}.json"
-            if path.is_file():
-                try:
-                    record: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-                except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                    raise SweepError(f"{path}: not a point record ({exc}); delete it") from None
-                if record.get("key") != key:
-                    raise SweepError(f"{path}: holds point {record.get('key')!r}; delete it")
-                return record
-        return None
-
-    def write(self, point: Point, outcome: Outcome, meta: dict[str, Any]) -> None:
-        """Record ``outcome`` atomically: finished (and clear an old failure) or failed."""
-        record = {
-            "key": point.key,
-            "config": point.config(),
-            "platform": point.platform_si,
-            "row": outcome.row,
-            "elapsed_s": None if math.isnan(outcome.elapsed_s) else outcome.elapsed_s,
-            "error": outcome.error,
-            "detail": outcome.detail,
-            "provenance": meta,
-        }
-        ok = outcome.row is not None
-        _write_json((self.done_dir if ok else self.failed_dir) / f"{point.key}.json", record)
-        if ok:
-            (self.failed_dir / f"{point.key}.json").unlink(missing_ok=True)
-
-
-def _write_json(path: Path, record: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # The pid keeps two coordinators writing into one folder from sharing a temporary file.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(record, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
 
 
 def run_sweep(
@@ -230,11 +161,9 @@ def run_sweep(
     scheduler; failures of points are recorded, not raised."""
     if table_format not in FORMATS:
         raise SweepError(f"table format must be one of {', '.join(FORMATS)}, got {table_format!r}")
-    for name, value in (("workers", workers), ("limit", limit)):
-        if value is not None and value < 1:
-            raise SweepError(f"{name} must be >= 1, got {value}")
-    if dask_address is not None and workers is not None:
-        raise SweepError("give workers or a Dask scheduler address, not both")
+    if limit is not None and limit < 1:
+        raise SweepError(f"limit must be >= 1, got {limit}")
+    check_options(workers, dask_address)
     store = PointStore(out_dir)
     done = store.finished()
     todo = [p for p in sweep.points if p.key not in done]
@@ -244,26 +173,19 @@ def run_sweep(
         tasks = [t for t, before in zip(tasks, started, strict=False) if before < limit]
     counts = Counts(total=len(sweep.points), reused=len(sweep.points) - len(todo))
     meta = provenance(sweep.settings.solver, sweep.seed)
-    runner: Iterator[list[Outcome]] = iter(())  # nothing to do: no pool, no connection
-    if tasks:
-        runner = (
-            _run_dask(tasks, evaluate, dask_address)
-            if dask_address is not None
-            else _run_local(tasks, evaluate, workers or os.cpu_count() or 1)
-        )
+    runner = run_tasks(tasks, evaluate, workers=workers, dask_address=dask_address)
     if progress is not None:
         progress(counts)
     by_key = {p.key: p for p in todo}
     failures: list[str] = []
-    for outcomes in runner:
+    for task, result in runner:
+        outcomes = _failed(task, result) if isinstance(result, Exception) else result
         for o in outcomes:
-            store.write(by_key[o.key], o, meta)
+            store.write(o.key, _record(by_key[o.key], o, meta), finished=o.row is not None)
             if o.row is None:
                 failures.append(f"{o.key}: {o.error}")
         bad = sum(o.row is None for o in outcomes)
-        counts = Counts(
-            counts.total, counts.reused, counts.evaluated + len(outcomes) - bad, counts.failed + bad
-        )
+        counts = counts.after(len(outcomes) - bad, bad)
         if progress is not None:
             progress(counts)
     table = None
@@ -274,60 +196,17 @@ def run_sweep(
     return SweepReport(counts, table, tuple(failures))
 
 
-def _run_local(tasks: list[Task], evaluate: Evaluator, workers: int) -> Iterator[list[Outcome]]:
-    """Outcomes of ``tasks`` as they finish: in this process if ``workers`` is 1 (no pickling,
-    the easiest to debug), else in a pool of ``workers`` processes."""
-    if workers == 1 or len(tasks) == 1:
-        for t in tasks:
-            try:
-                outcomes = evaluate(t)
-            except Exception as exc:  # as in a pool: an evaluator that raises fails its points
-                outcomes = _failed(t, exc)
-            yield outcomes
-        return
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)))
-    try:
-        pending: dict[Future[list[Outcome]], Task] = {pool.submit(evaluate, t): t for t in tasks}
-        while pending:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                task = pending.pop(fut)
-                try:
-                    yield fut.result()
-                except Exception as exc:  # a worker died (BrokenProcessPool) or unpickling failed
-                    yield _failed(task, exc)
-    finally:
-        # On an interrupt, queued tasks are dropped; their points stay pending for the next run.
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _run_dask(tasks: list[Task], evaluate: Evaluator, address: str) -> Iterator[list[Outcome]]:
-    """Outcomes of ``tasks`` as they finish on the Dask cluster whose scheduler is at
-    ``address`` (connected to at once, so a bad address fails before any work); the workers
-    need this package installed."""
-    try:
-        from distributed import Client, as_completed
-    except ImportError:
-        raise SweepError(
-            "--dask needs the distributed package: pip install 'tmsim[dask]'"
-        ) from None
-    try:
-        client = Client(address, timeout="20s")
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise SweepError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
-
-    def outcomes() -> Iterator[list[Outcome]]:
-        try:
-            futures = {client.submit(evaluate, t, pure=False): t for t in tasks}
-            for fut in as_completed(futures):
-                try:
-                    yield fut.result()
-                except Exception as exc:  # a worker was lost, or the task could not be shipped
-                    yield _failed(futures[fut], exc)
-        finally:
-            client.close()
-
-    return outcomes()
+def _record(point: Point, outcome: Outcome, meta: dict[str, Any]) -> dict[str, Any]:
+    """The point file of ``point``'s ``outcome`` (without its key, which the store adds)."""
+    return {
+        "config": point.config(),
+        "platform": point.platform_si,
+        "row": outcome.row,
+        "elapsed_s": None if math.isnan(outcome.elapsed_s) else outcome.elapsed_s,
+        "error": outcome.error,
+        "detail": outcome.detail,
+        "provenance": meta,
+    }
 
 
 def _failed(task: Task, exc: BaseException) -> list[Outcome]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import math
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -31,11 +30,10 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from tmsim.capacity import Capacity, CapacityError, parse_bytes
-from tmsim.compare import CompareSettings
 from tmsim.errors import TmsimError
-from tmsim.planners import PlanSettings
 from tmsim.strategies import STRATEGIES, Kind, applicable, names
 from tmsim.sweep.overrides import Fail, PlatformDocs
+from tmsim.sweep.settings import SweepSettings, check_solver, only, read_settings, table, typed
 from tmsim.workload.tensors import DTYPE_BYTES
 from tmsim.workload.zoo import MODELS
 
@@ -47,19 +45,6 @@ _REQUIRED = ("model", "batch", "platform", "strategy")
 
 class SweepSpecError(TmsimError, ValueError):
     """A sweep spec is malformed; the one-line message names the file and the key."""
-
-
-@dataclass(frozen=True)
-class SweepSettings:
-    """Settings of every point, with their defaults (those of :class:`PlanSettings` and
-    :class:`CompareSettings`); ``cache_block_bytes`` None: the 2LM simulator's default."""
-
-    time_limit_s: float | None = PlanSettings.time_limit_s
-    gap: float = PlanSettings.gap
-    window: int = PlanSettings.window
-    solver: str = PlanSettings.solver
-    contention: bool = CompareSettings.contention
-    cache_block_bytes: int | None = CompareSettings.cache_block_bytes
 
 
 @dataclass(frozen=True)
@@ -163,21 +148,21 @@ def sweep_from_dict(
     errors and platform files are found relative to ``base_dir``. Raises
     :class:`SweepSpecError`."""
     fail = _failer(origin)
-    _only(data, ("sweep", "grid", "settings", "points"), "", fail)
-    head = _table(data, "sweep", fail)
-    _only(head, ("name", "seed", "description"), "sweep", fail)
-    name = _typed(head.get("name", default_name), str, "sweep.name", fail)
-    seed = _typed(head.get("seed", 0), int, "sweep.seed", fail)
-    description = _typed(head.get("description", ""), str, "sweep.description", fail)
-    settings = _settings(_table(data, "settings", fail), fail)
-    _check_solver(settings, fail)
+    only(data, ("sweep", "grid", "settings", "points"), "", fail)
+    head = table(data, "sweep", fail)
+    only(head, ("name", "seed", "description"), "sweep", fail)
+    name = typed(head.get("name", default_name), str, "sweep.name", fail)
+    seed = typed(head.get("seed", 0), int, "sweep.seed", fail)
+    description = typed(head.get("description", ""), str, "sweep.description", fail)
+    settings = read_settings(table(data, "settings", fail), fail)
+    check_solver(settings, fail)
     if "grid" not in data and "points" not in data:
         fail("", "give a [grid] table, [[points]], or both")
     docs = PlatformDocs(base_dir, fail)
     points: list[Point] = []
     skipped: list[str] = []
     if "grid" in data:
-        _grid(_table(data, "grid", fail), settings, seed, docs, points, skipped, fail)
+        _grid(table(data, "grid", fail), settings, seed, docs, points, skipped, fail)
     raw_points = data.get("points", [])
     if not isinstance(raw_points, list):
         fail("points", "must be an array of tables ([[points]])")
@@ -185,9 +170,9 @@ def sweep_from_dict(
         where = f"points[{i}]"
         if not isinstance(raw, Mapping):
             fail(where, "must be a table")
-        _only(raw, (*_AXES, "overrides"), where, fail)
+        only(raw, (*_AXES, "overrides"), where, fail)
         axes = {a: [raw[a]] for a in _AXES if a in raw}
-        over = _table(raw, "overrides", fail, where)
+        over = table(raw, "overrides", fail, where)
         got = _expand(axes, {k: [v] for k, v in over.items()}, settings, seed, docs, where, fail)
         for point, reason in got:
             if reason:
@@ -211,9 +196,9 @@ def _grid(
     skipped: list[str],
     fail: Fail,
 ) -> None:
-    _only(grid, (*_AXES, "overrides"), "grid", fail)
+    only(grid, (*_AXES, "overrides"), "grid", fail)
     axes = {a: grid[a] if isinstance(grid[a], list) else [grid[a]] for a in _AXES if a in grid}
-    over = _table(grid, "overrides", fail, "grid")
+    over = table(grid, "overrides", fail, "grid")
     for path, values in over.items():
         if not isinstance(values, list) or not values:
             fail(f"grid.overrides.{path}", "must be a non-empty list of values")
@@ -320,40 +305,6 @@ def _check_axis(axis: str, value: Any, where: str, fail: Fail) -> None:
         fail(where, str(exc))
 
 
-def _check_solver(s: SweepSettings, fail: Fail) -> None:
-    import cvxpy  # the MILP's solver registry; imported here because only checks need it
-
-    if s.solver.upper() not in cvxpy.installed_solvers():
-        fail(
-            "settings.solver",
-            f"solver {s.solver!r} is not installed "
-            f"(installed: {', '.join(cvxpy.installed_solvers())})",
-        )
-
-
-def _settings(raw: Mapping[str, Any], fail: Fail) -> SweepSettings:
-    base = SweepSettings()
-    _only(raw, tuple(asdict(base)), "settings", fail)
-    kinds: dict[str, type | tuple[type, ...]] = {
-        "time_limit_s": (int, float),
-        "gap": (int, float),
-        "window": int,
-        "solver": str,
-        "contention": bool,
-        "cache_block_bytes": int,
-    }
-    for key, value in raw.items():
-        _typed(value, kinds[key], f"settings.{key}", fail)
-        positive = key in ("time_limit_s", "cache_block_bytes")
-        if key in ("time_limit_s", "gap", "window", "cache_block_bytes") and (
-            value < 0 or (positive and value == 0) or not math.isfinite(value)
-        ):
-            fail(f"settings.{key}", f"must be {'> 0' if positive else '>= 0'}, got {value!r}")
-    # Floats where floats are meant, so that ``60`` and ``60.0`` give one key.
-    floats = {k: float(v) for k, v in raw.items() if k in ("time_limit_s", "gap")}
-    return replace(base, **{**raw, **floats})
-
-
 def _normalize(where: str, values: list[Any], fail: Fail) -> list[Any]:
     """Override values checked to be TOML values without dates; mixed int/float -> floats."""
     for v in values:
@@ -369,26 +320,6 @@ def _failer(origin: str) -> Fail:
         raise SweepSpecError(f"{origin}: {where}: {message}" if where else f"{origin}: {message}")
 
     return fail
-
-
-def _only(table: Mapping[str, Any], allowed: Sequence[str], where: str, fail: Fail) -> None:
-    for key in table:
-        if key not in allowed:
-            place = f"{where}.{key}" if where else key
-            fail(place, f"unknown key (known here: {', '.join(allowed) or 'none'})")
-
-
-def _table(data: Mapping[str, Any], key: str, fail: Fail, where: str = "") -> Mapping[str, Any]:
-    value = data.get(key, {})
-    if not isinstance(value, Mapping):
-        fail(f"{where}.{key}" if where else key, "must be a table")
-    return value
-
-
-def _typed(value: Any, kind: type | tuple[type, ...], where: str, fail: Fail) -> Any:
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-        fail(where, f"must be {getattr(kind, '__name__', 'a number')}, got {value!r}")
-    return value
 
 
 __all__ = [

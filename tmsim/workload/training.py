@@ -187,18 +187,26 @@ def _backward_weighted(b: _StepBuilder, layer: Layer, dy: str) -> None:
     if x != b.model.input_name:
         dx = b.tensor(f"{name}.d_{x}", b.shapes[x], Role.GRADIENT)
         b.kernel(
-            f"{name}.bwd_data", f"{op}_backward_data", (dy, weights[0]), (dx,),
-            Phase.BACKWARD, matmul_flops,
-        )  # fmt: skip
+            f"{name}.bwd_data",
+            f"{op}_backward_data",
+            (dy, weights[0]),
+            (dx,),
+            Phase.BACKWARD,
+            matmul_flops,
+        )
         b.contribute(x, dx)
     grads = tuple(
         b.tensor(f"{w}.grad", shape, Role.GRADIENT)
         for w, (_, shape) in zip(weights, layer.weights, strict=True)
     )
     b.kernel(
-        f"{name}.bwd_weight", f"{op}_backward_weight", (dy, x), grads,
-        Phase.BACKWARD, layer.flops,
-    )  # fmt: skip
+        f"{name}.bwd_weight",
+        f"{op}_backward_weight",
+        (dy, x),
+        grads,
+        Phase.BACKWARD,
+        layer.flops,
+    )
     for w, g in zip(weights, grads, strict=True):
         b.contribute(w, g)
 

@@ -9,7 +9,7 @@ from tmsim.planners.milp.chain import (
     plan_static,
     plan_sync,
 )
-from tmsim.planners.milp.network import Formulation
+from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.settings import AUTOTM_WINDOW, PlanSettings
 
 __all__ = [

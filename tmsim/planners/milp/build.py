@@ -3,13 +3,16 @@
 Constraints, as a few sparse-matrix blocks (no per-row cvxpy objects):
 
 - flow conservation: ``A_eq x = b_eq``;
-- fast-tier capacity in difference form: ``u_k - u_{k-1} = (bytes arriving at k) - (bytes
-  leaving after k - 1)`` with ``0 <= u_k <= limit_k``, in units of the limit itself so the
-  coefficients stay near 1 (in bytes HiGHS stalls; in GB tiny graphs drown in its
-  tolerance);
+- capacity of every modelled tier in difference form: ``u_k - u_{k-1} = (bytes arriving at
+  k) - (bytes leaving after k - 1)`` with ``0 <= u_k <= limit_k``, in units of the tier's
+  limit so the coefficients stay near 1 (in bytes HiGHS stalls; in GB tiny graphs drown in its
+  tolerance). The fastest tier is always modelled, at the per-kernel limits the layout loop
+  sets; a slower tier only where its capacity is below the bytes of all tensors together;
 - kernel cost ``c_k >= compute_k + launch``, ``c_k >= memory_k(x) + launch`` (the roofline;
   ``c_k >=`` their sum with the ``sum`` overlap rule), ``c_k >=`` the asynchronous copies
-  beside kernel ``k``;
+  beside kernel ``k``. The memory time is the time with every operand on the slowest tier
+  kernels reach, plus, per faster kernel tier, the difference where an operand is accessed
+  there;
 - objective: ``sum_k c_k +`` the synchronous copies.
 """
 
@@ -25,18 +28,17 @@ import scipy.sparse as sp
 from hwmodels.timing import MoveMode, Overlap
 from tmsim.cost import CostModel, IndexMove
 from tmsim.plan.values import Plan, SolverStats
-from tmsim.planners.assemble import FAST, SLOW, assemble_plan
+from tmsim.planners.assemble import assemble_plan
+from tmsim.planners.milp.gadgets import Formulation, Gadgets, build_gadgets
 from tmsim.planners.milp.network import (
-    Edge,
-    Formulation,
-    Gadgets,
+    Copies,
     Variables,
     build_flow,
-    build_gadgets,
     build_segments,
     build_variables,
     move_costs,
 )
+from tmsim.planners.milp.states import Catalogue, build_catalogue
 
 
 @dataclass(frozen=True)
@@ -45,21 +47,23 @@ class Model:
 
     ``c`` is bounded below by ``rows``: ``c >= const + (matrix @ x)`` for each pair; the
     objective is ``sum(c) + sync_s @ x``; ``a_eq @ x == b_eq`` is the flow and
-    ``0 <= u <= capacity`` the fast-memory limit per kernel (``u`` as :meth:`complete` gives
-    it, in units of the largest limit).
+    ``0 <= u <= capacity`` the limit of each modelled tier (``tiers``) at each kernel, one
+    block of ``n_kernels`` per tier (``u`` as :meth:`complete` gives it, in units of each
+    tier's largest limit). ``op_state`` gives 1 + the state index of every operand.
     """
 
     problem: cp.Problem
     x: cp.Variable
     u: cp.Variable
     c: cp.Variable
+    catalogue: Catalogue
     gadgets: Gadgets
     vars: Variables
-    op_flag: sp.csr_matrix
+    op_state: sp.csr_matrix
+    tiers: tuple[int, ...]
     delta: sp.csr_matrix
     rows: tuple[tuple[np.ndarray, sp.csr_matrix | None], ...]
-    move_kernel: np.ndarray
-    move_async: np.ndarray
+    copies: Copies
     variables: int
     constraints: int
     sync_s: np.ndarray
@@ -67,10 +71,15 @@ class Model:
     b_eq: np.ndarray
     capacity: np.ndarray
 
+    @property
+    def n_kernels(self) -> int:
+        return int(self.delta.shape[0] // max(len(self.tiers), 1))
+
     def complete(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The continuous variables ``(u, c)`` that go with binaries ``x`` at the optimum."""
-        u = np.cumsum(self.delta @ x)
-        c = np.full(u.size, -np.inf)
+        n_k = self.n_kernels
+        u = np.cumsum(np.reshape(self.delta @ x, (len(self.tiers), n_k)), axis=1).ravel()
+        c = np.full(n_k, -np.inf)
         for const, matrix in self.rows:
             c = np.maximum(c, const + (matrix @ x if matrix is not None else 0.0))
         return u, c
@@ -81,62 +90,79 @@ class Model:
         return float(self.complete(xf)[1].sum() + self.sync_s @ xf)
 
 
+def catalogue_of(cost: CostModel) -> Catalogue:
+    """The states and edges of ``cost``'s platform (tiers beyond the fastest modelled only
+    where their capacity can bind, :func:`modelled_tiers`)."""
+    platform = cost.platform
+    modelled = set(modelled_tiers(cost))
+    names = platform.tier_names
+    return build_catalogue(
+        names,
+        platform.kernel_tier_mask(),
+        [i in modelled for i in range(len(names))],
+        cost.has_path,
+    )
+
+
+def modelled_tiers(cost: CostModel) -> tuple[int, ...]:
+    """The tiers whose capacity the MILP models: the fastest, and every slower tier whose
+    capacity is below the bytes of all tensors together (elsewhere nothing can overflow)."""
+    total = int(cost.graph.sizes_bytes.sum())
+    tiers = cost.platform.tiers
+    return (0, *(i for i in range(1, len(tiers)) if tiers[i].capacity_bytes < total))
+
+
 def build_model(
     cost: CostModel,
     window: int,
     formulation: Formulation,
     limits: np.ndarray,
-    gpu: bool,
     relax: bool,
 ) -> Model:
-    """The MILP (or, with ``relax``, its LP relaxation) and what reading it back needs."""
+    """The MILP (or, with ``relax``, its LP relaxation) and what reading it back needs.
+
+    ``limits`` [n_kernels]: the fastest tier's limit at each kernel (bytes); slower modelled
+    tiers are limited by their capacity.
+    """
     graph = cost.graph
     n_k = len(graph.kernels)
+    cat = catalogue_of(cost)
+    tiers = modelled_tiers(cost)
     gad = build_gadgets(cost, formulation, window)
-    var = build_variables(cost, gad, formulation, gpu)
-    flow = build_flow(cost, gad, var)
-    seg = build_segments(cost, gad, var)
-    seconds, move_kernel, is_async = move_costs(cost, gad, var)
+    var = build_variables(cost, cat, gad, formulation)
+    flow = build_flow(cost, cat, gad, var)
+    seg = build_segments(cost, cat, gad, var, tiers)
+    copies = move_costs(cost, cat, gad, var)
     n = var.count
     x = cp.Variable(n) if relax else cp.Variable(n, boolean=True)
-    u = cp.Variable(n_k)
+    u = cp.Variable(n_k * len(tiers))
     c = cp.Variable(n_k)
 
     # capacity, difference form: rows k get +size*flag at a segment's start, - after its end
-    unit = float(max(int(limits.max()), 1))
-    scaled = sp.diags(graph.sizes_bytes[seg.tensor] / unit) @ seg.expr
     n_seg = seg.tensor.size
     arrive = sp.csr_matrix((np.ones(n_seg), (seg.start, np.arange(n_seg))), shape=(n_k + 1, n_seg))
     leave = sp.csr_matrix((np.ones(n_seg), (seg.end + 1, np.arange(n_seg))), shape=(n_k + 1, n_seg))
-    delta = ((arrive - leave) @ scaled)[:n_k]
-    diff = sp.eye(n_k) - sp.eye(n_k, k=-1)
-
-    # kernel memory time as a function of each operand's fast flag
-    op_seg = seg.covering(cost.op_tensor, cost.op_kernel, n_k)
-    op_flag = seg.expr[op_seg]
-    k = cost.op_kernel
-    fast_s = cost.op_read_bytes * cost.read_s_per_byte[k, FAST] + (
-        cost.op_write_bytes * cost.write_s_per_byte[k, FAST]
-    )
-    base_s = cost.compute_s + cost.launch_s
-    constraints = [flow.a_eq @ x == flow.b_eq, diff @ u == delta @ x, u >= 0, u <= limits / unit]
-    rows: list[tuple[np.ndarray, sp.csr_matrix | None]] = []
-    if gpu:
-        rows.append((cost.kernel_times_s(np.full(k.size, FAST, dtype=np.int64)), None))
-    else:
-        slow_s = cost.op_read_bytes * cost.read_s_per_byte[k, SLOW] + (
-            cost.op_write_bytes * cost.write_s_per_byte[k, SLOW]
+    deltas, bounds = [], []
+    for tier in tiers:
+        tier_limits = (
+            limits if tier == 0 else np.full(n_k, cost.platform.tiers[tier].capacity_bytes)
         )
-        to_kernel = sp.csr_matrix((np.ones(k.size), (k, np.arange(k.size))), shape=(n_k, k.size))
-        mem0 = to_kernel @ slow_s
-        gain = to_kernel @ sp.diags(fast_s - slow_s) @ op_flag
-        if cost.overlap is Overlap.MAX:
-            rows += [(base_s, None), (mem0 + cost.launch_s, sp.csr_matrix(gain))]
-        else:
-            rows.append((base_s + mem0, sp.csr_matrix(gain)))
-    sync_cost = np.where(is_async, 0.0, seconds)
-    if is_async.any():
-        beside = (seconds[is_async], (move_kernel[is_async], np.flatnonzero(is_async)))
+        unit = float(max(int(tier_limits.max()), 1))
+        scaled = sp.diags(graph.sizes_bytes[seg.tensor] / unit) @ seg.member[tier]
+        deltas.append(((arrive - leave) @ scaled)[:n_k])
+        bounds.append(tier_limits / unit)
+    delta = sp.vstack(deltas) if len(deltas) > 1 else deltas[0]
+    step = sp.eye(n_k) - sp.eye(n_k, k=-1)
+    diff = sp.kron(sp.eye(len(tiers)), step) if len(tiers) > 1 else step
+    capacity = np.concatenate(bounds)
+
+    op_seg = seg.covering(cost.op_tensor, cost.op_kernel, n_k)
+    constraints = [flow.a_eq @ x == flow.b_eq, diff @ u == delta @ x, u >= 0, u <= capacity]
+    rows = _time_rows(cost, seg.access, op_seg)
+    sync_cost = np.where(copies.asynchronous, 0.0, copies.seconds)
+    if copies.asynchronous.any():
+        is_async = copies.asynchronous
+        beside = (copies.seconds[is_async], (copies.kernel[is_async], np.flatnonzero(is_async)))
         rows.append((np.zeros(n_k), sp.csr_matrix(beside, shape=(n_k, n))))
     for const, matrix in rows:
         constraints.append(c >= const + matrix @ x if matrix is not None else c >= const)
@@ -144,26 +170,55 @@ def build_model(
         constraints += [x >= 0, x <= 1]
     objective = cp.Minimize(cp.sum(c) + sync_cost @ x)
     problem = cp.Problem(objective, constraints)
-    n_rows = flow.a_eq.shape[0] + 3 * n_k + n_k * len(rows)
+    n_rows = flow.a_eq.shape[0] + 3 * n_k * len(tiers) + n_k * len(rows)
     return Model(
-        problem,
-        x,
-        u,
-        c,
-        gad,
-        var,
-        op_flag,
-        sp.csr_matrix(delta),
-        tuple(rows),
-        move_kernel,
-        is_async,
-        n + 2 * n_k,
-        n_rows,
-        sync_cost,
-        flow.a_eq,
-        flow.b_eq,
-        limits / unit,
+        problem=problem,
+        x=x,
+        u=u,
+        c=c,
+        catalogue=cat,
+        gadgets=gad,
+        vars=var,
+        op_state=seg.state_code[op_seg],
+        tiers=tiers,
+        delta=sp.csr_matrix(delta),
+        rows=tuple(rows),
+        copies=copies,
+        variables=n + n_k * (1 + len(tiers)),
+        constraints=n_rows,
+        sync_s=sync_cost,
+        a_eq=flow.a_eq,
+        b_eq=flow.b_eq,
+        capacity=capacity,
     )
+
+
+def _time_rows(
+    cost: CostModel, access: dict[int, sp.csr_matrix], op_seg: np.ndarray
+) -> list[tuple[np.ndarray, sp.csr_matrix | None]]:
+    """The lower bounds of the kernel costs ``c`` from the roofline (see the module doc)."""
+    n_k = len(cost.graph.kernels)
+    k = cost.op_kernel
+    reach = [i for i, ok in enumerate(cost.platform.kernel_tier_mask()) if ok]
+
+    def operand_s(tier: int) -> np.ndarray:
+        read = cost.op_read_bytes * cost.read_s_per_byte[k, tier]
+        return np.asarray(read + cost.op_write_bytes * cost.write_s_per_byte[k, tier])
+
+    if len(reach) == 1:
+        return [(cost.kernel_times_s(np.full(k.size, reach[0], dtype=np.int64)), None)]
+    ref = reach[-1]
+    ref_s = operand_s(ref)
+    to_kernel = sp.csr_matrix((np.ones(k.size), (k, np.arange(k.size))), shape=(n_k, k.size))
+    mem0 = to_kernel @ ref_s
+    gains = [
+        to_kernel @ sp.diags(operand_s(tier) - ref_s) @ access[tier][op_seg] for tier in reach[:-1]
+    ]
+    gain = sp.csr_matrix(gains[0] if len(gains) == 1 else sum(gains[1:], gains[0]))
+    base_s = cost.compute_s + cost.launch_s
+    if cost.overlap is Overlap.MAX:
+        return [(base_s, None), (mem0 + cost.launch_s, gain)]
+    return [(base_s + mem0, gain)]
 
 
 def extract_plan(
@@ -174,29 +229,33 @@ def extract_plan(
     limit: int,
     stats: SolverStats,
 ) -> Plan:
-    """The plan a solved ``model`` describes (binaries rounded), through ``assemble_plan``."""
+    """The plan a solved ``model`` describes (binaries rounded), through ``assemble_plan``.
+
+    Copies an edge frees (evictions, and the stale copies an in-place update leaves behind on
+    modelled tiers) are freed after the gadget's kernel; other copies stay to the end of the
+    tensor's life.
+    """
     x = np.asarray(model.x.value) > 0.5
-    gad, var = model.gadgets, model.vars
+    cat, gad, var, copies = model.catalogue, model.gadgets, model.vars, model.copies
     n_edges = var.edge_gadget.size
     on = np.flatnonzero(x[:n_edges])
-    flags = np.asarray(model.op_flag @ x.astype(np.float64)).ravel()
-    op_tiers = np.where(flags > 0.5, FAST, SLOW).astype(np.int64)
+    codes = np.rint(np.asarray(model.op_state @ x.astype(np.float64)).ravel()).astype(np.int64)
+    op_tiers = cat.access[codes - 1]
     moves: list[IndexMove] = []
     drops: dict[tuple[int, int], list[int]] = {}
     for i in on:
-        e = Edge(int(var.edge_type[i]))
+        edge = cat.edges[int(var.edge_type[i])]
         g = int(var.edge_gadget[i])
         t = int(gad.tensor[g])
-        if e in (Edge.FETCH, Edge.FETCH_INVAL, Edge.WRITE, Edge.WRITE_DROP):
-            src, dst = (SLOW, FAST) if e in (Edge.FETCH, Edge.FETCH_INVAL) else (FAST, SLOW)
-            mode = MoveMode.ASYNC if model.move_async[i] else MoveMode.SYNC
-            moves.append(IndexMove(t, src, dst, int(model.move_kernel[i]), mode))
-        if e in (Edge.WRITE_DROP, Edge.DROP):
-            drops.setdefault((t, FAST), []).append(int(gad.kernel[g]))
+        if edge.add >= 0:
+            mode = MoveMode.ASYNC if copies.asynchronous[i] else MoveMode.SYNC
+            src = int(copies.source[i])
+            moves.append(IndexMove(t, src, edge.add, int(copies.kernel[i]), mode))
+        for tier in sorted(edge.frees):
+            drops.setdefault((t, tier), []).append(int(gad.kernel[g]))
     states = x[n_edges:]
-    tiers_of = {0: (FAST,), 1: (FAST, SLOW), 2: (SLOW,)}
     initial = {
-        int(t): tiers_of[int(s)]
+        int(t): tuple(sorted(cat.states[int(s)]))
         for t, s in zip(var.init_tensor[states], var.init_state[states], strict=True)
     }
     return assemble_plan(

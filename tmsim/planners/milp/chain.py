@@ -27,14 +27,12 @@ from tmsim.errors import InfeasibleError, NoPlanError, TmsimError
 from tmsim.intervals import occupancy
 from tmsim.plan.layout import overflow_bytes, resident_overflow_bytes
 from tmsim.plan.values import Plan
-from tmsim.planners.assemble import SLOW, check_operands_fit
+from tmsim.planners.assemble import check_operands_fit
 from tmsim.planners.milp.build import Model, build_model, extract_plan
-from tmsim.planners.milp.network import (
-    Formulation,
-)
+from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.milp.overlap import overlap_copies
 from tmsim.planners.milp.solve import (
-    best_heuristic_fast,
+    best_heuristic_tiers,
     has_solution,
     lift,
     solve,
@@ -42,7 +40,9 @@ from tmsim.planners.milp.solve import (
     solver_options,
     static_start,
 )
+from tmsim.planners.milp.states import MAX_TIERS
 from tmsim.planners.settings import PlanSettings
+from tmsim.strategies import kernels_reach_slow
 from tmsim.workload.graph import Graph
 
 GB = 1e9
@@ -73,7 +73,7 @@ def plan_milp(
     solved = _plan(cost, opts, top, limit, gpu, deadline, {})
     plan = solved.plan
     if opts.lp_bound and plan.stats is not None:
-        relaxed = build_model(cost, opts.window, top, solved.limits, gpu, relax=True).problem
+        relaxed = build_model(cost, opts.window, top, solved.limits, relax=True).problem
         lp = math.nan
         try:
             relaxed.solve(solver=opts.solver, **solver_options(opts.solver, 0.0, None))
@@ -101,8 +101,13 @@ def _setup(
     :class:`InfeasibleError` when a kernel's own operands do not fit on a GPU."""
     if len(platform.addressable_tiers) < 2 or platform.cache is not None:
         raise TmsimError(f"platform {platform.name!r}: the MILP needs two addressable tiers")
+    if len(platform.tiers) > MAX_TIERS:
+        raise TmsimError(
+            f"platform {platform.name!r}: the MILP plans over at most {MAX_TIERS} tiers "
+            f"(its states are sets of tiers), not {len(platform.tiers)}"
+        )
     limit = fast_limit_bytes(graph, platform, opts.capacity)
-    gpu = not platform.kernel_tier_mask()[SLOW]
+    gpu = not kernels_reach_slow(platform)
     if gpu:
         check_operands_fit(graph, platform, limit, f"milp-{formulation.value}")
     deadline = None if opts.time_limit_s is None else time.perf_counter() + opts.time_limit_s
@@ -211,7 +216,7 @@ def _solve_formulation(
     failure: TmsimError | None = None
     for rounds in range(1, opts.max_rounds + 1):
         started = time.perf_counter()
-        model = build_model(cost, opts.window, formulation, limits, gpu, relax=False)
+        model = build_model(cost, opts.window, formulation, limits, relax=False)
         build_total += time.perf_counter() - started
         if base is not None:
             start = lift(base.model, np.asarray(base.model.x.value) > 0.5, model)
@@ -220,7 +225,7 @@ def _solve_formulation(
                 start = overlap_copies(model, start, max(opts.window, 1))
                 build_total += time.perf_counter() - started
         elif opts.warm_start and formulation is Formulation.STATIC and not gpu:
-            start = static_start(model, best_heuristic_fast(cost, int(limits.min())))
+            start = static_start(model, best_heuristic_tiers(cost, int(limits.min())))
         else:
             start = None
         started = time.perf_counter()
@@ -232,9 +237,13 @@ def _solve_formulation(
         finally:
             solve_total += time.perf_counter() - started
         stats = solve_stats(
-            model.problem, opts.solver, build_total, solve_total, model.variables,
+            model.problem,
+            opts.solver,
+            build_total,
+            solve_total,
+            model.variables,
             model.constraints,
-        )  # fmt: skip
+        )
         plan = extract_plan(
             cost, model, formulation, opts.to_dict(), limit, replace(stats, rounds=rounds)
         )
@@ -306,7 +315,7 @@ def _solve(
         raise TmsimError(
             f"the time limit of {opts.time_limit_s} s ran out before the {formulation} solve"
         )
-    options = solver_options(opts.solver, opts.gap, remaining)
+    options = solver_options(opts.solver, opts.gap, remaining, opts.node_limit)
     try:
         solve(model, opts.solver, options, opts.verbose, start)
     except cp.error.SolverError as exc:
@@ -329,8 +338,9 @@ def _check_static_fits(graph: Graph, limit: int) -> None:
     _, tensor = graph.operand_csr
     used = np.zeros(len(graph.tensors), dtype=bool)
     used[tensor] = True
-    live = occupancy(graph.live_first[used], graph.live_last[used], graph.sizes_bytes[used],
-                     len(graph.kernels))  # fmt: skip
+    live = occupancy(
+        graph.live_first[used], graph.live_last[used], graph.sizes_bytes[used], len(graph.kernels)
+    )
     k = int(np.argmax(live))
     need = int(live[k])
     if need > limit:

@@ -1,30 +1,20 @@
-"""Index structures of the placement MILP, built with numpy and scipy.sparse.
+"""Index structures of the placement MILP over K tiers, built with numpy and scipy.sparse.
 
-Per tensor, a small flow network carries one unit of flow through its *gadgets*, the kernels
-at which it may change location (static: its producer; sync: also every user; async: also
-the kernels within a window of a user). At a gadget the tensor is in one of three states:
-fast only (F), fast with a valid slow copy (FS), slow only (S). A gadget has two phases of
-edges, each a binary variable:
+Per tensor, a small flow network carries one unit of flow through its gadgets
+(:mod:`~tmsim.planners.milp.gadgets`): one layer of edges per gadget phase, one node per
+state (:mod:`~tmsim.planners.milp.states`). Which edges exist at a gadget depends on what the
+gadget is: at the producer the tensor appears in one tier; at a kernel that updates it in
+place its during state is a single tier; copies happen only where the formulation and the
+window allow them; in static nothing moves. A kernel that uses the tensor needs a during
+state with a tier kernels may access. Between gadgets the state after the last gadget holds.
 
-- *prefetch* (before the kernel): stay F, stay FS, stay S, fetch S->FS (a copy),
-  and at a kernel that updates the tensor in place: FS->F (the slow copy goes stale) and
-  S->F (fetch, then the slow copy goes stale);
-- *evict* (after it): keep F, keep FS, keep S, write F->FS (a copy), write F->S (a copy, then
-  free the fast copy), drop FS->S (free the fast copy).
-
-Because tensors are immutable, a slow copy, once written, stays valid: a second eviction is a
-free drop. The state *during* the kernel decides where the kernel reads and writes the tensor
-and whether it counts against fast memory. Between gadgets, the state after the last gadget
-holds. On a GPU, kernels reach only fast memory: the during-state of a kernel's own operands
-must have a fast copy.
-
-This module only builds arrays; :mod:`tmsim.planners.milp.chain` turns them into a cvxpy problem.
+This module only builds arrays; :mod:`tmsim.planners.milp.build` turns them into a cvxpy
+problem.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum, StrEnum
 
 import numpy as np
 import numpy.typing as npt
@@ -32,7 +22,8 @@ import scipy.sparse as sp
 
 from hwmodels.timing import MoveMode
 from tmsim.cost import CostModel
-from tmsim.planners.assemble import FAST, SLOW
+from tmsim.planners.milp.gadgets import Formulation, GadgetKind, Gadgets
+from tmsim.planners.milp.states import Catalogue, Kind
 from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES
 
 IntArray = npt.NDArray[np.int64]
@@ -40,143 +31,11 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 
-class Formulation(StrEnum):
-    """Where tensors may move: AutoTM's three formulations."""
-
-    STATIC = "static"
-    SYNC = "sync"
-    ASYNC = "async"
-
-
-class Kind(IntEnum):
-    """What a gadget is: the producer, a user, or a kernel in a user's window."""
-
-    CREATE = 0
-    USER = 1
-    WINDOW = 2
-
-
-class Edge(IntEnum):
-    """Edge types; the first six are the prefetch phase, the last six the evict phase."""
-
-    STAY_F = 0
-    STAY_FS = 1
-    STAY_S = 2
-    FETCH = 3
-    INVAL = 4
-    FETCH_INVAL = 5
-    KEEP_F = 6
-    KEEP_FS = 7
-    KEEP_S = 8
-    WRITE = 9
-    WRITE_DROP = 10
-    DROP = 11
-
-
-# State vectors (F, FS, S) as sums of edges.
-BEFORE = ((Edge.STAY_F,), (Edge.STAY_FS, Edge.INVAL), (Edge.STAY_S, Edge.FETCH, Edge.FETCH_INVAL))
-DURING_IN = (
-    (Edge.STAY_F, Edge.INVAL, Edge.FETCH_INVAL),
-    (Edge.STAY_FS, Edge.FETCH),
-    (Edge.STAY_S,),
-)
-DURING_OUT = ((Edge.KEEP_F, Edge.WRITE, Edge.WRITE_DROP), (Edge.KEEP_FS, Edge.DROP), (Edge.KEEP_S,))
-AFTER = ((Edge.KEEP_F,), (Edge.KEEP_FS, Edge.WRITE), (Edge.KEEP_S, Edge.WRITE_DROP, Edge.DROP))
-FAST_DURING = DURING_IN[0] + DURING_IN[1]
-FAST_AFTER = AFTER[0] + AFTER[1]
-FETCHES = (Edge.FETCH, Edge.FETCH_INVAL)
-WRITES = (Edge.WRITE, Edge.WRITE_DROP)
-PREFETCH_PHASE = tuple(Edge)[:6]
-
-
-@dataclass(frozen=True)
-class Gadgets:
-    """Gadgets sorted by (tensor, kernel): ``tensor``, ``kernel``, ``kind``, ``updates``
-    (the kernel updates the tensor in place), ``uses`` (the kernel reads or writes it),
-    ``first``/``last`` (first/last gadget of its tensor), ``may_fetch``/``may_evict``
-    (whether copies into / out of fast memory may happen there)."""
-
-    tensor: IntArray
-    kernel: IntArray
-    kind: IntArray
-    updates: BoolArray
-    uses: BoolArray
-    first: BoolArray
-    last: BoolArray
-    may_fetch: BoolArray
-    may_evict: BoolArray
-
-
-_UPDATE, _FETCH_WINDOW, _EVICT_WINDOW = 1, 2, 4
-
-
-def build_gadgets(cost: CostModel, formulation: Formulation, window: int) -> Gadgets:
-    """The gadgets of every tensor under ``formulation`` (``window`` kernels for async).
-
-    An asynchronous window gadget before a use may fetch the tensor, one after a use (or its
-    production) may evict it; a kernel within both windows may do both.
-    """
-    graph = cost.graph
-    n_k = len(graph.kernels)
-    op_t, op_k = cost.op_tensor, cost.op_kernel
-    produced = graph.producers[op_t] == op_k
-    # an operand both read and written is an in-place update (outputs are never inputs)
-    upd = (cost.op_read_bytes > 0) & (cost.op_write_bytes > 0)
-    static = formulation is Formulation.STATIC
-    keep = produced if static else np.ones(op_t.size, dtype=bool)
-    t_parts = [op_t[keep]]
-    k_parts = [op_k[keep]]
-    kind_parts = [np.where(produced[keep], Kind.CREATE, Kind.USER)]
-    flag_parts = [np.where(upd[keep] & (not static), _UPDATE, 0)]
-    if formulation is Formulation.ASYNC and window > 0:
-        lo, hi = graph.live_first, graph.live_last
-        offsets = np.concatenate((np.arange(-window, 0), np.arange(1, window + 1)))
-        wt = np.repeat(op_t, offsets.size)
-        wk = (op_k[:, None] + offsets[None, :]).ravel()
-        wflag = np.tile(np.where(offsets < 0, _FETCH_WINDOW, _EVICT_WINDOW), op_t.size)
-        inside = (wk >= lo[wt]) & (wk <= hi[wt]) & (wk >= 0) & (wk < n_k)
-        t_parts.append(wt[inside])
-        k_parts.append(wk[inside])
-        kind_parts.append(np.full(int(inside.sum()), Kind.WINDOW))
-        flag_parts.append(wflag[inside])
-    t_all = np.concatenate(t_parts)
-    k_all = np.concatenate(k_parts)
-    kind_all = np.concatenate(kind_parts).astype(np.int64)
-    flag_all = np.concatenate(flag_parts).astype(np.int64)
-    # One gadget per (tensor, kernel): the smallest kind wins (CREATE < USER < WINDOW); the
-    # flags of all entries for the same (tensor, kernel) are merged.
-    order = np.lexsort((kind_all, k_all, t_all))
-    t_all, k_all, kind_all, flag_all = t_all[order], k_all[order], kind_all[order], flag_all[order]
-    key = t_all * (n_k + 1) + k_all
-    new = np.ones(key.size, dtype=bool)
-    new[1:] = key[1:] != key[:-1]
-    group = np.cumsum(new) - 1
-    flags = np.zeros(int(new.sum()), dtype=np.int64)
-    np.bitwise_or.at(flags, group, flag_all)
-    t_g, k_g, kind_g = t_all[new], k_all[new], kind_all[new]
-    first = np.ones(t_g.size, dtype=bool)
-    first[1:] = t_g[1:] != t_g[:-1]
-    last = np.ones(t_g.size, dtype=bool)
-    last[:-1] = t_g[:-1] != t_g[1:]
-    window_g = kind_g == Kind.WINDOW
-    return Gadgets(
-        t_g,
-        k_g,
-        kind_g,
-        (flags & _UPDATE) > 0,
-        ~window_g,
-        first,
-        last,
-        ~window_g | ((flags & _FETCH_WINDOW) > 0),
-        ~window_g | ((flags & _EVICT_WINDOW) > 0),
-    )
-
-
 @dataclass(frozen=True)
 class Variables:
     """Binary variables: gadget edges (``edge_gadget``, ``edge_type``) then initial states
-    (``init_tensor``, ``init_state`` in 0=F, 1=FS, 2=S). ``edge_index[g, e]`` is the variable
-    of edge ``e`` at gadget ``g`` or -1; ``init_index[t, s]`` likewise."""
+    (``init_tensor``, ``init_state``, states as in the catalogue). ``edge_index[g, e]`` is
+    the variable of edge ``e`` at gadget ``g`` or -1; ``init_index[t, s]`` likewise."""
 
     edge_gadget: IntArray
     edge_type: IntArray
@@ -190,67 +49,66 @@ class Variables:
         return int(self.edge_gadget.size + self.init_tensor.size)
 
 
-def build_variables(cost: CostModel, g: Gadgets, formulation: Formulation, gpu: bool) -> Variables:
+def _allowed_edges(cat: Catalogue, g: Gadgets, formulation: Formulation) -> BoolArray:
+    """[n_gadgets, n_edges]: which edge types exist at which gadget."""
+    kind = cat.edge_kind
+    single = np.array([len(cat.states[s]) == 1 for s in range(cat.n_states)])
+    prefetch = kind <= Kind.FETCH_INVAL
+    during = np.where(prefetch, cat.edge_dst, cat.edge_src)
+    allowed = np.ones((g.tensor.size, cat.n_edges), dtype=bool)
+    if formulation is Formulation.STATIC:
+        allowed[:, ~(np.isin(kind, (Kind.STAY, Kind.KEEP)) & single[cat.edge_src])] = False
+    create = g.kind == GadgetKind.CREATE
+    allowed[np.ix_(create, prefetch & ~((kind == Kind.STAY) & single[cat.edge_src]))] = False
+    fetch = np.isin(kind, (Kind.FETCH, Kind.FETCH_INVAL))
+    allowed[np.ix_(~g.may_fetch, fetch)] = False
+    allowed[np.ix_(~g.may_evict, np.isin(kind, (Kind.WRITE, Kind.WRITE_DROP, Kind.DROP)))] = False
+    invalidating = np.isin(kind, (Kind.INVAL, Kind.FETCH_INVAL))
+    allowed[np.ix_(~g.updates, invalidating)] = False
+    several = (kind == Kind.STAY) & ~single[cat.edge_src]
+    allowed[np.ix_(g.updates, several | (kind == Kind.FETCH))] = False
+    allowed[np.ix_(g.uses, cat.access[during] < 0)] = False  # a use needs a kernel tier
+    return allowed
+
+
+def build_variables(
+    cost: CostModel, cat: Catalogue, g: Gadgets, formulation: Formulation
+) -> Variables:
     """Decide which edges and initial states exist and number them."""
     graph = cost.graph
     n_g = g.tensor.size
-    allowed = np.ones((n_g, len(Edge)), dtype=bool)
-    create = g.kind == Kind.CREATE
-    static = formulation is Formulation.STATIC
-    moves = [Edge.FETCH, Edge.FETCH_INVAL, Edge.WRITE, Edge.WRITE_DROP, Edge.DROP, Edge.INVAL]
-    if static:
-        allowed[:, moves] = False
-        allowed[:, Edge.STAY_FS] = False
-        allowed[:, Edge.KEEP_FS] = False
-    for e in (Edge.STAY_FS, Edge.FETCH, Edge.INVAL, Edge.FETCH_INVAL):
-        allowed[create, e] = False
-    allowed[~g.may_fetch, Edge.FETCH] = False
-    allowed[~g.may_fetch, Edge.FETCH_INVAL] = False
-    for e in (Edge.WRITE, Edge.WRITE_DROP, Edge.DROP):
-        allowed[~g.may_evict, e] = False
-    if not cost.has_path(SLOW, FAST):
-        allowed[:, [Edge.FETCH, Edge.FETCH_INVAL]] = False
-    if not cost.has_path(FAST, SLOW):
-        allowed[:, [Edge.WRITE, Edge.WRITE_DROP]] = False
-    allowed[~g.updates, Edge.INVAL] = False
-    allowed[~g.updates, Edge.FETCH_INVAL] = False
-    allowed[g.updates, Edge.STAY_FS] = False
-    allowed[g.updates, Edge.FETCH] = False
-    if gpu:
-        allowed[g.uses, Edge.STAY_S] = False
-        allowed[g.uses, Edge.KEEP_S] = False
+    allowed = _allowed_edges(cat, g, formulation)
     gi, ei = np.nonzero(allowed)
-    edge_index = np.full((n_g, len(Edge)), -1, dtype=np.int64)
+    edge_index = np.full((n_g, cat.n_edges), -1, dtype=np.int64)
     edge_index[gi, ei] = np.arange(gi.size)
     roles = [t.role for t in graph.tensors]
     pre = np.flatnonzero([r in PREEXISTING_ROLES for r in roles])
-    states = np.ones((pre.size, 3), dtype=bool)
+    single = np.array([len(s) == 1 for s in cat.states])
+    states = np.ones((pre.size, cat.n_states), dtype=bool)
     has_gadget = np.zeros(len(graph.tensors), dtype=bool)
     has_gadget[g.tensor] = True
     used = np.zeros(len(graph.tensors), dtype=bool)
     used[cost.op_tensor] = True
-    # only weights and optimizer state may start with a valid slow copy beside the fast one:
-    # an input starting in both places would get its first eviction for free
+    # only weights and optimizer state may start with copies in several tiers: an input
+    # starting in two would get its first eviction for free
     persistent = np.array([roles[t] in PERSISTENT_ROLES for t in pre], dtype=bool)
-    states[~persistent, 1] = False
-    if static:
-        states[:, 1] = False
-    if gpu:
-        # without a gadget, a tensor a kernel uses can never be fetched: it starts fast
-        states[used[pre] & ~has_gadget[pre], 2] = False
-        states[used[pre] & ~has_gadget[pre], 1] = False
+    states[np.ix_(~persistent, ~single)] = False
+    if formulation is Formulation.STATIC:
+        states[:, ~single] = False
+    # without a gadget a tensor never moves: one a kernel uses starts where kernels reach it
+    states[np.ix_(used[pre] & ~has_gadget[pre], cat.access < 0)] = False
     ti, si = np.nonzero(states)
-    init_index = np.full((len(graph.tensors), 3), -1, dtype=np.int64)
+    init_index = np.full((len(graph.tensors), cat.n_states), -1, dtype=np.int64)
     init_index[pre[ti], si] = gi.size + np.arange(ti.size)
     return Variables(gi, ei, edge_index, pre[ti], si, init_index)
 
 
 def _sum_rows(
-    rows: IntArray, index: IntArray, edges: tuple[Edge, ...], sign: float
+    rows: IntArray, index: IntArray, edges: IntArray, sign: float
 ) -> tuple[IntArray, IntArray, FloatArray]:
     """COO triplets adding ``sign`` x each existing edge of ``edges`` to ``rows``."""
-    cols = index[:, list(edges)]
-    r = np.repeat(rows, len(edges))
+    cols = index[:, edges]
+    r = np.repeat(rows, edges.size)
     c = cols.ravel()
     ok = c >= 0
     return r[ok], c[ok], np.full(int(ok.sum()), sign)
@@ -264,25 +122,33 @@ class Flow:
     b_eq: FloatArray
 
 
-def build_flow(cost: CostModel, g: Gadgets, v: Variables) -> Flow:
+def build_flow(cost: CostModel, cat: Catalogue, g: Gadgets, v: Variables) -> Flow:
     """Balance at each gadget, links between gadgets, sources and the end-of-step condition."""
     graph = cost.graph
     n_g = g.tensor.size
+    pre_edges, evict_edges = cat.of_phase(True), cat.of_phase(False)
+
+    def into(s: int, edges: IntArray) -> IntArray:
+        return np.asarray(edges[cat.edge_dst[edges] == s], dtype=np.int64)
+
+    def out_of(s: int, edges: IntArray) -> IntArray:
+        return np.asarray(edges[cat.edge_src[edges] == s], dtype=np.int64)
+
     trip: list[tuple[IntArray, IntArray, FloatArray]] = []
     b_parts: list[FloatArray] = []
     row = 0
     gid = np.arange(n_g)
-    for s in range(3):  # during: prefetch side == evict side
+    for s in range(cat.n_states):  # during: prefetch side == evict side
         rows = row + gid
-        trip.append(_sum_rows(rows, v.edge_index, DURING_IN[s], 1.0))
-        trip.append(_sum_rows(rows, v.edge_index, DURING_OUT[s], -1.0))
+        trip.append(_sum_rows(rows, v.edge_index, into(s, pre_edges), 1.0))
+        trip.append(_sum_rows(rows, v.edge_index, out_of(s, evict_edges), -1.0))
         b_parts.append(np.zeros(n_g))
         row += n_g
     link = np.flatnonzero(~g.last)
-    for s in range(3):  # after(g) == before(g + 1)
+    for s in range(cat.n_states):  # after(g) == before(g + 1)
         rows = row + np.arange(link.size)
-        trip.append(_sum_rows(rows, v.edge_index[link], AFTER[s], 1.0))
-        trip.append(_sum_rows(rows, v.edge_index[link + 1], BEFORE[s], -1.0))
+        trip.append(_sum_rows(rows, v.edge_index[link], into(s, evict_edges), 1.0))
+        trip.append(_sum_rows(rows, v.edge_index[link + 1], out_of(s, pre_edges), -1.0))
         b_parts.append(np.zeros(link.size))
         row += link.size
     roles = [t.role for t in graph.tensors]
@@ -290,13 +156,16 @@ def build_flow(cost: CostModel, g: Gadgets, v: Variables) -> Flow:
     persistent = np.array([r in PERSISTENT_ROLES for r in roles], dtype=bool)
     firsts = np.flatnonzero(g.first)
     created = firsts[~pre[g.tensor[firsts]]]
-    rows = row + np.arange(created.size)  # a produced tensor appears once: F or S
-    trip.append(_sum_rows(rows, v.edge_index[created], (Edge.STAY_F, Edge.STAY_S), 1.0))
+    rows = row + np.arange(created.size)  # a produced tensor appears once, in one tier
+    appear = np.flatnonzero(
+        (cat.edge_kind == Kind.STAY) & np.array([len(cat.states[s]) == 1 for s in cat.edge_src])
+    )
+    trip.append(_sum_rows(rows, v.edge_index[created], appear, 1.0))
     b_parts.append(np.ones(created.size))
     row += created.size
     pre_t = np.flatnonzero(pre)
     rows = row + np.arange(pre_t.size)  # a pre-existing tensor starts in one state
-    for s in range(3):
+    for s in range(cat.n_states):
         c = v.init_index[pre_t, s]
         ok = c >= 0
         trip.append((rows[ok], c[ok], np.ones(int(ok.sum()))))
@@ -304,10 +173,10 @@ def build_flow(cost: CostModel, g: Gadgets, v: Variables) -> Flow:
     row += pre_t.size
     pre_first = firsts[pre[g.tensor[firsts]]]
     ends = np.flatnonzero(g.last & persistent[g.tensor])
-    for gadgets, states in ((pre_first, BEFORE), (ends, AFTER)):
-        for s in range(3):  # first gadget starts from, last gadget returns to, the initial state
+    for gadgets, edges, pick in ((pre_first, pre_edges, out_of), (ends, evict_edges, into)):
+        for s in range(cat.n_states):  # first gadget starts from, last returns to, the start
             rows = row + np.arange(gadgets.size)
-            trip.append(_sum_rows(rows, v.edge_index[gadgets], states[s], 1.0))
+            trip.append(_sum_rows(rows, v.edge_index[gadgets], pick(s, edges), 1.0))
             c = v.init_index[g.tensor[gadgets], s]
             ok = c >= 0
             trip.append((rows[ok], c[ok], np.full(int(ok.sum()), -1.0)))
@@ -320,15 +189,20 @@ def build_flow(cost: CostModel, g: Gadgets, v: Variables) -> Flow:
 
 @dataclass(frozen=True)
 class Segments:
-    """Kernel ranges over which a tensor's fast-memory flag is one linear expression.
+    """Kernel ranges over which a tensor's state is one linear expression of the variables.
 
-    Sorted by (tensor, start). ``expr`` [n_seg, n_vars] is 0/1: the flag is ``expr @ x``.
+    Sorted by (tensor, start). ``state_code @ x`` is 1 + the index of the tensor's state over
+    the segment (one variable of each row is one); ``member[i] @ x`` is 1 where the tensor
+    occupies tier ``i`` there (for the tiers whose capacity is modelled) and ``access[i] @ x``
+    1 where kernels access it on tier ``i``.
     """
 
     tensor: IntArray
     start: IntArray
     end: IntArray
-    expr: sp.csr_matrix
+    state_code: sp.csr_matrix
+    member: dict[int, sp.csr_matrix]
+    access: dict[int, sp.csr_matrix]
 
     def covering(self, tensors: IntArray, kernels: IntArray, n_k: int) -> IntArray:
         """Index of the segment of ``tensors[i]`` that covers ``kernels[i]``."""
@@ -336,8 +210,17 @@ class Segments:
         return np.searchsorted(key, tensors * (n_k + 1) + kernels, side="right") - 1
 
 
-def build_segments(cost: CostModel, g: Gadgets, v: Variables) -> Segments:
-    """Initial segments (pre-existing tensors), during and after segments of every gadget."""
+def build_segments(
+    cost: CostModel, cat: Catalogue, g: Gadgets, v: Variables, modelled: tuple[int, ...]
+) -> Segments:
+    """Initial segments (pre-existing tensors), during and after segments of every gadget,
+    with the membership expressions of the tiers in ``modelled`` and the access expressions
+    of every tier kernels may access.
+
+    A tensor occupies a tier during a gadget's kernel if its during state holds it, if an
+    in-place update there leaves that copy stale (it is freed after the kernel), or if an
+    asynchronous copy beside the kernel writes it there.
+    """
     graph = cost.graph
     n_k = len(graph.kernels)
     roles = [t.role for t in graph.tensors]
@@ -359,41 +242,100 @@ def build_segments(cost: CostModel, g: Gadgets, v: Variables) -> Segments:
     start = np.concatenate([p[1] for p in parts])
     end = np.concatenate([p[2] for p in parts])
     n_pre, n_g = pre.size, g.tensor.size
-    rows: list[IntArray] = []
-    cols: list[IntArray] = []
-    for s in (0, 1):
-        c = v.init_index[pre, s]
-        rows.append(np.flatnonzero(c >= 0))
-        cols.append(c[c >= 0])
-    for offset, edges in ((n_pre, FAST_DURING), (n_pre + n_g, FAST_AFTER)):
-        for e in edges:
-            c = v.edge_index[:, e]
-            rows.append(offset + np.flatnonzero(c >= 0))
-            cols.append(c[c >= 0])
-    r, c = np.concatenate(rows), np.concatenate(cols)
-    expr = sp.csr_matrix((np.ones(r.size), (r, c)), shape=(tensor.size, v.count))
+    prefetch, evict = cat.of_phase(True), cat.of_phase(False)
+
+    def block(offset: int, index: IntArray, edges: IntArray) -> tuple[IntArray, IntArray]:
+        c = index[:, edges]
+        r = np.broadcast_to(offset + np.arange(index.shape[0])[:, None], c.shape)
+        ok = c >= 0
+        return r[ok], c[ok]
+
+    def matrix(pieces: list[tuple[IntArray, IntArray]], weights: list[float]) -> sp.csr_matrix:
+        r = np.concatenate([p[0] for p in pieces])
+        c = np.concatenate([p[1] for p in pieces])
+        w = np.concatenate([np.full(p[0].size, x) for p, x in zip(pieces, weights, strict=True)])
+        return sp.csr_matrix((w, (r, c)), shape=(tensor.size, v.count))
+
+    def state_rows(states: npt.NDArray[np.bool_]) -> list[tuple[IntArray, IntArray]]:
+        """Init, during and after rows of the variables whose state is in ``states``."""
+        out = [block(0, v.init_index[pre][:, states], np.arange(int(states.sum())))]
+        for offset, edges in ((n_pre, prefetch), (n_pre + n_g, evict)):
+            for e in edges:
+                if states[cat.edge_dst[e]]:
+                    out.append(block(offset, v.edge_index, np.array([e])))
+        return out
+
+    code_pieces: list[tuple[IntArray, IntArray]] = []
+    code_weights: list[float] = []
+    for s in range(cat.n_states):
+        pieces = state_rows(np.arange(cat.n_states) == s)
+        code_pieces += pieces
+        code_weights += [float(s + 1)] * len(pieces)
+    member: dict[int, sp.csr_matrix] = {}
+    window = np.flatnonzero(g.kind == GadgetKind.WINDOW)
+    for tier in modelled:
+        pieces = state_rows(cat.member[:, tier])
+        stale = [e for e in prefetch if tier in cat.edges[e].frees]
+        written = [e for e in evict if cat.edge_add[e] == tier]
+        if stale:
+            pieces.append(block(n_pre, v.edge_index, np.array(stale)))
+        if written:
+            r, c = block(0, v.edge_index[window], np.array(written))
+            pieces.append((n_pre + window[r], c))
+        member[tier] = matrix(pieces, [1.0] * len(pieces))
+    access: dict[int, sp.csr_matrix] = {}
+    for tier in sorted(set(cat.access[cat.access >= 0].tolist())):
+        pieces = state_rows(cat.access == tier)
+        access[tier] = matrix(pieces, [1.0] * len(pieces))
     keep = np.flatnonzero(end >= start)
     order = keep[np.lexsort((start[keep], tensor[keep]))]
-    return Segments(tensor[order], start[order], end[order], expr[order])
+    return Segments(
+        tensor[order],
+        start[order],
+        end[order],
+        matrix(code_pieces, code_weights)[order],
+        {t: m[order] for t, m in member.items()},
+        {t: m[order] for t, m in access.items()},
+    )
 
 
-def move_costs(cost: CostModel, g: Gadgets, v: Variables) -> tuple[FloatArray, IntArray, BoolArray]:
-    """Per variable: copy seconds, the kernel a copy is attributed to, whether it is async."""
+@dataclass(frozen=True)
+class Copies:
+    """Per variable: the copy's seconds (0 for edges that copy nothing), the kernel it is
+    attributed to, whether it is asynchronous, and its source tier (-1 for none)."""
+
+    seconds: FloatArray
+    kernel: IntArray
+    asynchronous: BoolArray
+    source: IntArray
+
+
+def move_costs(cost: CostModel, cat: Catalogue, g: Gadgets, v: Variables) -> Copies:
+    """Each copy edge's time: from the tier of its source state whose copy of the tensor is
+    fastest (ties: the faster tier), synchronous at users and producers, asynchronous beside
+    window kernels. A synchronous eviction runs after its kernel, so before the next one."""
     seconds = np.zeros(v.count)
     kernel = np.zeros(v.count, dtype=np.int64)
     asynchronous = np.zeros(v.count, dtype=bool)
+    source = np.full(v.count, -1, dtype=np.int64)
     et, eg = v.edge_type, v.edge_gadget
-    window = g.kind[eg] == Kind.WINDOW
-    for edges, src, dst in ((FETCHES, SLOW, FAST), (WRITES, FAST, SLOW)):
-        sel = np.isin(et, edges)
+    window = g.kind[eg] == GadgetKind.WINDOW
+    n_e = eg.size
+    for e, edge in enumerate(cat.edges):
+        if edge.add < 0:
+            continue
+        sources = [s for s in sorted(cat.states[edge.src]) if cost.has_path(s, edge.add)]
         for is_async in (False, True):
-            pick = sel & (window == is_async)
-            if not pick.any():
+            pick = np.flatnonzero((et == e) & (window == is_async))
+            if pick.size == 0:
                 continue  # e.g. static: no copies, so no copy path is needed
             mode = MoveMode.ASYNC if is_async else MoveMode.SYNC
-            seconds[: eg.size][pick] = cost.move_s(src, dst, mode)[g.tensor[eg[pick]]]
-            asynchronous[: eg.size][pick] = is_async
-    prefetch = et < len(PREFETCH_PHASE)
-    # sync evictions run after their kernel, i.e. before the next one
-    kernel[: eg.size] = g.kernel[eg] + np.where(prefetch | window, 0, 1)
-    return seconds, kernel, asynchronous
+            tensors = g.tensor[eg[pick]]
+            times = np.stack([cost.move_s(s, edge.add, mode)[tensors] for s in sources])
+            best = np.argmin(times, axis=0)
+            seconds[:n_e][pick] = times[best, np.arange(pick.size)]
+            source[:n_e][pick] = np.asarray(sources)[best]
+            asynchronous[:n_e][pick] = is_async
+    prefetch = cat.edge_kind[et] <= Kind.FETCH_INVAL
+    kernel[:n_e] = g.kernel[eg] + np.where(prefetch | window, 0, 1)
+    return Copies(seconds, kernel, asynchronous, source)

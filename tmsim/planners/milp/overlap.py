@@ -23,9 +23,11 @@ import numpy.typing as npt
 import scipy.sparse as sp
 
 from tmsim.planners.milp.build import Model
-from tmsim.planners.milp.network import Edge, Kind
+from tmsim.planners.milp.gadgets import GadgetKind
+from tmsim.planners.milp.states import Kind
 
 BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
 #: A move must lower the objective by more than this share of it to be kept (rounding noise).
@@ -92,55 +94,74 @@ class _Search:
             for const, matrix in model.rows
         ]
         n_g = self.g.tensor.size
+        self.cat = model.catalogue
+        self.kind = self.cat.edge_kind
         self.pre = np.full(n_g, -1, dtype=np.int64)
         self.evict = np.full(n_g, -1, dtype=np.int64)
         n_e = self.v.edge_gadget.size
         on = np.flatnonzero(x[:n_e])
         et, eg = self.v.edge_type[on], self.v.edge_gadget[on]
-        prefetch = et <= Edge.FETCH_INVAL
+        prefetch = self.kind[et] <= Kind.FETCH_INVAL
         self.pre[eg[prefetch]] = et[prefetch]
         self.evict[eg[~prefetch]] = et[~prefetch]
         self.scale = max(abs(float(self.c.sum() + model.sync_s @ xf)), 1e-30)
+        self.n_k = model.n_kernels
 
     # -- candidates ------------------------------------------------------------------------
 
+    def _loop(self, kind: Kind, state: int) -> int:
+        return self.cat.edge(kind, state, state)
+
     def _fetch_change(self, b: int) -> tuple[list[int], list[int]] | None:
         """Columns (off, on) that move the fetch at gadget ``b`` to the gadget before it."""
-        g, ei = self.g, self.v.edge_index
+        g, ei, cat = self.g, self.v.edge_index, self.cat
         a = b - 1
-        if a < 0 or g.first[b] or g.tensor[a] != g.tensor[b] or g.kind[a] != Kind.WINDOW:
+        if a < 0 or g.first[b] or g.tensor[a] != g.tensor[b] or g.kind[a] != GadgetKind.WINDOW:
             return None
-        if self.pre[a] != Edge.STAY_S or self.evict[a] != Edge.KEEP_S:
+        fetch = int(self.pre[b])
+        if fetch < 0 or self.kind[fetch] not in (Kind.FETCH, Kind.FETCH_INVAL):
             return None
-        if self.pre[b] == Edge.FETCH:
-            b_new = Edge.STAY_FS
-        elif self.pre[b] == Edge.FETCH_INVAL:
-            b_new = Edge.INVAL
-        else:
+        before, tier = int(cat.edge_src[fetch]), int(cat.edge_add[fetch])
+        if self.pre[a] != self._loop(Kind.STAY, before):
             return None
-        on = [int(ei[a, Edge.FETCH]), int(ei[a, Edge.KEEP_FS]), int(ei[b, b_new])]
-        off = [int(ei[a, Edge.STAY_S]), int(ei[a, Edge.KEEP_S]), int(ei[b, self.pre[b]])]
+        if self.evict[a] != self._loop(Kind.KEEP, before):
+            return None
+        early = cat.edge(Kind.FETCH, before, cat.state(sorted(cat.states[before] | {tier})))
+        if early < 0:
+            return None
+        fetched = int(cat.edge_dst[early])
+        if self.kind[fetch] == Kind.FETCH:
+            b_new = self._loop(Kind.STAY, fetched)
+        else:  # the fetched tier is the fastest: keep only it
+            b_new = cat.edge(Kind.INVAL, fetched, int(cat.edge_dst[fetch]))
+        if b_new < 0:
+            return None
+        on = [int(ei[a, early]), int(ei[a, self._loop(Kind.KEEP, fetched)]), int(ei[b, b_new])]
+        off = [int(ei[a, self.pre[a]]), int(ei[a, self.evict[a]]), int(ei[b, fetch])]
         return None if min(on) < 0 else (off, on)
 
     def _evict_change(self, a: int) -> tuple[list[int], list[int]] | None:
         """Columns (off, on) that move the eviction at gadget ``a`` to the gadget after it."""
-        g, ei = self.g, self.v.edge_index
+        g, ei, cat = self.g, self.v.edge_index, self.cat
         b = a + 1
         if b >= g.tensor.size or g.last[a] or g.tensor[b] != g.tensor[a]:
             return None
-        if g.kind[b] != Kind.WINDOW:
+        if g.kind[b] != GadgetKind.WINDOW:
             return None
-        kind = self.evict[a]
-        if kind == Edge.WRITE_DROP:
-            stay, keep = Edge.STAY_S, Edge.KEEP_S
-        elif kind == Edge.WRITE:
-            stay, keep = Edge.STAY_FS, Edge.KEEP_FS
-        else:
+        write = int(self.evict[a])
+        if write < 0 or self.kind[write] not in (Kind.WRITE, Kind.WRITE_DROP):
             return None
-        if self.pre[b] != stay or self.evict[b] != keep:
+        during, after = int(cat.edge_src[write]), int(cat.edge_dst[write])
+        if self.pre[b] != self._loop(Kind.STAY, after):
             return None
-        on = [int(ei[a, Edge.KEEP_F]), int(ei[b, Edge.STAY_F]), int(ei[b, kind])]
-        off = [int(ei[a, kind]), int(ei[b, stay]), int(ei[b, keep])]
+        if self.evict[b] != self._loop(Kind.KEEP, after):
+            return None
+        on = [
+            int(ei[a, self._loop(Kind.KEEP, during)]),
+            int(ei[b, self._loop(Kind.STAY, during)]),
+            int(ei[b, write]),
+        ]
+        off = [int(ei[a, write]), int(ei[b, self.pre[b]]), int(ei[b, self.evict[b]])]
         return None if min(on) < 0 else (off, on)
 
     # -- evaluation ------------------------------------------------------------------------
@@ -150,15 +171,7 @@ class _Search:
         cols = off + on
         signs = [-1.0] * len(off) + [1.0] * len(on)
         gain = -float(self.model.sync_s[on].sum() - self.model.sync_s[off].sum())
-        # occupancy: u is the running sum of delta @ x, so a change is a step function
-        steps = sorted(_column_sum(self.delta, cols, signs).items())
-        level, ranges = 0.0, []
-        n_k = self.u.size
-        for i, (k, w) in enumerate(steps):
-            level += w
-            end = steps[i + 1][0] if i + 1 < len(steps) else n_k
-            if abs(level) > LEVEL_EPS and end > k:
-                ranges.append((k, end, level))
+        ranges = _step_ranges(_column_sum(self.delta, cols, signs), self.n_k)
         for lo, hi, lvl in ranges:
             if lvl > 0 and np.any(
                 self.u[lo:hi] + lvl > np.maximum(self.model.capacity[lo:hi], self.u[lo:hi])
@@ -187,20 +200,24 @@ class _Search:
         self.x[on] = True
         for col in cols:
             gad, edge = int(self.v.edge_gadget[col]), int(self.v.edge_type[col])
-            phase = self.pre if edge <= Edge.FETCH_INVAL else self.evict
+            phase = self.pre if self.kind[edge] <= Kind.FETCH_INVAL else self.evict
             if self.x[col]:
                 phase[gad] = edge
         return True
 
     def round(self) -> int:
         """Try every copy once, largest blocking cost first; return how many moved."""
-        fetches = np.flatnonzero((self.pre == Edge.FETCH) | (self.pre == Edge.FETCH_INVAL))
-        evicts = np.flatnonzero((self.evict == Edge.WRITE) | (self.evict == Edge.WRITE_DROP))
-        ei = self.v.edge_index
+
+        def taken(phase: IntArray, kinds: tuple[Kind, ...]) -> IntArray:
+            on = phase >= 0
+            return np.flatnonzero(on & np.isin(self.kind[np.where(on, phase, 0)], kinds))
+
+        fetches = taken(self.pre, (Kind.FETCH, Kind.FETCH_INVAL))
+        evicts = taken(self.evict, (Kind.WRITE, Kind.WRITE_DROP))
+        ei, sync_s = self.v.edge_index, self.model.sync_s
         cost = np.concatenate(
-            (self.model.sync_s[ei[fetches, self.pre[fetches]]],
-             self.model.sync_s[ei[evicts, self.evict[evicts]]])
-        )  # fmt: skip
+            (sync_s[ei[fetches, self.pre[fetches]]], sync_s[ei[evicts, self.evict[evicts]]])
+        )
         kinds = np.concatenate((np.zeros(fetches.size, bool), np.ones(evicts.size, bool)))
         gadgets = np.concatenate((fetches, evicts))
         moved = 0
@@ -210,6 +227,25 @@ class _Search:
             if change is not None and self._try(*change):
                 moved += 1
         return moved
+
+
+def _step_ranges(steps: dict[int, float], n_k: int) -> list[tuple[int, int, float]]:
+    """The change of ``u`` a change of ``delta @ x`` by ``steps`` ({row: value}) makes: ``u`` is
+    the running sum of ``delta @ x`` within each tier's block of ``n_k`` rows, so the change
+    is a step function; returns ``(first row, end row, level)`` of each non-zero step."""
+    ranges: list[tuple[int, int, float]] = []
+    ordered = sorted(steps.items())
+    level, block = 0.0, -1
+    for i, (row, w) in enumerate(ordered):
+        if row // n_k != block:
+            level, block = 0.0, row // n_k
+        level += w
+        block_end = (block + 1) * n_k
+        nxt = ordered[i + 1][0] if i + 1 < len(ordered) else block_end
+        end = min(nxt, block_end)
+        if abs(level) > LEVEL_EPS and end > row:
+            ranges.append((row, end, level))
+    return ranges
 
 
 def _column_sum(matrix: sp.csc_matrix, cols: list[int], signs: list[float]) -> dict[int, float]:

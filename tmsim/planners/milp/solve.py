@@ -24,10 +24,10 @@ from cvxpy.settings import PARAM_PROB
 from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
 from tmsim.plan.values import SolverStats
-from tmsim.planners.assemble import FAST
 from tmsim.planners.heuristics import plan_first_touch, plan_greedy
 from tmsim.planners.milp.build import Model
-from tmsim.planners.milp.network import AFTER, Edge, Variables
+from tmsim.planners.milp.network import Variables
+from tmsim.planners.milp.states import Catalogue, Kind
 from tmsim.planners.settings import PlanSettings
 
 
@@ -44,19 +44,17 @@ def has_solution(problem: cp.Problem) -> bool:
 
 
 def solve_stats(
-    problem: cp.Problem, solver: str, build_s: float, solve_s: float, variables: int,
+    problem: cp.Problem,
+    solver: str,
+    build_s: float,
+    solve_s: float,
+    variables: int,
     constraints: int,
-) -> SolverStats:  # fmt: skip
-    """Statistics of a solved problem; the bound is HiGHS's dual bound where it reports one
-    (the problem has no constant term, so HiGHS's objective and cvxpy's agree; :func:`solve`
-    makes sure of it)."""
+) -> SolverStats:
+    """Statistics of a solved problem; the bound is :func:`dual_bound`'s."""
     status = str(problem.status)
     objective = float(problem.value)
-    bound = math.nan
-    info = problem.solver_stats.extra_stats if problem.solver_stats else None
-    dual = getattr(info, "mip_dual_bound", None)
-    if dual is not None and math.isfinite(dual):
-        bound = float(dual)
+    bound = dual_bound(problem)
     if status == cp.OPTIMAL and math.isnan(bound):
         bound = objective
     finite = objective != 0 and math.isfinite(bound)
@@ -76,15 +74,22 @@ def solve_stats(
 
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
-
-_STAY = (Edge.STAY_F, Edge.STAY_FS, Edge.STAY_S)
-_KEEP = (Edge.KEEP_F, Edge.KEEP_FS, Edge.KEEP_S)
+IntArray = npt.NDArray[np.int64]
 
 
-def solver_options(solver: str, gap: float, time_limit_s: float | None) -> dict[str, Any]:
-    """Keyword arguments for ``cvxpy.Problem.solve`` that set the gap and time limit.
+def _loops(cat: Catalogue, kind: Kind) -> IntArray:
+    """Per state, the edge of ``kind`` (stay or keep) that leaves it unchanged."""
+    return np.array([cat.edge(kind, s, s) for s in range(cat.n_states)], dtype=np.int64)
 
-    HiGHS, SCIP and Gurobi get both; other solvers get none (they run to optimality).
+
+def solver_options(
+    solver: str, gap: float, time_limit_s: float | None, node_limit: int | None = None
+) -> dict[str, Any]:
+    """Keyword arguments for ``cvxpy.Problem.solve`` that set the gap, the wall-clock limit and
+    the branch-and-bound node limit (a limit on work, so it stops at the same place however
+    loaded the machine is).
+
+    HiGHS, SCIP and Gurobi get all three; other solvers none (they run to optimality).
     """
     name = solver.upper()
     if name == "HIGHS":
@@ -92,22 +97,33 @@ def solver_options(solver: str, gap: float, time_limit_s: float | None) -> dict[
         out: dict[str, Any] = {"mip_rel_gap": gap, "mip_abs_gap": 0.0}
         if time_limit_s is not None:
             out["time_limit"] = float(time_limit_s)
+        if node_limit is not None:
+            out["mip_max_nodes"] = int(node_limit)
         return out
     if name == "SCIP":
         params: dict[str, Any] = {"limits/gap": gap}
         if time_limit_s is not None:
             params["limits/time"] = float(time_limit_s)
+        if node_limit is not None:
+            params["limits/nodes"] = int(node_limit)
         return {"scip_params": params}
     if name == "GUROBI":
         out = {"MIPGap": gap}
         if time_limit_s is not None:
             out["TimeLimit"] = float(time_limit_s)
+        if node_limit is not None:
+            out["NodeLimit"] = int(node_limit)
         return out
     return {}
 
 
 def lift(small: Model, x_small: BoolArray, large: Model) -> BoolArray | None:
-    """Binaries of ``large`` equivalent to ``x_small``, or None if they cannot be expressed."""
+    """Binaries of ``large`` equivalent to ``x_small``, or None if they cannot be expressed.
+
+    Both models must come from one cost model (one catalogue of states and edges): at every
+    gadget ``large`` has and ``small`` lacks, the tensor stays in the state it was in.
+    """
+    cat = large.catalogue
     gs, vs = small.gadgets, small.vars
     gl, vl = large.gadgets, large.vars
     n_k = int(max(gs.kernel.max(initial=0), gl.kernel.max(initial=0))) + 1
@@ -119,17 +135,16 @@ def lift(small: Model, x_small: BoolArray, large: Model) -> BoolArray | None:
     else:
         pos = np.zeros(key_l.size, dtype=np.int64)
         known = np.zeros(key_l.size, dtype=bool)
-    chosen = np.zeros((gs.tensor.size, len(Edge)), dtype=bool)
-    chosen[
-        vs.edge_gadget[x_small[: vs.edge_gadget.size]], vs.edge_type[x_small[: vs.edge_gadget.size]]
-    ] = True
+    n_e = vs.edge_gadget.size
+    chosen = np.zeros((gs.tensor.size, cat.n_edges), dtype=bool)
+    chosen[vs.edge_gadget[x_small[:n_e]], vs.edge_type[x_small[:n_e]]] = True
     init_small = _init_states(vs, x_small)
     # state after each large gadget: copied where known, else carried forward
     after = np.full(gl.tensor.size, -1, dtype=np.int64)
     rows_known = np.flatnonzero(known)
-    for s, edges in enumerate(AFTER):
-        hit = chosen[pos[rows_known]][:, list(edges)].any(axis=1)
-        after[rows_known[hit]] = s
+    evict = cat.of_phase(False)
+    g_on, e_on = np.nonzero(chosen[pos[rows_known]][:, evict])
+    after[rows_known[g_on]] = cat.edge_dst[evict[e_on]]
     fill_first = gl.first & ~known
     after[fill_first] = init_small[gl.tensor[fill_first]]
     if np.any(after[gl.first] < 0):
@@ -142,8 +157,8 @@ def lift(small: Model, x_small: BoolArray, large: Model) -> BoolArray | None:
     g_src, e_src = np.nonzero(chosen[pos[rows]])
     target = vl.edge_index[rows[g_src], e_src]
     unknown = np.flatnonzero(~known)
-    stay = vl.edge_index[unknown, np.array(_STAY)[carried[unknown]]]
-    keep = vl.edge_index[unknown, np.array(_KEEP)[carried[unknown]]]
+    stay = vl.edge_index[unknown, _loops(cat, Kind.STAY)[carried[unknown]]]
+    keep = vl.edge_index[unknown, _loops(cat, Kind.KEEP)[carried[unknown]]]
     every = np.concatenate((target, stay, keep))
     if np.any(every < 0):
         return None
@@ -159,31 +174,38 @@ def lift(small: Model, x_small: BoolArray, large: Model) -> BoolArray | None:
     return out
 
 
-def best_heuristic_fast(cost: CostModel, limit: int) -> np.ndarray:
-    """Which tensors the better of greedy and first-touch keeps in fast memory at ``limit``."""
+def best_heuristic_tiers(cost: CostModel, limit: int) -> IntArray:
+    """The tier of every tensor in the better of the greedy and first-touch plans at a
+    fastest-tier ``limit`` (both place each tensor in one tier for its whole life)."""
     graph, platform = cost.graph, cost.platform
     options = PlanSettings(capacity=Capacity.of_bytes(max(limit, 1)))
     best = min(
         (plan_greedy(graph, platform, options), plan_first_touch(graph, platform, options)),
         key=lambda p: p.predicted_s,
     )
-    fast = np.zeros(len(graph.tensors), dtype=bool)
-    fast_tier = platform.tiers[FAST].name
+    tier = np.zeros(len(graph.tensors), dtype=np.int64)
+    index = {name: i for i, name in enumerate(platform.tier_names)}
     for r in best.residency:
-        if r.tier == fast_tier:
-            fast[graph.tensor_index(r.tensor)] = True
-    return fast
+        tier[graph.tensor_index(r.tensor)] = index[r.tier]
+    return tier
 
 
-def static_start(model: Model, fast: BoolArray) -> BoolArray | None:
-    """Binaries of a static model that keep tensor ``t`` in fast memory iff ``fast[t]``,
-    or None if the model cannot express that (e.g. a GPU kernel's operand left slow)."""
-    g, v = model.gadgets, model.vars
-    state = np.where(fast, 0, 2)  # F or S: nothing moves, so no slow copy beside a fast one
+def static_start(model: Model, tier: IntArray) -> BoolArray | None:
+    """Binaries of a static model that keep tensor ``t`` on tier ``tier[t]`` alone, or None if
+    the model cannot express that (e.g. a GPU kernel's operand off the device)."""
+    cat, g, v = model.catalogue, model.gadgets, model.vars
+    single = np.full(len(cat.tier_names), -1, dtype=np.int64)
+    for s, tiers in enumerate(cat.states):
+        if len(tiers) == 1:
+            single[min(tiers)] = s
+    state = single[tier]
     rows = np.arange(g.tensor.size)
     st = state[g.tensor]
     every = np.concatenate(
-        (v.edge_index[rows, np.array(_STAY)[st]], v.edge_index[rows, np.array(_KEEP)[st]])
+        (
+            v.edge_index[rows, _loops(cat, Kind.STAY)[st]],
+            v.edge_index[rows, _loops(cat, Kind.KEEP)[st]],
+        )
     )
     pre = np.flatnonzero(v.init_index.max(axis=1) >= 0)
     every = np.concatenate((every, v.init_index[pre, state[pre]]))
@@ -195,7 +217,7 @@ def static_start(model: Model, fast: BoolArray) -> BoolArray | None:
 
 
 def _init_states(v: Variables, x: BoolArray) -> npt.NDArray[np.int64]:
-    """Initial state (0=F, 1=FS, 2=S) of every tensor, -1 where it has none."""
+    """Initial state (a catalogue index) of every tensor, -1 where it has none."""
     n_t = v.init_index.shape[0]
     out = np.full(n_t, -1, dtype=np.int64)
     n_e = v.edge_gadget.size
@@ -213,9 +235,9 @@ def solve(
 ) -> None:
     """Solve ``model.problem`` in place, from incumbent ``start`` when the solver is HiGHS.
 
-    A warm-started solve whose reported objective disagrees with its solution's
-    (:func:`objective_consistent`) is not trusted: the problem is solved again without the
-    start. Raises ``cvxpy.error.SolverError`` as cvxpy does.
+    A warm-started solve HiGHS calls optimal whose solution is not within the gap of the
+    bound (:func:`dual_bound`) is not trusted: the problem is solved again without the start.
+    Raises ``cvxpy.error.SolverError`` as cvxpy does.
     """
     if start is None or solver.upper() != "HIGHS":
         with _quiet_inaccuracy():
@@ -240,23 +262,40 @@ def solve(
     raw = chain.solver.solve_via_data(data, True, verbose, dict(options), solver_cache=cache)
     with _quiet_inaccuracy():
         model.problem.unpack_results(raw, chain, inverse)
-    if not objective_consistent(model.problem):
+    gap = float(options.get("mip_rel_gap", 0.0))
+    if str(model.problem.status) == cp.OPTIMAL and not _gap_holds(model.problem, gap):
         # HiGHS (seen with 1.16) can score a start wrongly in its presolved space, take it for
-        # optimal and stop; its reported objective then disagrees with the solution's own
+        # optimal and stop; its solution's own objective then lies beyond the gap it claims
         with _quiet_inaccuracy():
             model.problem.solve(solver=solver, verbose=verbose, **options)
 
 
-def objective_consistent(problem: cp.Problem) -> bool:
-    """Whether the objective HiGHS reports equals the objective of the solution it returned
-    (relative 1e-9); True where the solver reports none. The problem has no constant term,
-    so the two agree unless the solver mistook an objective value."""
+def dual_bound(problem: cp.Problem) -> float:
+    """A lower bound of the optimum from HiGHS's dual bound (nan where it reports none).
+
+    The problem has no constant term, so HiGHS's objective and that of the solution it
+    returns should agree; where they do not (a start scored in HiGHS's presolved space),
+    the bound is taken in whichever of the two frames makes it lower.
+    """
     info = problem.solver_stats.extra_stats if problem.solver_stats else None
+    dual = getattr(info, "mip_dual_bound", None)
+    if dual is None or not math.isfinite(dual):
+        return math.nan
     raw = getattr(info, "objective_function_value", None)
     value = problem.value
-    if raw is None or value is None or not (math.isfinite(raw) and math.isfinite(value)):
+    shift = 0.0
+    if raw is not None and value is not None and math.isfinite(raw) and math.isfinite(value):
+        shift = float(value) - float(raw)
+    return float(dual) + min(0.0, shift)
+
+
+def _gap_holds(problem: cp.Problem, gap: float) -> bool:
+    """Whether the solution's own objective is within relative ``gap`` of :func:`dual_bound`
+    (True where there is no bound to check against)."""
+    bound, value = dual_bound(problem), problem.value
+    if math.isnan(bound) or value is None or not math.isfinite(value) or value == 0:
         return True
-    return math.isclose(float(raw), float(value), rel_tol=1e-9, abs_tol=1e-15)
+    return (float(value) - bound) / abs(float(value)) <= gap + 1e-9
 
 
 @contextmanager

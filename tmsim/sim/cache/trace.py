@@ -24,8 +24,12 @@ from tmsim.sim.trace import Trace
 IntArray = npt.NDArray[np.int64]
 
 #: The per-kernel counters (in blocks), each with the name of its column in bytes.
-COUNTERS = {"hits": "hit_bytes", "misses": "miss_bytes", "fills": "fill_bytes",
-            "writebacks": "writeback_bytes"}  # fmt: skip
+COUNTERS = {
+    "hits": "hit_bytes",
+    "misses": "miss_bytes",
+    "fills": "fill_bytes",
+    "writebacks": "writeback_bytes",
+}
 
 
 @dataclass(frozen=True, eq=False)

@@ -34,7 +34,8 @@ IntArray = npt.NDArray[np.int64]
 
 #: Default block: a 4 KiB page. On resnet200 at batch 2560 (650 GB, 6.4 TB of accesses a
 #: step) against the 192 GiB cascadelake-2lm cache, a warm replay walks 3.1e9 blocks in about
-#: 10 s (``python -m bench sim_cache``), with hit rates within 1e-4 of a walk in 64 B lines.
+#: 10 s (``python -m bench memory_mode_replay``), with hit rates within 1e-4 of a walk in 64 B
+#: lines.
 DEFAULT_BLOCK_BYTES = 4096
 #: Most frames a default block may give a cache (about 0.6 GB of tags and dirty bits).
 MAX_DEFAULT_FRAMES = 1 << 26

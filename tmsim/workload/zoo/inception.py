@@ -61,52 +61,64 @@ def _stem(u: _Units) -> str:
 
 def _inception_a(u: _Units, x: str) -> str:
     net = u.net
-    return net.concat([
-        u(x, 96, 1),
-        _chain(u, x, [(64, (1, 1)), (96, (3, 3))]),
-        _chain(u, x, [(64, (1, 1)), (96, (3, 3)), (96, (3, 3))]),
-        _pool_branch(u, x, 96),
-    ])  # fmt: skip
+    return net.concat(
+        [
+            u(x, 96, 1),
+            _chain(u, x, [(64, (1, 1)), (96, (3, 3))]),
+            _chain(u, x, [(64, (1, 1)), (96, (3, 3)), (96, (3, 3))]),
+            _pool_branch(u, x, 96),
+        ]
+    )
 
 
 def _reduction_a(u: _Units, x: str) -> str:
     net = u.net
-    return net.concat([
-        u(x, 384, 3, stride=2),
-        u(_chain(u, x, [(192, (1, 1)), (224, (3, 3))]), 256, 3, stride=2),
-        net.max_pool(x, 3, 2),
-    ])  # fmt: skip
+    return net.concat(
+        [
+            u(x, 384, 3, stride=2),
+            u(_chain(u, x, [(192, (1, 1)), (224, (3, 3))]), 256, 3, stride=2),
+            net.max_pool(x, 3, 2),
+        ]
+    )
 
 
 def _inception_b(u: _Units, x: str) -> str:
     net = u.net
-    return net.concat([
-        u(x, 384, 1),
-        _chain(u, x, [(192, (1, 1)), (224, (1, 7)), (256, (7, 1))]),
-        _chain(u, x, [(192, (1, 1)), (192, (7, 1)), (224, (1, 7)), (224, (7, 1)), (256, (1, 7))]),
-        _pool_branch(u, x, 128),
-    ])  # fmt: skip
+    return net.concat(
+        [
+            u(x, 384, 1),
+            _chain(u, x, [(192, (1, 1)), (224, (1, 7)), (256, (7, 1))]),
+            _chain(
+                u, x, [(192, (1, 1)), (192, (7, 1)), (224, (1, 7)), (224, (7, 1)), (256, (1, 7))]
+            ),
+            _pool_branch(u, x, 128),
+        ]
+    )
 
 
 def _reduction_b(u: _Units, x: str) -> str:
     net = u.net
-    return net.concat([
-        u(u(x, 192, 1), 192, 3, stride=2),
-        u(_chain(u, x, [(256, (1, 1)), (256, (1, 7)), (320, (7, 1))]), 320, 3, stride=2),
-        net.max_pool(x, 3, 2),
-    ])  # fmt: skip
+    return net.concat(
+        [
+            u(u(x, 192, 1), 192, 3, stride=2),
+            u(_chain(u, x, [(256, (1, 1)), (256, (1, 7)), (320, (7, 1))]), 320, 3, stride=2),
+            net.max_pool(x, 3, 2),
+        ]
+    )
 
 
 def _inception_c(u: _Units, x: str) -> str:
     net = u.net
     b1 = u(x, 384, 1)
     b2 = _chain(u, x, [(384, (1, 1)), (448, (3, 1)), (512, (1, 3))])
-    return net.concat([
-        u(x, 256, 1),
-        net.concat([_chain(u, b1, [(256, (1, 3))]), _chain(u, b1, [(256, (3, 1))])]),
-        net.concat([_chain(u, b2, [(256, (1, 3))]), _chain(u, b2, [(256, (3, 1))])]),
-        _pool_branch(u, x, 256),
-    ])  # fmt: skip
+    return net.concat(
+        [
+            u(x, 256, 1),
+            net.concat([_chain(u, b1, [(256, (1, 3))]), _chain(u, b1, [(256, (3, 1))])]),
+            net.concat([_chain(u, b2, [(256, (1, 3))]), _chain(u, b2, [(256, (3, 1))])]),
+            _pool_branch(u, x, 256),
+        ]
+    )
 
 
 def inception_v4(

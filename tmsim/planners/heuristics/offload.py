@@ -1,4 +1,6 @@
-"""Offloading idle tensors to the slow tier and fetching them back: the core of ``vdnn``."""
+"""Offloading idle tensors from the fastest tier to another and fetching them back: the core
+of ``vdnn``. The fastest tier (platform index 0) is the *home* tier every operand is read
+from; the tier offloaded to is the *away* tier, given by the caller."""
 
 from __future__ import annotations
 
@@ -12,23 +14,25 @@ from hwmodels.platform import Platform
 from hwmodels.timing import MoveMode
 from tmsim.cost import IndexMove
 from tmsim.errors import NoPlanError
-from tmsim.planners.assemble import FAST, SLOW
 from tmsim.workload.graph import PERSISTENT_ROLES, Graph, Phase
 
 IntArray = npt.NDArray[np.int64]
 
+#: The home tier: every operand is read there.
+HOME = 0
+
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """A tensor that can leave the fast tier for kernels ``first..need - 1``.
+    """A tensor that can leave the home tier for kernels ``first..need - 1``.
 
     - A stretch between two accesses (``out_kernel >= 0``): the tensor is copied
-      asynchronously to the slow tier beside ``out_kernel`` (``first - 1``) unless the slow
+      asynchronously to the away tier beside ``out_kernel`` (``first - 1``) unless the away
       copy is still current, its fast copy freed after that kernel, and fetched back for
       kernel ``need``.
     - The start of the step, for weights and optimizer state (``out_kernel == -1``): they
-      start in the slow tier only (``first == 0``), are fetched for kernel ``need`` (their
-      first use), and after their last use leave the fast tier again: written back at
+      start in the away tier only (``first == 0``), are fetched for kernel ``need`` (their
+      first use), and after their last use leave the home tier again: written back at
       ``wb_kernel`` (``wb_mode``) if updated, their fast copy freed after ``drop_kernel``
       (``-1``: kept to the end), away again for ``tail_first..tail_last``.
 
@@ -72,7 +76,7 @@ def _back(first: int, need: int, ahead: int) -> int:
 def _leading(
     t: int, size: int, users: IntArray, writes: tuple[int, ...], n_k: int, ahead: int
 ) -> Candidate:
-    """A weight or optimizer state kept in the slow tier until its first use, freed after."""
+    """A weight or optimizer state kept in the away tier until its first use, freed after."""
     f, last = int(users[0]), int(users[-1])
     base = Candidate(t, size, 3, -1, 0, f, _back(0, f, ahead), writes=writes)
     if not writes:
@@ -86,12 +90,12 @@ def _leading(
 
 
 def offload_candidates(graph: Graph, min_bytes: int, ahead: int) -> list[Candidate]:
-    """Every way a tensor can be away from the fast tier for at least one kernel.
+    """Every way a tensor can be away from the home tier for at least one kernel.
 
     A tensor may leave for any stretch between two accesses that is long enough. The stretch
     of a tensor produced in the forward phase from its last forward access to its first later
     one is vDNN's choice and ranks first (0 or 1 by size); other stretches rank 2, or 3 for a
-    weight or optimizer state, which may also start the step in the slow tier and leave again
+    weight or optimizer state, which may also start the step in the away tier and leave again
     after its last use (see :class:`Candidate`).
     """
     n_k = len(graph.kernels)
@@ -195,7 +199,7 @@ def choose_offloads(
         while ready and not useful(ready[0][2], k):
             heapq.heappop(ready)
         if not ready:
-            fast = platform.tiers[FAST].name
+            fast = platform.tiers[HOME].name
             raise NoPlanError(
                 f"vdnn: no plan within the limit of {limit} bytes of tier {fast!r}: at kernel "
                 f"{k} ({graph.kernels[k].name!r}) {int(occ[k])} bytes stay there "
@@ -214,13 +218,13 @@ def choose_offloads(
 
 
 def offload_moves(
-    chosen: list[Offload],
+    chosen: list[Offload], away: int
 ) -> tuple[list[IndexMove], dict[tuple[int, int], list[int]], set[int]]:
     """Moves, copy drops (for :func:`~tmsim.planners.assemble.assemble_plan`) and the persistent
-    tensors that start the step in the slow tier, for the chosen offloads.
+    tensors that start the step in the away tier (index ``away``), for the chosen offloads.
 
-    A stretch away needs no copy out when the slow copy is still current: made (or present
-    from the start) with no in-place update since. Slow copies of tensors that start there
+    A stretch away needs no copy out when the away copy is still current: made (or present
+    from the start) with no in-place update since. Away copies of tensors that start there
     stay to the end (the step must end with them); others are freed after the last fetch.
     """
     moves: list[IndexMove] = []
@@ -232,23 +236,23 @@ def offload_moves(
     for t, offs in by_tensor.items():
         for off in offs:
             mode = MoveMode.SYNC if off.back == off.cand.need else MoveMode.ASYNC
-            moves.append(IndexMove(t, SLOW, FAST, off.back, mode))
+            moves.append(IndexMove(t, away, HOME, off.back, mode))
         gaps = sorted((o for o in offs if o.cand.out_kernel >= 0), key=lambda o: o.cand.first)
         current_from = 0 if t in slow_start else -1  # the slow copy holds the data as of here
         for off in gaps:
             o = off.cand.out_kernel
-            drops.setdefault((t, FAST), []).append(o)
+            drops.setdefault((t, HOME), []).append(o)
             if current_from < 0 or any(current_from <= w <= o for w in off.cand.writes):
-                moves.append(IndexMove(t, FAST, SLOW, o, MoveMode.ASYNC))
+                moves.append(IndexMove(t, HOME, away, o, MoveMode.ASYNC))
                 current_from = o
         if gaps and t not in slow_start:
-            drops[(t, SLOW)] = [gaps[-1].back]
+            drops[(t, away)] = [gaps[-1].back]
         for off in offs:
             c = off.cand
             if c.out_kernel >= 0:
                 continue
             if c.wb_kernel >= 0:
-                moves.append(IndexMove(t, FAST, SLOW, c.wb_kernel, c.wb_mode))
+                moves.append(IndexMove(t, HOME, away, c.wb_kernel, c.wb_mode))
             if c.drop_kernel >= 0:
-                drops.setdefault((t, FAST), []).append(c.drop_kernel)
+                drops.setdefault((t, HOME), []).append(c.drop_kernel)
     return moves, drops, slow_start

@@ -1,4 +1,4 @@
-"""Figure: memory cost against performance of PMM:DRAM configurations.
+"""Figure: memory cost against performance (price-performance) of PMM:DRAM configurations.
 
 AutoTM (Hildebrand et al., ASPLOS 2020) priced DRAM at 2.1 times PMM per GB (Lenovo's prices,
 August 2019) and found that with 8 times as much PMM as DRAM about half the memory cost is
@@ -8,18 +8,19 @@ Here each conventional workload's configuration (all-DRAM, the PMM:DRAM ratios, 
 a memory cost, the step's footprint (peak live bytes) split by the ratio and priced per GB,
 normalized to all-DRAM, and a slowdown against all-DRAM under ``sync`` (AutoTM) and
 ``first-touch`` (the NUMA default) from :func:`experiments.conventional.slowdowns`. The figure
-marks the cheapest configuration whose slowdown stays within a budget.
+marks the cheapest configuration whose slowdown stays within a budget. Prices and the budget
+are applied to the stored points, so changing them recomputes no point.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
 from experiments import conventional
@@ -33,9 +34,10 @@ from experiments.common import (
     write_data,
 )
 from experiments.conventional import ALL_DRAM, ALL_PMM, GEOMEAN, slowdowns
+from tmsim.capacity import Capacity
 from tmsim.errors import TmsimError
 
-NAME = "cost"
+NAME = "price_performance"
 TITLE = "Memory cost against slowdown (DRAM 2.1x the price of PMM per GB)"
 
 GB = 1e9
@@ -87,10 +89,10 @@ def memory_split(footprint_bytes: float, ratio: str) -> tuple[float, float]:
         return float(footprint_bytes), 0.0
     if ratio == ALL_PMM:
         return 0.0, float(footprint_bytes)
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*", ratio)
-    if not m or float(m.group(1)) + float(m.group(2)) <= 0:
+    split = Capacity.parse(ratio).ratio
+    if split is None:
         raise TmsimError(f"ratio must look like '4:1' (PMM:DRAM), got {ratio!r}")
-    slow, fast = float(m.group(1)), float(m.group(2))
+    slow, fast = split
     dram = footprint_bytes * fast / (slow + fast)
     return dram, footprint_bytes - dram
 
@@ -115,12 +117,26 @@ def add_costs(
 
 
 def compute(
-    config: Config, out_dir: str | os.PathLike[str], progress: Progress | None = None
+    config: Config,
+    out_dir: str | os.PathLike[str],
+    progress: Progress | None = None,
+    *,
+    workers: int | None = None,
+    dask_address: str | None = None,
 ) -> Path:
-    """Simulate every configuration of ``config`` (:func:`experiments.conventional.slowdowns`),
-    price it (:func:`add_costs`), write ``out_dir/NAME.parquet`` and return its path."""
+    """Simulate every configuration of ``config`` (:func:`experiments.conventional.slowdowns`,
+    its points kept as this figure's, in ``workers`` processes, default 1, or on the Dask
+    scheduler at ``dask_address``), price it (:func:`add_costs`), write
+    ``out_dir/NAME.parquet`` and return its path."""
     shared = {f.name: getattr(config, f.name) for f in fields(conventional.Config)}
-    frame = slowdowns(conventional.Config(**shared), progress)
+    frame = slowdowns(
+        conventional.Config(**shared),
+        out_dir,
+        progress,
+        name=NAME,
+        workers=workers,
+        dask_address=dask_address,
+    )
     priced = add_costs(
         frame, config.dram_price_per_gb, config.pmm_price_per_gb, config.budget_slowdown
     )
@@ -173,16 +189,14 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
         for strategy in strategies:
             points = curve(frame, panel, strategy)
             color = COLORS.get(strategy, "k")
-            ax.plot(points["cost_norm"], points["slowdown"], "o-", color=color, ms=4,
-                    label=names.get(strategy, strategy))  # fmt: skip
+            label_ = names.get(strategy, strategy)
+            ax.plot(points["cost_norm"], points["slowdown"], "o-", color=color, ms=4, label=label_)
             best = cheapest(points, budget)
             if best is not None:
-                ax.plot(best["cost_norm"], best["slowdown"], "*", ms=15, mfc="none",
-                        mec=color, mew=1.5)  # fmt: skip
+                star = {"ms": 15, "mfc": "none", "mec": color, "mew": 1.5}
+                ax.plot(best["cost_norm"], best["slowdown"], "*", **star)
             if strategy == strategies[-1]:
-                for _, p in points.iterrows():
-                    ax.annotate(str(p["ratio"]), (p["cost_norm"], p["slowdown"]), fontsize=6,
-                                xytext=(3, 4), textcoords="offset points")  # fmt: skip
+                _annotate_ratios(ax, points)
         ax.axhline(budget, color="0.4", ls=":", lw=1)
         ax.set_title(panel, fontsize=9)
         ax.grid(alpha=0.3)
@@ -198,13 +212,32 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
     labels_.append(f"budget {budget:g}x")
     handles.append(Line2D([], [], marker="*", ls="", mfc="none", mec="k", ms=12))
     labels_.append("cheapest within budget")
-    fig.legend(handles, labels_, loc="upper center", ncol=len(labels_), fontsize=8,
-               bbox_to_anchor=(0.5, 1.0), frameon=False)  # fmt: skip
+    fig.legend(
+        handles,
+        labels_,
+        loc="upper center",
+        ncol=len(labels_),
+        fontsize=8,
+        bbox_to_anchor=(0.5, 1.0),
+        frameon=False,
+    )
     price = cfg["dram_price_per_gb"] / cfg["pmm_price_per_gb"]
-    fig.suptitle(f"Memory cost against slowdown (DRAM {price:g}x PMM per GB, "
-                 f"{cfg['platform']})", fontsize=10, y=1.05)  # fmt: skip
+    title = f"Memory cost against slowdown (DRAM {price:g}x PMM per GB, {cfg['platform']})"
+    fig.suptitle(title, fontsize=10, y=1.05)
     fig.tight_layout(rect=(0, 0, 1, 0.95))
     return save_figure(fig, out_dir, NAME)
+
+
+def _annotate_ratios(ax: Axes, points: pd.DataFrame) -> None:
+    """Label each configuration of a curve with its ratio."""
+    for _, p in points.iterrows():
+        ax.annotate(
+            str(p["ratio"]),
+            (p["cost_norm"], p["slowdown"]),
+            fontsize=6,
+            xytext=(3, 4),
+            textcoords="offset points",
+        )
 
 
 __all__ = [

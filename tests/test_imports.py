@@ -1,0 +1,173 @@
+"""Imports point one way: every module's imports checked against the room map of the README.
+
+Each module belongs to a room (a top-level package, or a sub-package or module of ``tmsim``);
+:data:`ALLOWED` says which rooms each room may import, so a forbidden arrow (hwmodels ->
+tmsim, sim <-> planners, the validator -> planners, the library -> experiments ...) fails
+here the moment it appears, whether the import sits at the top of a module or inside a
+function. Third-party packages that are one room's business are held to it as well.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE = {"tmsim.errors", "tmsim.jsonio", "tmsim.intervals"}
+WORKLOAD = {*BASE, "tmsim.workload"}
+COST = {*WORKLOAD, "hwmodels", "tmsim.cost", "tmsim.capacity"}
+PLAN = {*COST, "tmsim.plan"}
+
+#: Room -> the rooms it may import (its own room is always allowed).
+ALLOWED: dict[str, set[str]] = {
+    "hwmodels": set(),
+    "tmsim": set(),
+    "tmsim.errors": set(),
+    "tmsim.jsonio": set(),
+    "tmsim.intervals": set(),
+    "tmsim.workload": BASE,
+    "tmsim.cost": {*WORKLOAD, "hwmodels"},
+    "tmsim.capacity": {*WORKLOAD, "hwmodels"},
+    "tmsim.strategies": {*BASE, "hwmodels"},
+    "tmsim.plan": COST,
+    "tmsim.planners": {*PLAN, "tmsim.strategies"},
+    "tmsim.sim": PLAN,
+    "tmsim.compare": {*PLAN, "tmsim.planners", "tmsim.sim", "tmsim.strategies"},
+    "tmsim.results": {*BASE, "tmsim"},
+    "tmsim.plots": {*BASE, "tmsim.sim"},
+    "tmsim.figures": {*BASE, "tmsim.results"},
+    "tmsim.sweep": {
+        *PLAN,
+        "tmsim",
+        "tmsim.compare",
+        "tmsim.planners",
+        "tmsim.results",
+        "tmsim.strategies",
+    },
+    "tmsim.cli": {
+        *PLAN,
+        "tmsim",
+        "tmsim.compare",
+        "tmsim.figures",
+        "tmsim.planners",
+        "tmsim.plots",
+        "tmsim.results",
+        "tmsim.sim",
+        "tmsim.strategies",
+        "tmsim.sweep",
+    },
+}
+ALLOWED["experiments"] = {r for r in ALLOWED if r.startswith("tmsim") and r != "tmsim.cli"} | {
+    "hwmodels"
+}
+
+#: Third-party packages that belong to some rooms only.
+THIRD_PARTY: dict[str, set[str]] = {
+    "matplotlib": {"tmsim.plots", "experiments"},
+    "cvxpy": {"tmsim.planners", "tmsim.sweep"},
+    "highspy": {"tmsim.planners"},
+    "simpy": {"tmsim.sim"},
+    "dask": {"tmsim.sweep"},
+    "distributed": {"tmsim.sweep"},
+}
+
+
+def room_of(module: str) -> str:
+    """``tmsim.planners.milp.build`` -> ``tmsim.planners``; ``hwmodels.tiers`` -> ``hwmodels``."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "tmsim" and len(parts) > 1 else parts[0]
+
+
+def modules() -> Iterator[tuple[str, Path]]:
+    for package in ("tmsim", "hwmodels", "experiments"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            yield name.removesuffix(".__init__"), path
+
+
+def imports(path: Path, module: str) -> Iterator[tuple[str, int]]:
+    """Every module ``path`` imports (absolute names, relative ones resolved), with its line;
+    also the string given to ``importlib.import_module`` or ``__import__``."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            yield base, node.lineno
+        elif isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+            if name in ("import_module", "__import__") and node.args:
+                arg = node.args[0]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    yield arg.value, node.lineno
+                elif isinstance(arg, ast.JoinedStr):
+                    head = arg.values[0] if arg.values else None
+                    if isinstance(head, ast.Constant) and isinstance(head.value, str):
+                        yield head.value.rstrip("."), node.lineno
+
+
+def arrows() -> list[tuple[str, str, str, int]]:
+    """(room, imported room or package, file, line) of every import of the project."""
+    out = []
+    for module, path in modules():
+        src = room_of(module)
+        for target, line in imports(path, module):
+            out.append((src, room_of(target), str(path.relative_to(ROOT)), line))
+    return out
+
+
+def test_every_module_belongs_to_a_room_of_the_map() -> None:
+    rooms = {room_of(m) for m, _ in modules()}
+    assert rooms <= set(ALLOWED), sorted(rooms - set(ALLOWED))
+
+
+def test_imports_point_down_the_room_map() -> None:
+    ours = set(ALLOWED)
+    bad = [
+        f"{file}:{line}: {src} imports {dst}"
+        for src, dst, file, line in arrows()
+        if dst in ours and dst != src and dst not in ALLOWED[src]
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_third_party_packages_stay_in_their_rooms() -> None:
+    bad = [
+        f"{file}:{line}: {src} imports {dst}"
+        for src, dst, file, line in arrows()
+        if dst in THIRD_PARTY and src not in THIRD_PARTY[dst]
+    ]
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize(
+    ("source", "module", "forbidden"),
+    [
+        ("from tmsim.planners import plan\n", "hwmodels.tiers", "tmsim.planners"),
+        ("from tmsim.sim import replay\n", "tmsim.planners.milp.chain", "tmsim.sim"),
+        ("import tmsim.planners.assemble\n", "tmsim.sim.replay", "tmsim.planners"),
+        ("from tmsim.planners.settings import PlanSettings\n", "tmsim.plan.validate", ""),
+        ("def f():\n    from experiments import REGISTRY\n", "tmsim.cli.reproduce", ""),
+        ("import importlib\nimportlib.import_module(f'experiments.{x}')\n", "tmsim.figures", ""),
+        ("from ..planners import plan\n", "tmsim.sim.replay", "tmsim.planners"),
+    ],
+)
+def test_a_forbidden_arrow_is_caught(
+    tmp_path: Path, source: str, module: str, forbidden: str
+) -> None:
+    path = tmp_path / "mod.py"
+    path.write_text(source, encoding="utf-8")
+    found = [room_of(t) for t, _ in imports(path, module)]
+    src = room_of(module)
+    assert any(d in ALLOWED and d != src and d not in ALLOWED[src] for d in found), found
+    if forbidden:
+        assert forbidden in found

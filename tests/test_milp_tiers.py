@@ -1,0 +1,118 @@
+"""The MILP over three named tiers: optima equal to exhaustive search, plans the validator
+accepts and the simulator replays to their prediction, and the catalogue of states and edges."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from milp_brute import brute_force
+from test_milp import tiny_graphs, tiny_step
+from tiers3 import cpu3, gpu3
+
+from hwmodels.platform import Platform
+from tmsim.capacity import Capacity
+from tmsim.cost import CostModel
+from tmsim.errors import InfeasibleError
+from tmsim.plan.validate import validate
+from tmsim.planners.milp.chain import plan_milp
+from tmsim.planners.milp.states import Kind, build_catalogue
+from tmsim.planners.settings import PlanSettings
+from tmsim.sim import replay
+from tmsim.workload.graph import Graph
+
+MB = 1_000_000
+
+
+def _check(graph: Graph, platform: Platform, formulation: str, window: int) -> None:
+    """MILP optimum == brute force; a plan validates and replays to its prediction."""
+    cost = CostModel(graph, platform)
+    limit = platform.tiers[0].capacity_bytes
+    best = brute_force(cost, limit, formulation, window=window)
+    settings = PlanSettings(
+        capacity=Capacity.of_bytes(limit), gap=1e-9, layout=False, window=window
+    )
+    if math.isinf(best):
+        with pytest.raises(InfeasibleError):
+            plan_milp(graph, platform, settings, formulation)
+        return
+    plan = plan_milp(graph, platform, settings, formulation)
+    assert plan.predicted_s == pytest.approx(best, rel=1e-6)
+    check = validate(plan, graph, platform)
+    assert check.ok, check.errors[:3]
+    uncontended = replay(plan, graph, platform, contention=False).simulated_s
+    assert uncontended == pytest.approx(plan.predicted_s, rel=1e-9)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    tiny_graphs,
+    st.floats(0.2, 0.9),
+    st.floats(0.2, 0.9),
+    st.sampled_from(["static", "sync", "async"]),
+    st.sampled_from([1, 2]),
+)
+def test_cpu_with_three_kernel_tiers_matches_exhaustive_search(
+    graph: Graph, dram: float, cxl: float, formulation: str, window: int
+) -> None:
+    total = int(graph.sizes_bytes.sum())
+    platform = cpu3(int(total * dram), int(total * cxl), 10 * total)
+    _check(graph, platform, formulation, window)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    tiny_graphs,
+    st.floats(0.3, 1.0),
+    st.floats(0.2, 0.9),
+    st.booleans(),
+    st.sampled_from(["static", "sync", "async"]),
+    st.sampled_from([1, 2]),
+)
+def test_gpu_with_host_and_nvme_matches_exhaustive_search(
+    graph: Graph, device: float, host: float, direct: bool, formulation: str, window: int
+) -> None:
+    total = int(graph.sizes_bytes.sum())
+    platform = gpu3(int(total * device), int(total * host), 10 * total, direct=direct)
+    _check(graph, platform, formulation, window)
+
+
+@pytest.mark.parametrize("formulation", ["static", "sync", "async"])
+@pytest.mark.parametrize(("device_mb", "host_mb"), [(120, 60), (160, 40), (220, 220)])
+def test_tiny_step_on_a_gpu_with_host_and_nvme(
+    formulation: str, device_mb: int, host_mb: int
+) -> None:
+    platform = gpu3(device_mb * MB, host_mb * MB, 10_000 * MB, direct=False)
+    _check(tiny_step(), platform, formulation, 2)
+
+
+def test_two_tier_catalogue_is_autotms_twelve_edges() -> None:
+    cat = build_catalogue(["F", "S"], [True, True], [True, False], lambda s, d: True)
+    assert [cat.state_name(s) for s in range(cat.n_states)] == ["F", "F+S", "S"]
+    expected = (
+        "stay F->F, stay F+S->F+S, stay S->S, fetch S->F+S, inval F+S->F, fetch-inval S->F, "
+        "keep F->F, keep F+S->F+S, keep S->S, write F->F+S, write-drop F->S, drop F+S->S"
+    )
+    assert [e.name for e in cat.edges] == expected.split(", ")
+    assert list(cat.access) == [0, 0, 1]
+
+
+def test_catalogue_follows_copy_paths_and_capacity() -> None:
+    paths = {(0, 1), (1, 0), (1, 2), (2, 1)}  # device - host - nvme, no device <-> nvme
+    cat = build_catalogue(
+        ["d", "h", "n"], [True, False, False], [True, True, False], lambda s, d: (s, d) in paths
+    )
+    names = {e.name for e in cat.edges}
+    assert "fetch n->h+n" in names and "fetch n->d+n" not in names  # staged through h
+    assert "write d->d+n" not in names and "write d->d+h" in names
+    assert "drop h+n->n" in names and "drop h+n->h" not in names  # n is never freed
+    assert list(cat.access) == [0 if 0 in s else -1 for s in cat.states]
+    for e in cat.edges:
+        src, dst = cat.states[e.src], cat.states[e.dst]
+        if e.kind is Kind.FETCH:
+            assert dst == src | {e.add} and e.add < min(src)
+        if e.kind in (Kind.WRITE, Kind.WRITE_DROP):
+            assert e.add in dst and e.add > min(src) and dst == (src | {e.add}) - e.frees
+        assert e.frees <= {0, 1}
