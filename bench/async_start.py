@@ -21,7 +21,8 @@ from tmsim.cost import CostModel
 from tmsim.planners.milp.build import build_model
 from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.milp.overlap import overlap_copies
-from tmsim.planners.milp.solve import lift, solve, solver_options
+from tmsim.planners.milp.solve import solve, solver_options
+from tmsim.planners.milp.starts import lift
 from tmsim.workload.zoo import training_graph_of
 
 POINTS = (

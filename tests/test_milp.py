@@ -139,7 +139,7 @@ def test_static_start_reproduces_the_heuristic_it_comes_from() -> None:
     from tmsim.planners.heuristics import plan_greedy
     from tmsim.planners.milp.build import build_model
     from tmsim.planners.milp.gadgets import Formulation
-    from tmsim.planners.milp.solve import best_heuristic_tiers, static_start
+    from tmsim.planners.milp.starts import best_heuristic_tiers, static_start
 
     graph = tiny_step()
     plat = load_preset("cascadelake-optane")

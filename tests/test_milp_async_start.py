@@ -15,7 +15,7 @@ from tmsim.cost import CostModel
 from tmsim.planners.milp.build import Model, build_model
 from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.milp.overlap import _Search, overlap_copies
-from tmsim.planners.milp.solve import lift
+from tmsim.planners.milp.starts import lift
 from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
 
 F = Phase.FORWARD

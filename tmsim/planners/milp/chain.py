@@ -1,13 +1,15 @@
 """AutoTM's placement MILP: static, synchronous and asynchronous formulations, solved.
 
-:mod:`tmsim.planners.milp.network` builds the flow networks, gadgets and fast-memory segments;
-:mod:`tmsim.planners.milp.build` writes them as one cvxpy problem and reads plans back;
-:mod:`tmsim.planners.milp.solve` solves it from a warm start. This module runs the whole
-thing: each formulation is solved after the one it contains, from its solution, inside
-AutoTM's loop that lowers the limit wherever the fast-tier layout overflows (which also takes
-back the few millionths of the limit the solver's tolerance lets a rounded plan overshoot).
-Every plan goes through :func:`~tmsim.planners.assemble.assemble_plan`, whose predicted time
-is recomputed from the cost model in exact bytes.
+:mod:`~tmsim.planners.milp.states`, :mod:`~tmsim.planners.milp.gadgets` and
+:mod:`~tmsim.planners.milp.network` describe each tensor's flow network over the platform's
+tiers; :mod:`~tmsim.planners.milp.build` writes it as one cvxpy problem and reads plans back;
+:mod:`~tmsim.planners.milp.solve` solves it from a warm start
+(:mod:`~tmsim.planners.milp.starts`, :mod:`~tmsim.planners.milp.overlap`). This module runs
+the whole thing: each formulation is solved after the one it contains, from its solution,
+inside AutoTM's loop that lowers the fastest tier's limit wherever its layout overflows (which
+also takes back the few millionths of the limit the solver's tolerance lets a rounded plan
+overshoot). Every plan goes through :func:`~tmsim.planners.assemble.assemble_plan`, whose
+predicted time is recomputed from the cost model in exact bytes.
 """
 
 from __future__ import annotations
@@ -31,15 +33,8 @@ from tmsim.planners.assemble import check_operands_fit
 from tmsim.planners.milp.build import Model, build_model, extract_plan
 from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.milp.overlap import overlap_copies
-from tmsim.planners.milp.solve import (
-    best_heuristic_tiers,
-    has_solution,
-    lift,
-    solve,
-    solve_stats,
-    solver_options,
-    static_start,
-)
+from tmsim.planners.milp.solve import has_solution, solve, solve_stats, solver_options
+from tmsim.planners.milp.starts import best_heuristic_tiers, lift, static_start
 from tmsim.planners.milp.states import MAX_TIERS
 from tmsim.planners.settings import PlanSettings
 from tmsim.strategies import kernels_reach_slow

@@ -1,6 +1,6 @@
 """A better first incumbent for the asynchronous MILP: the sync plan with its copies overlapped.
 
-The sync solution, lifted into the asynchronous model (:func:`~tmsim.planners.milp.solve.lift`),
+The sync solution, lifted into the asynchronous model (:func:`~tmsim.planners.milp.starts.lift`),
 blocks on every copy. Beside each user the asynchronous model has window gadgets where the
 same copy may run during a neighbouring kernel instead. This module walks the lifted solution
 and moves copies into those windows one gadget at a time, a fetch to the gadget before, an

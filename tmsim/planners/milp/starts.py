@@ -1,0 +1,141 @@
+"""Warm starts of the placement MILP: solutions of one formulation expressed in another.
+
+Each formulation contains the one before it (static < sync < async: more gadgets, more
+edges), so a solution of the smaller problem *lifts* to the larger one: at every gadget the
+larger problem has and the smaller lacks, the tensor stays in the state it was in. The static
+formulation starts from the better of the greedy and first-touch heuristics, each tensor in
+its one tier. The asynchronous start is improved further by :mod:`~tmsim.planners.milp.overlap`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from tmsim.capacity import Capacity
+from tmsim.cost import CostModel
+from tmsim.planners.heuristics import plan_first_touch, plan_greedy
+from tmsim.planners.milp.build import Model
+from tmsim.planners.milp.network import Variables
+from tmsim.planners.milp.states import Catalogue, Kind
+from tmsim.planners.settings import PlanSettings
+
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+
+
+def _loops(cat: Catalogue, kind: Kind) -> IntArray:
+    """Per state, the edge of ``kind`` (stay or keep) that leaves it unchanged."""
+    return np.array([cat.edge(kind, s, s) for s in range(cat.n_states)], dtype=np.int64)
+
+
+def lift(small: Model, x_small: BoolArray, large: Model) -> BoolArray | None:
+    """Binaries of ``large`` equivalent to ``x_small``, or None if they cannot be expressed.
+
+    Both models must come from one cost model (one catalogue of states and edges): at every
+    gadget ``large`` has and ``small`` lacks, the tensor stays in the state it was in.
+    """
+    cat = large.catalogue
+    gs, vs = small.gadgets, small.vars
+    gl, vl = large.gadgets, large.vars
+    n_k = int(max(gs.kernel.max(initial=0), gl.kernel.max(initial=0))) + 1
+    key_s = gs.tensor * (n_k + 1) + gs.kernel
+    key_l = gl.tensor * (n_k + 1) + gl.kernel
+    if key_s.size:
+        pos = np.minimum(np.searchsorted(key_s, key_l), key_s.size - 1)
+        known = key_s[pos] == key_l
+    else:
+        pos = np.zeros(key_l.size, dtype=np.int64)
+        known = np.zeros(key_l.size, dtype=bool)
+    n_e = vs.edge_gadget.size
+    chosen = np.zeros((gs.tensor.size, cat.n_edges), dtype=bool)
+    chosen[vs.edge_gadget[x_small[:n_e]], vs.edge_type[x_small[:n_e]]] = True
+    init_small = _init_states(vs, x_small)
+    # state after each large gadget: copied where known, else carried forward
+    after = np.full(gl.tensor.size, -1, dtype=np.int64)
+    rows_known = np.flatnonzero(known)
+    evict = cat.of_phase(False)
+    g_on, e_on = np.nonzero(chosen[pos[rows_known]][:, evict])
+    after[rows_known[g_on]] = cat.edge_dst[evict[e_on]]
+    fill_first = gl.first & ~known
+    after[fill_first] = init_small[gl.tensor[fill_first]]
+    if np.any(after[gl.first] < 0):
+        return None
+    idx = np.where(after >= 0, np.arange(after.size), -1)
+    idx = np.maximum.accumulate(idx)
+    carried = after[idx]
+    out = np.zeros(vl.count, dtype=bool)
+    rows = np.flatnonzero(known)
+    g_src, e_src = np.nonzero(chosen[pos[rows]])
+    target = vl.edge_index[rows[g_src], e_src]
+    unknown = np.flatnonzero(~known)
+    stay = vl.edge_index[unknown, _loops(cat, Kind.STAY)[carried[unknown]]]
+    keep = vl.edge_index[unknown, _loops(cat, Kind.KEEP)[carried[unknown]]]
+    every = np.concatenate((target, stay, keep))
+    if np.any(every < 0):
+        return None
+    out[every] = True
+    pre = np.flatnonzero(vl.init_index.max(axis=1) >= 0)
+    states = init_small[pre]
+    if np.any(states < 0):
+        return None
+    cols = vl.init_index[pre, states]
+    if np.any(cols < 0):
+        return None
+    out[cols] = True
+    return out
+
+
+def best_heuristic_tiers(cost: CostModel, limit: int) -> IntArray:
+    """The tier of every tensor in the better of the greedy and first-touch plans at a
+    fastest-tier ``limit`` (both place each tensor in one tier for its whole life)."""
+    graph, platform = cost.graph, cost.platform
+    options = PlanSettings(capacity=Capacity.of_bytes(max(limit, 1)))
+    best = min(
+        (plan_greedy(graph, platform, options), plan_first_touch(graph, platform, options)),
+        key=lambda p: p.predicted_s,
+    )
+    tier = np.zeros(len(graph.tensors), dtype=np.int64)
+    index = {name: i for i, name in enumerate(platform.tier_names)}
+    for r in best.residency:
+        tier[graph.tensor_index(r.tensor)] = index[r.tier]
+    return tier
+
+
+def static_start(model: Model, tier: IntArray) -> BoolArray | None:
+    """Binaries of a static model that keep tensor ``t`` on tier ``tier[t]`` alone, or None if
+    the model cannot express that (e.g. a GPU kernel's operand off the device)."""
+    cat, g, v = model.catalogue, model.gadgets, model.vars
+    single = np.full(len(cat.tier_names), -1, dtype=np.int64)
+    for s, tiers in enumerate(cat.states):
+        if len(tiers) == 1:
+            single[min(tiers)] = s
+    state = single[tier]
+    rows = np.arange(g.tensor.size)
+    st = state[g.tensor]
+    every = np.concatenate(
+        (
+            v.edge_index[rows, _loops(cat, Kind.STAY)[st]],
+            v.edge_index[rows, _loops(cat, Kind.KEEP)[st]],
+        )
+    )
+    pre = np.flatnonzero(v.init_index.max(axis=1) >= 0)
+    every = np.concatenate((every, v.init_index[pre, state[pre]]))
+    if np.any(every < 0):
+        return None
+    out = np.zeros(v.count, dtype=bool)
+    out[every] = True
+    return out
+
+
+def _init_states(v: Variables, x: BoolArray) -> npt.NDArray[np.int64]:
+    """Initial state (a catalogue index) of every tensor, -1 where it has none."""
+    n_t = v.init_index.shape[0]
+    out = np.full(n_t, -1, dtype=np.int64)
+    n_e = v.edge_gadget.size
+    on = x[n_e:]
+    out[v.init_tensor[on]] = v.init_state[on]
+    return out
+
+
+__all__ = ["best_heuristic_tiers", "lift", "static_start"]
