@@ -91,3 +91,17 @@ def test_ratio_and_fast_bytes_exclude_each_other(capsys: pytest.CaptureFixture[s
         main(["plan", "resnet50", "--ratio", "4:1", "--fast-bytes", "100"])
     assert info.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_out_of_range_solver_settings_are_one_line_errors(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for argv, message in (
+        (["--gap", "-1"], "gap must be a number in [0, 1]"),
+        (["--node-limit", "-3"], "node_limit must be an integer >= 0"),
+        (["--window", "-1"], "window must be an integer >= 0"),
+    ):
+        assert main(["plan", "resnet50", "--batch", "2", *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("tmsim: error: bad planner option") and message in err
+        assert len(err.splitlines()) == 1

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from milp_brute import Gadget, Machine, best, brute_force, evictions, histories, prefetches
 from milp_brute2 import brute_force as brute_force2
+from test_milp_async_start import spill_step
 from tiers3 import cpu3, first_two, gpu3
 
 from hwmodels.platform import Platform
@@ -93,28 +94,6 @@ def test_tiny_step_as_the_two_tier_oracle(
     for limit in (mb * MB for mb in limits_mb):
         old = brute_force2(cost, limit, formulation, window)
         assert _same(brute_force(cost, limit, formulation, window), old), limit
-
-
-def spill_step() -> Graph:
-    """That of tests/test_milp_async_start.py: ``a`` made first and used last, no room between."""
-    tensors = [
-        Tensor("x", 10 * MB, Role.INPUT),
-        Tensor("a", 100 * MB, Role.ACTIVATION),
-        Tensor("b", 10 * MB, Role.ACTIVATION),
-        Tensor("c", 200 * MB, Role.ACTIVATION),
-        Tensor("d", 10 * MB, Role.ACTIVATION),
-        Tensor("e", 10 * MB, Role.ACTIVATION),
-        Tensor("f", 10 * MB, Role.ACTIVATION),
-    ]
-    kernels = [
-        Kernel("make_a", "relu", ("x",), ("a",), F, 10**6),
-        Kernel("conv1", "conv2d", ("x",), ("b",), F, 10**11),
-        Kernel("make_c", "relu", ("b",), ("c",), F, 10**6),
-        Kernel("use_c", "add", ("c",), ("d",), F, 10**6),
-        Kernel("conv2", "conv2d", ("d",), ("e",), F, 10**11),
-        Kernel("use_a", "add", ("a", "e"), ("f",), F, 10**6),
-    ]
-    return Graph("spill", tensors, kernels)
 
 
 def test_spill_step_as_the_two_tier_oracle() -> None:

@@ -60,6 +60,12 @@ def add_plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--solver", default=d.solver, help=f"cvxpy MILP solver ({d.solver})")
     p.add_argument("--time-limit", type=seconds_arg, default=d.time_limit_s, help="MILP seconds")
     p.add_argument("--gap", type=float, default=d.gap, help=f"MILP relative gap ({d.gap})")
+    p.add_argument(
+        "--node-limit",
+        type=int,
+        default=d.node_limit,
+        help="most branch-and-bound nodes per MILP solve (a limit on work, not time)",
+    )
     p.add_argument("--window", type=int, default=d.window, help=f"async window ({d.window})")
 
 
@@ -80,6 +86,7 @@ def settings_from_args(args: argparse.Namespace) -> PlanSettings:
             solver=args.solver,
             time_limit_s=args.time_limit,
             gap=args.gap,
+            node_limit=args.node_limit,
             window=args.window,
         )
     except TmsimError as exc:

@@ -1,0 +1,148 @@
+"""Two-tier results recorded before the planners learned K tiers, and how to measure them now.
+
+``tests/data/two_tier_record.json`` was recorded with the code of commit be5cfb8 (two tiers
+hard-wired, ``FAST, SLOW = 0, 1``) by the same measurements as :func:`measure`, for each
+case of :data:`CASES`: the AutoTM paper's conventional and GPU models at batch 2, on the
+Optane preset at 4:1 (PMM:DRAM) and on the RTX 2080 Ti with device memory at three quarters
+of the step's peak. Per strategy it holds the plan's predicted step time, the simulated time
+with and without contention, the number of moves and a digest of the plan (or the error the
+strategy raised); per MILP formulation also a digest of the problem HiGHS is handed at the
+first round (its costs, matrix, right-hand side and binaries). MILP solves stop at the 1%
+gap or after :data:`NODE_LIMIT` branch-and-bound nodes, whichever comes first (a limit on
+work, not on time); a formulation whose solve took longer than 90 s then has its problem
+digest only (``skipped``). ``2lm`` and ``unified-memory`` are the simulated baselines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+
+from hwmodels.platform import Platform
+from hwmodels.presets import load_preset
+from tmsim.capacity import Capacity, fast_limit_bytes
+from tmsim.compare import CompareSettings, compare
+from tmsim.cost import CostModel
+from tmsim.errors import TmsimError
+from tmsim.plan.values import Plan
+from tmsim.planners import PLANNERS, PlanSettings, plan
+from tmsim.planners.milp.build import build_model
+from tmsim.planners.milp.gadgets import Formulation
+from tmsim.sim import replay
+from tmsim.workload.graph import Graph
+from tmsim.workload.zoo import training_graph_of
+
+DATA = Path(__file__).parent / "data" / "two_tier_record.json"
+MODELS = ("inception_v4", "vgg19", "resnet200", "densenet264")
+PLATFORMS = (("cascadelake-optane", "4:1"), ("rtx2080ti-pcie3", "1:3"))
+CASES = tuple(f"{m}/{p}/{r}" for m in MODELS for p, r in PLATFORMS)
+BATCH = 2
+NODE_LIMIT = 100
+MILP = ("static", "sync", "async")
+
+
+def plan_digest(p: Plan) -> str:
+    """A hash of what a plan decides: operand tiers, initial tiers, residency, moves."""
+    doc = {
+        "planner": p.planner,
+        "fast_limit_bytes": p.fast_limit_bytes,
+        "operand_tiers": [list(t) for t in p.operand_tiers],
+        "initial_tiers": sorted((k, list(v)) for k, v in p.initial_tiers.items()),
+        "residency": sorted([r.tensor, r.tier, r.first, r.last] for r in p.residency),
+        "moves": sorted([m.tensor, m.src, m.dst, m.kernel, m.mode.value] for m in p.moves),
+    }
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def problem_digest(problem: cp.Problem) -> str:
+    """A hash of the data cvxpy hands HiGHS: costs, constraint matrix, right-hand side and
+    which columns are binary."""
+    data, _, _ = problem.get_problem_data(cp.HIGHS)
+    h = hashlib.sha256()
+    a = data["A"].tocsc()
+    binaries = np.asarray(data.get("bool_vars_idx", []))
+    for arr in (data["c"], a.indptr, a.indices, a.data, data["b"], binaries):
+        h.update(np.ascontiguousarray(arr).tobytes())
+    return h.hexdigest()[:16]
+
+
+def setup(case: str) -> tuple[Graph, Platform, PlanSettings]:
+    """The graph, platform and planner settings of ``case``."""
+    model, platform, ratio = case.split("/")
+    settings = PlanSettings(
+        capacity=Capacity.parse(ratio), time_limit_s=None, gap=0.01, window=1, node_limit=NODE_LIMIT
+    )
+    return training_graph_of(model, BATCH), load_preset(platform), settings
+
+
+def milp_problem(case: str, formulation: str) -> str:
+    """The digest of the first-round problem of MILP ``formulation`` for ``case``."""
+    graph, plat, settings = setup(case)
+    limit = fast_limit_bytes(graph, plat, settings.capacity)
+    limits = np.full(len(graph.kernels), limit, dtype=np.int64)
+    built = build_model(CostModel(graph, plat), 1, Formulation(formulation), limits, relax=False)
+    return problem_digest(built.problem)
+
+
+def measure(case: str, strategies: tuple[str, ...] | None = None) -> dict[str, dict[str, Any]]:
+    """The record of ``case`` (see the module documentation), for ``strategies`` (default:
+    every one recorded)."""
+    graph, plat, settings = setup(case)
+    cache = "2lm" if plat.kernel_tier_mask()[1] else "unified-memory"
+    out: dict[str, dict[str, Any]] = {}
+    for name in strategies or (*PLANNERS, cache):
+        entry: dict[str, Any] = {}
+        if name == cache:
+            row = compare(graph, plat, CompareSettings(plan=settings, strategies=(cache,)))[0]
+            out[name] = {"simulated_s": row.simulated_s, "moved_bytes": row.moved_bytes}
+            continue
+        if name in MILP:
+            entry["problem"] = milp_problem(case, name)
+        try:
+            p = plan(name, graph, plat, settings)
+        except TmsimError as exc:
+            out[name] = {**entry, "error": type(exc).__name__}
+            continue
+        entry.update(
+            predicted_s=p.predicted_s,
+            simulated_s=replay(p, graph, plat, contention=True).simulated_s,
+            uncontended_s=replay(p, graph, plat, contention=False).simulated_s,
+            moves=len(p.moves),
+            digest=plan_digest(p),
+        )
+        if p.stats is not None:
+            entry["status"] = p.stats.status
+        out[name] = entry
+    return out
+
+
+def recorded() -> dict[str, dict[str, dict[str, Any]]]:
+    """The recorded cases."""
+    data: dict[str, dict[str, dict[str, Any]]] = json.loads(DATA.read_text())
+    return data
+
+
+def main() -> None:
+    """Measure every case again with this code and rewrite the record (after a change that is
+    meant to move two-tier results; say why in the commit). MILP solves the record marks as
+    skipped stay skipped, with their problem digest measured again."""
+    record = recorded()
+    for case in CASES:
+        old = record.get(case, {})
+        skipped = {n for n, e in old.items() if "skipped" in e}
+        solved = tuple(n for n in old if n not in skipped) or None
+        entry = measure(case, solved)
+        for name in sorted(skipped):
+            entry[name] = {"problem": milp_problem(case, name), "skipped": old[name]["skipped"]}
+        record[case] = entry
+        print(case, flush=True)
+    DATA.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
