@@ -206,6 +206,13 @@ class Platform:
                 return p
         raise HardwareModelError(f"platform {self.name!r}: no copy path from {src!r} to {dst!r}")
 
+    def copy_latency_s(self, src: str, dst: str) -> float:
+        """The per-transfer latency of a copy from tier ``src`` to ``dst`` (seconds): the time
+        its first byte takes to be read from the source and written to the destination, the
+        source's read latency plus the destination's write latency. A copy of ``n`` bytes
+        then takes this plus ``n`` over the path's rate. Raises if a tier is unknown."""
+        return float(self.tier(src).read_latency_s + self.tier(dst).write_latency_s)
+
     def kernel_tier_mask(self) -> tuple[bool, ...]:
         """For each tier (fastest first), whether kernels may access it directly."""
         return tuple(t.name in self.kernel_tiers for t in self.tiers)

@@ -128,7 +128,10 @@ class MemoryTier:
     - ``capacity_bytes``: usable capacity (> 0).
     - ``read_bw_bytes_per_s``, ``write_bw_bytes_per_s``: peak sequential bandwidth the device
       sustains with enough threads (> 0); for writes, the peak before the many-writer falloff.
-    - ``read_latency_s``, ``write_latency_s``: idle latency of one access (>= 0).
+    - ``read_latency_s``, ``write_latency_s``: idle latency of one access (>= 0); a copy out
+      of the tier waits its read latency, a copy into it its write latency, before its bytes
+      flow (:meth:`hwmodels.platform.Platform.copy_latency_s`). Kernels stream: the roofline
+      ignores latency.
     - ``access_granularity_bytes``: the device's internal access size (64 B for DRAM, 256 B
       for Optane's XPLine); a smaller access still costs a whole granule (>= 1).
     - ``interference``: the read/write mix and many-writer model.

@@ -260,8 +260,10 @@ def move_time_s(
 ) -> FloatArray:
     """Seconds to copy ``nbytes`` (scalar or array) from tier ``src`` to tier ``dst``.
 
-    ``nbytes / rate``, the rate being the copy path's synchronous or asynchronous one by
-    ``mode`` (``"sync"`` or ``"async"``); zero when ``src == dst``. Raises
+    ``latency + nbytes / rate`` for a copy of at least one byte, zero for none: the rate is
+    the copy path's synchronous or asynchronous one by ``mode`` (``"sync"`` or ``"async"``),
+    the latency the platform's per-transfer latency of the pair
+    (:meth:`~hwmodels.platform.Platform.copy_latency_s`); zero when ``src == dst``. Raises
     :class:`HardwareModelError` if the mode or a tier is unknown, no copy path joins them, or
     a byte count is negative.
     """
@@ -273,7 +275,8 @@ def move_time_s(
         platform.tier(src)
         return np.zeros_like(n)
     path = platform.copy_path(src, dst)
-    return np.asarray(n / path.bw_bytes_per_s(asynchronous))
+    latency = platform.copy_latency_s(src, dst)
+    return np.asarray(np.where(n > 0, latency + n / path.bw_bytes_per_s(asynchronous), 0.0))
 
 
 def cache_traffic_by_tier(

@@ -8,7 +8,7 @@ import json
 from dataclasses import replace
 
 import pytest
-from test_milp import MB, tiny_step
+from tiny_graphs import MB, tiny_step
 
 from hwmodels.paths import CopyPath
 from hwmodels.platform import Platform

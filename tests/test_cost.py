@@ -55,14 +55,18 @@ def test_memory_bound_kernel_slows_by_the_bandwidth_ratio(mlp: Graph) -> None:
     )
 
 
-def test_move_time_is_bytes_over_the_path_rate(mlp: Graph) -> None:
+def test_move_time_is_latency_plus_bytes_over_the_path_rate(mlp: Graph) -> None:
     cost = CostModel(mlp, CPU)
     path = CPU.copy_path("PMM", "DRAM")
+    # a copy's first byte: PMM's idle read latency 305 ns, DRAM's write latency 86.9 ns
+    # (Yang et al., FAST 2020, Fig. 2, as the preset gives them)
+    latency = 305e-9 + 86.9e-9
+    assert CPU.copy_latency_s("PMM", "DRAM") == pytest.approx(latency, rel=1e-12)
     np.testing.assert_allclose(
-        cost.move_s(1, 0, "sync"), mlp.sizes_bytes / path.sync_bw_bytes_per_s
+        cost.move_s(1, 0, "sync"), latency + mlp.sizes_bytes / path.sync_bw_bytes_per_s
     )
     np.testing.assert_allclose(
-        cost.move_s(1, 0, "async"), mlp.sizes_bytes / path.async_bw_bytes_per_s
+        cost.move_s(1, 0, "async"), latency + mlp.sizes_bytes / path.async_bw_bytes_per_s
     )
     assert cost.has_path(0, 1) and cost.has_path(1, 0)
 

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from milp_brute import brute_force
+from tiny_graphs import MB, F, random_graph, tiny_graphs, tiny_step
 
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
@@ -16,29 +17,7 @@ from tmsim.errors import InfeasibleError
 from tmsim.plan.validate import validate
 from tmsim.planners.milp.chain import plan_milp
 from tmsim.planners.settings import PlanSettings
-from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
-
-MB = 1_000_000
-F, B, U = Phase.FORWARD, Phase.BACKWARD, Phase.UPDATE
-
-
-def tiny_step(scale: int = 1) -> Graph:
-    """Input, a weight updated in place, a long-lived activation, a gradient."""
-    tensors = [
-        Tensor("x", 40 * MB * scale, Role.INPUT),
-        Tensor("w", 20 * MB * scale, Role.WEIGHT),
-        Tensor("a", 80 * MB * scale, Role.ACTIVATION),
-        Tensor("b", 60 * MB * scale, Role.ACTIVATION),
-        Tensor("g", 20 * MB * scale, Role.GRADIENT),
-    ]
-    kernels = [
-        Kernel("f1", "conv2d", ("x", "w"), ("a",), F, 4 * 10**9 * scale),
-        Kernel("f2", "relu", ("a",), ("b",), F, 10**6),
-        Kernel("f3", "add", ("b", "a"), ("g",), B, 10**6),
-        Kernel("sgd", "sgd_momentum", ("g",), (), U, 10**6, updates=("w",)),
-    ]
-    return Graph("tiny", tensors, kernels)
-
+from tmsim.workload.graph import Graph, Kernel, Role, Tensor
 
 # Limits chosen so that static, sync and async differ (brute force at 60 MB on the CPU:
 # 29.2, 27.7, 27.7 ms; at 160 MB on the GPU: nothing static fits, sync 4.54, async 4.25 ms),
@@ -83,30 +62,6 @@ def test_each_formulation_contains_the_one_before(platform: str, limit_mb: int) 
     assert sync < static  # moving pays off at this capacity
 
 
-tiny_graphs = st.builds(
-    lambda sizes, flops, extra: _random_graph(sizes, flops, extra),
-    st.lists(st.integers(1, 60), min_size=4, max_size=4),
-    st.lists(st.integers(0, 5 * 10**9), min_size=3, max_size=3),
-    st.booleans(),
-)
-
-
-def _random_graph(sizes: list[int], flops: list[int], extra: bool) -> Graph:
-    tensors = [
-        Tensor("w", sizes[0] * MB, Role.WEIGHT),
-        Tensor("a", sizes[1] * MB, Role.ACTIVATION),
-        Tensor("b", sizes[2] * MB, Role.ACTIVATION),
-        Tensor("c", sizes[3] * MB, Role.ACTIVATION),
-    ]
-    kernels = [
-        Kernel("k0", "conv2d", ("w",), ("a",), F, flops[0]),
-        Kernel("k1", "relu", ("a",), ("b",), F, flops[1]),
-        Kernel("k2", "linear", ("b", "a") if extra else ("b",), ("c",), F, flops[2]),
-        Kernel("k3", "sgd_momentum", ("c",), (), U, 10, updates=("w",)),
-    ]
-    return Graph("random", tensors, kernels)
-
-
 @settings(max_examples=20, deadline=None)
 @given(
     tiny_graphs,
@@ -116,7 +71,7 @@ def _random_graph(sizes: list[int], flops: list[int], extra: bool) -> Graph:
 )
 # HiGHS scored the static start in its presolved space below the true optimum and stopped
 # there (2.30 ms against 2.24 ms): the solve must notice and solve again without the start.
-@example(_random_graph([1, 10, 1, 3], [0, 0, 0], False), 0.375, "sync", "cascadelake-optane")
+@example(random_graph([1, 10, 1, 3], [0, 0, 0], False), 0.375, "sync", "cascadelake-optane")
 def test_milp_matches_exhaustive_search_on_random_graphs(
     graph: Graph, share: float, formulation: str, platform: str
 ) -> None:

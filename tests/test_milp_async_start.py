@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from milp_brute import brute_force
-from test_milp import MB, tiny_graphs
+from tiny_graphs import MB, spill_step, tiny_graphs
 
 from hwmodels.presets import load_preset
 from tmsim.cost import CostModel
@@ -16,9 +16,7 @@ from tmsim.planners.milp.build import Model, build_model
 from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.milp.overlap import _Search, overlap_copies
 from tmsim.planners.milp.starts import lift
-from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
-
-F = Phase.FORWARD
+from tmsim.workload.graph import Graph
 
 
 def _sync_and_async(
@@ -44,30 +42,6 @@ def _pinned_value(model: Model, x: np.ndarray) -> float | None:
     )
     pinned.solve(solver="HIGHS")
     return float(pinned.value) if pinned.status == cp.OPTIMAL else None
-
-
-def spill_step() -> Graph:
-    """An activation ``a`` made first and used last, with a 200 MB tensor ``c`` between
-    whose kernels leave no room for it: on a 250 MB device ``a`` goes to the host and back.
-    The kernels either side of ``c`` are long convolutions the copies can hide behind."""
-    tensors = [
-        Tensor("x", 10 * MB, Role.INPUT),
-        Tensor("a", 100 * MB, Role.ACTIVATION),
-        Tensor("b", 10 * MB, Role.ACTIVATION),
-        Tensor("c", 200 * MB, Role.ACTIVATION),
-        Tensor("d", 10 * MB, Role.ACTIVATION),
-        Tensor("e", 10 * MB, Role.ACTIVATION),
-        Tensor("f", 10 * MB, Role.ACTIVATION),
-    ]
-    kernels = [
-        Kernel("make_a", "relu", ("x",), ("a",), F, 10**6),
-        Kernel("conv1", "conv2d", ("x",), ("b",), F, 10**11),
-        Kernel("make_c", "relu", ("b",), ("c",), F, 10**6),
-        Kernel("use_c", "add", ("c",), ("d",), F, 10**6),
-        Kernel("conv2", "conv2d", ("d",), ("e",), F, 10**11),
-        Kernel("use_a", "add", ("a", "e"), ("f",), F, 10**6),
-    ]
-    return Graph("spill", tensors, kernels)
 
 
 def _check_incremental(model: Model, start: np.ndarray, rounds: int) -> int:

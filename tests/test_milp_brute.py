@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from milp_brute import Gadget, Machine, best, brute_force, evictions, histories, prefetches
 from milp_brute2 import brute_force as brute_force2
-from test_milp_async_start import spill_step
 from tiers3 import cpu3, first_two, gpu3
+from tiny_graphs import MB, spill_step, tiny_graphs, tiny_step
 
 from hwmodels.platform import Platform
 from hwmodels.presets import load_preset
@@ -24,54 +24,9 @@ from hwmodels.timing import MoveMode
 from tmsim.cost import CostModel
 from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
 
-MB = 1_000_000
 MS = 1e-3
 F, B, U = Phase.FORWARD, Phase.BACKWARD, Phase.UPDATE
 FORMULATIONS = ("static", "sync", "async")
-
-
-# tiny_step and _random_graph are those of tests/test_milp.py, copied rather than imported:
-# that module imports the planners, which this oracle must stay independent of.
-def tiny_step() -> Graph:
-    """Input, a weight updated in place, a long-lived activation, a gradient."""
-    tensors = [
-        Tensor("x", 40 * MB, Role.INPUT),
-        Tensor("w", 20 * MB, Role.WEIGHT),
-        Tensor("a", 80 * MB, Role.ACTIVATION),
-        Tensor("b", 60 * MB, Role.ACTIVATION),
-        Tensor("g", 20 * MB, Role.GRADIENT),
-    ]
-    kernels = [
-        Kernel("f1", "conv2d", ("x", "w"), ("a",), F, 4 * 10**9),
-        Kernel("f2", "relu", ("a",), ("b",), F, 10**6),
-        Kernel("f3", "add", ("b", "a"), ("g",), B, 10**6),
-        Kernel("sgd", "sgd_momentum", ("g",), (), U, 10**6, updates=("w",)),
-    ]
-    return Graph("tiny", tensors, kernels)
-
-
-def _random_graph(sizes: list[int], flops: list[int], extra: bool) -> Graph:
-    tensors = [
-        Tensor("w", sizes[0] * MB, Role.WEIGHT),
-        Tensor("a", sizes[1] * MB, Role.ACTIVATION),
-        Tensor("b", sizes[2] * MB, Role.ACTIVATION),
-        Tensor("c", sizes[3] * MB, Role.ACTIVATION),
-    ]
-    kernels = [
-        Kernel("k0", "conv2d", ("w",), ("a",), F, flops[0]),
-        Kernel("k1", "relu", ("a",), ("b",), F, flops[1]),
-        Kernel("k2", "linear", ("b", "a") if extra else ("b",), ("c",), F, flops[2]),
-        Kernel("k3", "sgd_momentum", ("c",), (), U, 10, updates=("w",)),
-    ]
-    return Graph("random", tensors, kernels)
-
-
-tiny_graphs = st.builds(
-    _random_graph,
-    st.lists(st.integers(1, 60), min_size=4, max_size=4),
-    st.lists(st.integers(0, 5 * 10**9), min_size=3, max_size=3),
-    st.booleans(),
-)
 
 
 def _same(a: float, b: float) -> bool:

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from milp_brute import brute_force
-from test_milp import tiny_graphs, tiny_step
 from tiers3 import cpu3, gpu3
+from tiny_graphs import tiny_graphs, tiny_step
 
 from hwmodels.platform import Platform
 from tmsim.capacity import Capacity

@@ -68,7 +68,8 @@ def test_async_eviction_slows_a_pmm_bound_kernel_by_the_device_time_it_takes() -
     on = replay(plan, graph, CPU, contention=True)
     launch = cost.launch_s
     times = cost.kernel_times_s(op_tiers)
-    copy_s = 50 * MB / 2.5e9
+    latency = 101.5e-9 + 90.4e-9  # DRAM's read and PMM's write latency: the first byte
+    copy_s = latency + 50 * MB / 2.5e9
     assert off.simulated_s == pytest.approx(plan.predicted_s, rel=REL)
     assert only(off, "kernel", "k0").end_s == pytest.approx(times[0], rel=REL)
     assert only(on, ASYNC, "a").end_s == pytest.approx(copy_s, rel=REL)  # the copy keeps its rate
@@ -133,21 +134,26 @@ def test_gpu_copy_engines_share_the_link_and_directions_overlap() -> None:
     plan_tiers = [FAST] * 9
     times = cost.kernel_times_s(plan_tiers)
     link = 12e9
+    # Each copy first waits its latency: the host's read latency (101.5 ns) into the device,
+    # the host's write latency (86.9 ns) out of it (the device's are not modelled).
+    up, down = 101.5e-9, 86.9e-9
     # Without contention the cost model's sum: five copies one after another.
     off = replay(plan, graph, GPU, contention=False)
-    assert plan.predicted_s == pytest.approx(max(times[0], 5 * s / link) + times[1], rel=REL)
+    copies = 4 * (up + s / link) + down + s / link
+    assert plan.predicted_s == pytest.approx(max(times[0], copies) + times[1], rel=REL)
     assert off.simulated_s == pytest.approx(plan.predicted_s, rel=REL)
     # With it: three engines share 12 GB/s host->device (4 GB/s each, done at 3s/12), the
     # fourth copy then alone (at 4s/12); device->host has its own direction (done at s/12).
     on = replay(plan, graph, GPU, contention=True)
     h2d = sorted((r.start_s, r.end_s) for r in on.records if r.kind == ASYNC and r.dst == "device")
-    assert [e for _, e in h2d] == pytest.approx([3 * s / link] * 3 + [4 * s / link], rel=REL)
-    assert h2d[3][0] == pytest.approx(3 * s / link, rel=REL)  # queued for an engine
-    assert only(on, ASYNC, "u").end_s == pytest.approx(s / link, rel=REL)
+    first = up + 3 * s / link
+    assert [e for _, e in h2d] == pytest.approx([first] * 3 + [first + up + s / link], rel=REL)
+    assert h2d[3][0] == pytest.approx(first, rel=REL)  # queued for an engine
+    assert only(on, ASYNC, "u").end_s == pytest.approx(down + s / link, rel=REL)
     # The next kernel waits for the copies it depends on.
     k1 = only(on, "kernel", "k1")
-    assert k1.start_s == pytest.approx(4 * s / link, rel=REL)
-    assert on.simulated_s == pytest.approx(4 * s / link + times[1], rel=REL)
+    assert k1.start_s == pytest.approx(first + up + s / link, rel=REL)
+    assert on.simulated_s == pytest.approx(first + up + s / link + times[1], rel=REL)
     assert on.simulated_s < plan.predicted_s  # PCIe is duplex: the directions overlap
     # k0 shares device memory with 12 GB/s written and 12 GB/s read by the copies while it
     # runs: it gets the rest of the device, 1 - 24/616 of it.
@@ -168,7 +174,8 @@ def test_sync_moves_run_between_kernels_and_after_the_last() -> None:
         a, z = only(trace, "sync", "a"), only(trace, "sync", "z")
         assert k0.end_s == a.start_s
         assert a.end_s == k1.start_s
-        assert a.end_s - a.start_s == pytest.approx(50 * MB / 12e9, rel=REL)
+        latency = 101.5e-9 + 90.4e-9  # DRAM read, PMM write: the first byte
+        assert a.end_s - a.start_s == pytest.approx(latency + 50 * MB / 12e9, rel=REL)
         assert k1.end_s == z.start_s
         assert trace.simulated_s == z.end_s
         assert trace.simulated_s == pytest.approx(plan.predicted_s, rel=REL)

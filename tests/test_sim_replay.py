@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_graph_properties import graphs
-from test_milp import tiny_step
+from tiny_graphs import tiny_step
 
 from hwmodels.platform import Platform
 from hwmodels.presets import load_preset

@@ -61,10 +61,15 @@ def test_to_frame_columns_and_values() -> None:
     assert records["end_s"].max() == t.simulated_s
     moves = records[records["kind"] != "kernel"]
     assert (moves["fast_resident_bytes"] == -1).all()
-    # A copy's rate is its bytes over its span: asynchronous ones alone at the helper
-    # thread's 2.0 or 2.5 GB/s.
-    rates = moves[moves["kind"] == "async"]["rate_bytes_per_s"]
-    assert np.allclose(sorted(set(rates.round(-3))), [2.0e9, 2.5e9])
+    # A copy's rate is its bytes over its span, which is its latency (the source's read and
+    # the destination's write latency) and then its bytes at the helper thread's 2.0 (PMM to
+    # DRAM) or 2.5 GB/s (DRAM to PMM).
+    copies = moves[moves["kind"] == "async"]
+    nbytes = copies["duration_s"] * copies["rate_bytes_per_s"]
+    latency = copies["src"].map({"PMM": 305e-9 + 86.9e-9, "DRAM": 101.5e-9 + 90.4e-9})
+    rate = copies["src"].map({"PMM": 2.0e9, "DRAM": 2.5e9})
+    assert np.allclose(copies["duration_s"], latency + nbytes / rate, rtol=1e-9, atol=0)
+    assert set(copies["src"]) == {"PMM", "DRAM"}
     assert list(occupancy.columns) == ["time_s", "fast_bytes"]
     assert len(occupancy) == 2 * len(graph().kernels)
     assert occupancy["fast_bytes"].max() == t.fast_peak_bytes <= t.fast_limit_bytes

@@ -1,7 +1,10 @@
 """Two-tier results recorded before the planners learned K tiers, and how to measure them now.
 
-``tests/data/two_tier_record.json`` was recorded with the code of commit be5cfb8 (two tiers
-hard-wired, ``FAST, SLOW = 0, 1``) by the same measurements as :func:`measure`, for each
+``tests/data/two_tier_record.json`` was first recorded with the code of commit be5cfb8 (two
+tiers hard-wired, ``FAST, SLOW = 0, 1``), and the K-tier planners gave the same record (commit
+612c2c8). It was then recorded again (``python tests/two_tier_record.py``) when copies began
+to pay their per-transfer latency, which changed the MILP's costs and so some of its plans.
+Each record holds, by the same measurements as :func:`measure`, for each
 case of :data:`CASES`: the AutoTM paper's conventional and GPU models at batch 2, on the
 Optane preset at 4:1 (PMM:DRAM) and on the RTX 2080 Ti with device memory at three quarters
 of the step's peak. Per strategy it holds the plan's predicted step time, the simulated time

@@ -7,7 +7,8 @@ The step, as the plan and the cost model define it (:mod:`tmsim.plan.values`,
   then its memory flow and its compute floor (:mod:`tmsim.sim.schedule`);
 - the synchronous moves at kernel ``k`` run one after another after kernel ``k - 1`` and the
   asynchronous moves issued with it have finished, and before kernel ``k`` starts (at ``K``:
-  after the last kernel), each at its path's synchronous rate;
+  after the last kernel), each its pair's per-transfer latency then its bytes at its path's
+  synchronous rate;
 - the asynchronous moves issued at kernel ``k`` start with it, and kernel ``k + 1`` starts
   only when kernel ``k`` and all of them have finished (so the next user of a moved tensor
   waits for its copy).
@@ -109,8 +110,7 @@ class _Run:
         for k in range(s.n_kernels + 1):
             for i in s.sync_at[k]:
                 seq = self._issue()
-                res = yield self.fluid.transfer(s.moves[i].flow)
-                self._move(s.moves[i], res, seq)
+                yield from self._transfer(s.moves[i], seq)
             if k == s.n_kernels:
                 break
             start, seq = float(env.now), self._issue()
@@ -135,14 +135,20 @@ class _Run:
         seq = self._issue()
         with self.pools[move.pool].request() as engine:
             yield engine
-            res = yield self.fluid.transfer(move.flow)
-        self._move(move, res, seq)
+            yield from self._transfer(move, seq)
 
     def _copies_in_turn(self, moves: tuple[int, ...]) -> Process:
         for i in moves:
             seq = self._issue()
-            res = yield self.fluid.transfer(self.sched.moves[i].flow)
-            self._move(self.sched.moves[i], res, seq)
+            yield from self._transfer(self.sched.moves[i], seq)
+
+    def _transfer(self, move: MoveSpec, seq: int) -> Process:
+        """One copy: its per-transfer latency, then its bytes; recorded from its start."""
+        start = float(self.env.now)
+        if move.latency_s > 0:
+            yield self.env.timeout(move.latency_s)
+        res = yield self.fluid.transfer(move.flow)
+        self._move(move, res, seq, start)
 
     def _issue(self) -> int:
         self.issued += 1
@@ -166,7 +172,7 @@ class _Run:
         )
         self.out.append((rec, seq))
 
-    def _move(self, m: MoveSpec, res: FlowResult, seq: int) -> None:
+    def _move(self, m: MoveSpec, res: FlowResult, seq: int, start_s: float) -> None:
         s = self.sched
         rec = Record(
             kind=ASYNC if m.link >= 0 else SYNC,
@@ -175,7 +181,7 @@ class _Run:
             phase=s.phases[m.kernel] if m.kernel < s.n_kernels else "",
             src=m.src,
             dst=m.dst,
-            start_s=float(res.start_s),
+            start_s=start_s,
             end_s=float(res.end_s),
             read_bytes=tuple(int(x) for x in m.flow.read_bytes),
             write_bytes=tuple(int(x) for x in m.flow.write_bytes),

@@ -46,8 +46,10 @@ COPY_WRITERS = 1
 
 @dataclass(frozen=True, slots=True)
 class MoveSpec:
-    """One move of the plan, resolved: ``flow`` is its copy at its mode's rate; ``pool`` and
-    ``link`` index the engine pool and link of an asynchronous move (-1 for a synchronous one)."""
+    """One move of the plan, resolved: ``flow`` is its copy at its mode's rate, after
+    ``latency_s`` (the pair's per-transfer latency, during which the copy moves no bytes but
+    holds its engine); ``pool`` and ``link`` index the engine pool and link of an asynchronous
+    move (-1 for a synchronous one)."""
 
     tensor: str
     src: str
@@ -58,6 +60,7 @@ class MoveSpec:
     flow: Flow
     pool: int
     link: int
+    latency_s: float
     uncontended_s: float
 
 
@@ -278,8 +281,19 @@ def _moves(
             links=((link, float(nbytes)),) if asynchronous else (),
             writers=COPY_WRITERS,
         )
+        latency = platform.copy_latency_s(m.src, m.dst) if nbytes > 0 else 0.0
         spec = MoveSpec(
-            m.tensor, m.src, m.dst, m.kernel, m.mode, nbytes, flow, pool, link, nbytes / rate
+            m.tensor,
+            m.src,
+            m.dst,
+            m.kernel,
+            m.mode,
+            nbytes,
+            flow,
+            pool,
+            link,
+            latency,
+            latency + nbytes / rate,
         )
         out.append(spec)
     return out, pools, links
