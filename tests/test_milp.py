@@ -199,3 +199,22 @@ def test_named_planners_are_the_formulations() -> None:
         assert result.predicted_s == pytest.approx(
             brute_force(CostModel(tiny_step(), plat), 60 * MB, name, window=1), rel=1e-6
         )
+
+
+def test_layout_loop_cuts_the_peak_when_cutting_limits_does_not_help() -> None:
+    """Inception v4 b16 at 4:1: from the second round on the sync plan's layout overflows by
+    190 KB at kernels where the plan holds 11 MB less than its limit, so lowering the limit
+    there changes nothing and the loop used to spend all ten rounds and fall back to static
+    (0.968 s). Cutting the plan's peak instead lays it out in the third round."""
+    from tmsim.plan.layout import overflow_bytes
+    from tmsim.workload.zoo import training_graph_of
+
+    graph = training_graph_of("inception_v4", 16)
+    plat = load_preset("cascadelake-optane")
+    opts = PlanSettings(capacity=Capacity.parse("4:1"), time_limit_s=None, node_limit=100)
+    result = plan_milp(graph, plat, opts, "sync")
+    assert result.stats is not None
+    assert result.planner == "milp-sync" and not result.stats.status.startswith("fallback")
+    assert result.stats.rounds <= 4
+    assert result.predicted_s < 0.9 * plan_milp(graph, plat, opts, "static").predicted_s
+    assert not overflow_bytes(result, graph, plat, result.fast_limit_bytes).any()

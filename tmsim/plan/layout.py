@@ -61,10 +61,14 @@ def overflow_bytes(
     return out
 
 
+def resident_bytes(plan: Plan, graph: Graph, platform: Platform) -> IntArray:
+    """Per kernel, the bytes resident on the fastest tier."""
+    sizes, first, last = fast_buffers(plan, graph, platform)
+    return occupancy(first, last, sizes, len(graph.kernels))
+
+
 def resident_overflow_bytes(
     plan: Plan, graph: Graph, platform: Platform, limit_bytes: int
 ) -> IntArray:
     """Per kernel, the bytes resident on the fastest tier beyond ``limit_bytes`` (or 0)."""
-    sizes, first, last = fast_buffers(plan, graph, platform)
-    held = occupancy(first, last, sizes, len(graph.kernels))
-    return np.maximum(held - limit_bytes, 0)
+    return np.maximum(resident_bytes(plan, graph, platform) - limit_bytes, 0)

@@ -27,7 +27,7 @@ from tmsim.capacity import fast_limit_bytes
 from tmsim.cost import CostModel
 from tmsim.errors import InfeasibleError, NoPlanError, TmsimError
 from tmsim.intervals import occupancy
-from tmsim.plan.layout import overflow_bytes, resident_overflow_bytes
+from tmsim.plan.layout import overflow_bytes, resident_bytes, resident_overflow_bytes
 from tmsim.plan.values import Plan
 from tmsim.planners.assemble import check_operands_fit
 from tmsim.planners.milp.build import Model, build_model, extract_plan
@@ -207,6 +207,7 @@ def _solve_formulation(
     build_total = base.build_s if base else 0.0
     solve_total = base.solve_s if base else 0.0
     limits = np.full(len(cost.graph.kernels), limit, dtype=np.int64)
+    previous: int | None = None  # the worst overflow of the last round
     result: _Solved | None = None
     failure: TmsimError | None = None
     for rounds in range(1, opts.max_rounds + 1):
@@ -255,6 +256,14 @@ def _solve_formulation(
         # that fragmentation that moves elsewhere does not cost a round each time
         margin = np.where(overflow > 0, overflow + int(np.ceil(limit * LAYOUT_SLACK)), 0)
         limits = limits - margin
+        worst = int(overflow.max())
+        if previous is not None and worst >= previous:
+            # no better than last round: this plan holds less than its limits where its layout
+            # overflows (a plan well within them can lay out badly, and the solver may return
+            # it again), so cut its peak everywhere instead
+            peak = int(resident_bytes(plan, graph, platform).max())
+            limits = np.minimum(limits, peak - int(margin.max()))
+        previous = worst
     if base is not None and (result is None or base.plan.predicted_s < result.plan.predicted_s):
         return _relabel(base, opts, formulation, build_total, solve_total)
     if result is not None:
