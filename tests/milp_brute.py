@@ -22,15 +22,18 @@ or async, and the window):
 - A produced tensor appears at its producer in one KT tier, with no copy.
 - Each gadget has two phases. Prefetch, from state B to the state D during the kernel:
   D = B, or D = B + {d} for a tier d faster than all of B that some tier of B can copy to.
-  A kernel updating the tensor in place leaves D = {min(B)} or, fetching, D = {d}; the other
-  copies go stale and still hold their tiers during the kernel (they are freed after). Evict,
-  after the kernel, from D to A: A = D, (D + {d}) - X or D - X, where d is a tier outside D,
-  slower than min(D), that a tier of D can copy to, and X a set of constrained tiers of D;
-  A is non-empty. A copy comes from the source tier whose copy of the tensor is fastest.
+  A kernel updating the tensor in place leaves D = {the fastest KT tier of B} or, fetching,
+  D = {d}; the other copies go stale and still hold their tiers during the kernel (they are
+  freed after). Evict, after the kernel, from D to A: A = D, (D + {d}) - X or D - X, where d
+  is a tier outside D, slower than min(D), that a tier of D can copy to, and X a set of
+  constrained tiers of D; A is non-empty. A copy comes from the source tier whose copy of the tensor is fastest; at
+  an asynchronous gadget that may fetch, an eviction from several tiers copies from the
+  slower ones (the fastest, which a fetch adds, may still be arriving).
 - Copies at the producer and users are synchronous and add to the step; copies at window
   gadgets are asynchronous and add up beside their kernel, which then costs
   max(kernel time, its asynchronous copies). An asynchronous copy's destination holds its
-  tier during that kernel; a synchronous eviction's, from the next kernel on.
+  tier during that kernel; a synchronous eviction's, from the next kernel on (during the
+  last kernel, for one after it).
 
 Each tensor's histories are enumerated one by one; those that overflow a tier on their own or
 are no better anywhere than another are dropped (exact: the step time never falls as a
@@ -198,7 +201,11 @@ def prefetches(
             if seconds is not None:
                 fetched.append((d, seconds))
     if g.updates:  # the copies the kernel does not write go stale
-        return [(frozenset({min(before)}), 0.0), *((frozenset({d}), s) for d, s in fetched)]
+        kept = before & machine.kernel_tiers
+        return [
+            *([(frozenset({min(kept)}), 0.0)] if kept else []),
+            *((frozenset({d}), s) for d, s in fetched),
+        ]
     return [(before, 0.0), *((before | {d}, s) for d, s in fetched)]
 
 
@@ -211,8 +218,11 @@ def evictions(machine: Machine, t: int, g: Gadget, during: State) -> list[tuple[
         frozenset(x) for r in range(len(freeable) + 1) for x in itertools.combinations(freeable, r)
     ]
     out = [(during - x, 0.0) for x in drops if during - x]
+    sources = during
+    if g.mode is MoveMode.ASYNC and g.fetch and len(during) > 1:
+        sources = during - {min(during)}  # the fastest copy may still be arriving
     for d in range(min(during) + 1, machine.n_tiers):
-        seconds = machine.copy_s(t, during, d, g.mode) if d not in during else None
+        seconds = machine.copy_s(t, sources, d, g.mode) if d not in during else None
         if seconds is not None:
             out += [((during | {d}) - x, seconds) for x in drops]
     return out
@@ -275,8 +285,9 @@ def _score(
         state[k] = step.during
         if step.gadget.updates and before is not None:
             extra[k] = extra[k] | (before - step.during)  # stale copies go after the kernel
-        if step.gadget.mode is MoveMode.ASYNC:
-            extra[k] = extra[k] | (step.after - step.during)  # an async copy's destination
+        if step.gadget.mode is MoveMode.ASYNC or k == n_k - 1:
+            # an async copy's destination, or one written after the step's last kernel
+            extra[k] = extra[k] | (step.after - step.during)
         before = step.after
         for j in range(k + 1, steps[i + 1].gadget.kernel if i + 1 < len(steps) else hi + 1):
             state[j] = step.after

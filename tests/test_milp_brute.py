@@ -247,8 +247,10 @@ def test_the_two_phases_of_a_gadget() -> None:
     assert fetch(use, nvme) == {at(nvme): 0, at(dev, nvme): 2.5, at(host, nvme): 5}
     assert fetch(use, host, nvme) == {at(host, nvme): 0, at(dev, host, nvme): 1}
     assert fetch(use, dev, nvme) == {at(dev, nvme): 0}
-    # an update keeps one copy: the fastest, or one fetched from the fastest source
-    assert fetch(update, host, nvme) == {at(host): 0, at(dev): 1}
+    # an update keeps one copy: the one it updates, on the fastest kernel tier (here none
+    # but the device), or one fetched from the fastest source
+    assert fetch(update, host, nvme) == {at(dev): 1}
+    assert fetch(update, dev, nvme) == {at(dev): 0}
     # one copy into a tier slower than the fastest copy; only constrained tiers are freed
     assert evict(dev) == {
         at(dev): 0,
@@ -265,6 +267,13 @@ def test_the_two_phases_of_a_gadget() -> None:
     }
     assert evict(host, nvme) == {at(host, nvme): 0, at(nvme): 0}
     assert evict(host) == {at(host): 0, at(host, nvme): 5, at(nvme): 5}
+    # beside a kernel that may fetch, the device copy may still be arriving: copy from nvme
+    window = Gadget(0, MoveMode.ASYNC, uses=False, updates=False, fetch=True, evict=True)
+    late = dict(evictions(machine, 0, window, frozenset({dev, nvme})))
+    from_nvme = machine.copy_s(0, frozenset({nvme}), host, MoveMode.ASYNC)
+    from_dev = machine.copy_s(0, frozenset({dev}), host, MoveMode.ASYNC)
+    assert from_nvme is not None and from_dev is not None and from_nvme > from_dev
+    assert late[at(dev, host, nvme)] == late[at(host, nvme)] == from_nvme
 
 
 # --- three tiers: properties --------------------------------------------------------------

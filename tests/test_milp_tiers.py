@@ -3,6 +3,7 @@ accepts and the simulator replays to their prediction, and the catalogue of stat
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -21,7 +22,7 @@ from tmsim.planners.milp.chain import plan_milp
 from tmsim.planners.milp.states import Kind, build_catalogue
 from tmsim.planners.settings import PlanSettings
 from tmsim.sim import replay
-from tmsim.workload.graph import Graph
+from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
 
 MB = 1_000_000
 
@@ -51,14 +52,18 @@ def _check(graph: Graph, platform: Platform, formulation: str, window: int) -> N
     tiny_graphs,
     st.floats(0.2, 0.9),
     st.floats(0.2, 0.9),
+    st.booleans(),
     st.sampled_from(["static", "sync", "async"]),
     st.sampled_from([1, 2]),
 )
-def test_cpu_with_three_kernel_tiers_matches_exhaustive_search(
-    graph: Graph, dram: float, cxl: float, formulation: str, window: int
+def test_cpu_with_three_tiers_matches_exhaustive_search(
+    graph: Graph, dram: float, cxl: float, cxl_kernel: bool, formulation: str, window: int
 ) -> None:
+    """Every tier a kernel tier, or the middle one (cxl) reached by copies only."""
     total = int(graph.sizes_bytes.sum())
     platform = cpu3(int(total * dram), int(total * cxl), 10 * total)
+    if not cxl_kernel:
+        platform = dataclasses.replace(platform, kernel_tiers=("dram", "pmm"))
     _check(graph, platform, formulation, window)
 
 
@@ -116,3 +121,72 @@ def test_catalogue_follows_copy_paths_and_capacity() -> None:
         if e.kind in (Kind.WRITE, Kind.WRITE_DROP):
             assert e.add in dst and e.add > min(src) and dst == (src | {e.add}) - e.frees
         assert e.frees <= {0, 1}
+
+
+def _graph(
+    name: str, sizes_mb: dict[str, float], kernels: list[tuple[str, str, str, float]]
+) -> Graph:
+    """Tensors ``sizes_mb`` (names starting with w are weights) and forward kernels
+    ``(name, inputs, outputs, flop)``, inputs and outputs comma-separated."""
+    tensors = [
+        Tensor(t, int(mb * MB), Role.WEIGHT if t.startswith("w") else Role.ACTIVATION)
+        for t, mb in sizes_mb.items()
+    ]
+    ops = [
+        Kernel(
+            k,
+            "relu",
+            tuple(filter(None, i.split(","))),
+            tuple(filter(None, o.split(","))),
+            Phase.FORWARD,
+            int(flop),
+        )
+        for k, i, o, flop in kernels
+    ]
+    return Graph(name, tensors, ops)
+
+
+def test_a_copy_after_the_last_kernel_holds_its_tier_there() -> None:
+    """Writing w back to the host after the last kernel needs room on the host during it,
+    where y still is: 10 + 20 MB on a 25 MB host, so no plan fits."""
+    graph = _graph(
+        "last-write",
+        {"w": 10, "p": 35, "y": 20, "b": 25},
+        [("k0", "", "p", 0), ("k1", "w", "y", 0), ("k2", "w", "b", 0), ("k3", "w,y", "", 0)],
+    )
+    _check(graph, gpu3(40 * MB, 25 * MB, 10**10, nvme_paths=False), "sync", 1)
+
+
+def test_an_eviction_beside_a_fetch_copies_from_a_tier_already_there() -> None:
+    """At k1 w1 is fetched into DRAM and written to CXL at once: the write comes from PMM."""
+    graph = _graph(
+        "fetch-and-write",
+        {"w0": 5, "w1": 4, "a0": 37, "a1": 16},
+        [
+            ("k0", "w1", "a0", 0),
+            ("k1", "", "a1", 16_468_676_472),
+            ("k2", "w1", "", 0),
+            ("k3", "w0", "", 0),
+            ("k4", "w1", "", 0),
+        ],
+    )
+    _check(graph, cpu3(44_612_687, 43_286_006, 100_132_213), "async", 1)
+
+
+def test_static_plans_when_no_heuristic_finds_a_start() -> None:
+    """Greedy and first-touch overflow the 15 MB PMM; the MILP keeps everything in DRAM."""
+    graph = _graph(
+        "no-start",
+        {"w": 10, "a": 20, "b": 20},
+        [("k0", "w", "a", 1e12), ("k1", "a", "b", 1e12)],
+    )
+    _check(graph, cpu3(60 * MB, 60 * MB, 15 * MB), "static", 1)
+
+
+def test_an_in_place_update_keeps_the_copy_it_updates() -> None:
+    """From CXL + PMM with CXL reached by copies only, the update writes PMM and keeps it."""
+    cat = build_catalogue(
+        ["d", "c", "p"], [True, False, True], [True, True, False], lambda s, d: True
+    )
+    names = {e.name for e in cat.edges if e.kind is Kind.INVAL}
+    assert "inval c+p->p" in names and "inval c+p->c" not in names

@@ -221,7 +221,8 @@ def _solve_formulation(
                 start = overlap_copies(model, start, max(opts.window, 1))
                 build_total += time.perf_counter() - started
         elif opts.warm_start and formulation is Formulation.STATIC and not gpu:
-            start = static_start(model, best_heuristic_tiers(cost, int(limits.min())))
+            tiers = best_heuristic_tiers(cost, int(limits.min()))
+            start = static_start(model, tiers) if tiers is not None else None
         else:
             start = None
         started = time.perf_counter()

@@ -49,7 +49,23 @@ class Variables:
         return int(self.edge_gadget.size + self.init_tensor.size)
 
 
-def _allowed_edges(cat: Catalogue, g: Gadgets, formulation: Formulation) -> BoolArray:
+def copy_sources(cat: Catalogue, edge: int, behind_fetch: bool) -> list[int]:
+    """The tiers a copy by ``edge`` may come from: its source state's tiers, but where a
+    fetch may run beside the same kernel (``behind_fetch``, an asynchronous gadget that may
+    fetch) not the state's fastest tier when it has others, as that copy may still be arriving
+    (a fetch always adds the fastest tier)."""
+    tiers = sorted(cat.states[int(cat.edge_src[edge])])
+    return tiers[1:] if behind_fetch and len(tiers) > 1 else tiers
+
+
+def _behind_fetch(g: Gadgets) -> BoolArray:
+    """[n_gadgets]: asynchronous gadgets that may fetch (see :func:`copy_sources`)."""
+    return np.asarray((g.kind == GadgetKind.WINDOW) & g.may_fetch, dtype=bool)
+
+
+def _allowed_edges(
+    cost: CostModel, cat: Catalogue, g: Gadgets, formulation: Formulation
+) -> BoolArray:
     """[n_gadgets, n_edges]: which edge types exist at which gadget."""
     kind = cat.edge_kind
     single = np.array([len(cat.states[s]) == 1 for s in range(cat.n_states)])
@@ -68,6 +84,13 @@ def _allowed_edges(cat: Catalogue, g: Gadgets, formulation: Formulation) -> Bool
     several = (kind == Kind.STAY) & ~single[cat.edge_src]
     allowed[np.ix_(g.updates, several | (kind == Kind.FETCH))] = False
     allowed[np.ix_(g.uses, cat.access[during] < 0)] = False  # a use needs a kernel tier
+    writes = np.flatnonzero(np.isin(kind, (Kind.WRITE, Kind.WRITE_DROP)))
+    stuck = [
+        int(e)
+        for e in writes
+        if not any(cost.has_path(s, int(cat.edge_add[e])) for s in copy_sources(cat, int(e), True))
+    ]
+    allowed[np.ix_(_behind_fetch(g), np.asarray(stuck, dtype=np.int64))] = False
     return allowed
 
 
@@ -77,7 +100,7 @@ def build_variables(
     """Decide which edges and initial states exist and number them."""
     graph = cost.graph
     n_g = g.tensor.size
-    allowed = _allowed_edges(cat, g, formulation)
+    allowed = _allowed_edges(cost, cat, g, formulation)
     gi, ei = np.nonzero(allowed)
     edge_index = np.full((n_g, cat.n_edges), -1, dtype=np.int64)
     edge_index[gi, ei] = np.arange(gi.size)
@@ -218,8 +241,8 @@ def build_segments(
     of every tier kernels may access.
 
     A tensor occupies a tier during a gadget's kernel if its during state holds it, if an
-    in-place update there leaves that copy stale (it is freed after the kernel), or if an
-    asynchronous copy beside the kernel writes it there.
+    in-place update there leaves that copy stale (it is freed after the kernel), or if a
+    copy writes it there beside the kernel (asynchronous) or after the step's last kernel.
     """
     graph = cost.graph
     n_k = len(graph.kernels)
@@ -272,7 +295,10 @@ def build_segments(
         code_pieces += pieces
         code_weights += [float(s + 1)] * len(pieces)
     member: dict[int, sp.csr_matrix] = {}
-    window = np.flatnonzero(g.kind == GadgetKind.WINDOW)
+    # a copy's destination is held during the kernel when the copy runs beside it (window)
+    # or after the last kernel (a synchronous eviction there ends the step, which has no
+    # later kernel to hold it at)
+    held = np.flatnonzero((g.kind == GadgetKind.WINDOW) | (g.kernel == n_k - 1))
     for tier in modelled:
         pieces = state_rows(cat.member[:, tier])
         stale = [e for e in prefetch if tier in cat.edges[e].frees]
@@ -280,8 +306,8 @@ def build_segments(
         if stale:
             pieces.append(block(n_pre, v.edge_index, np.array(stale)))
         if written:
-            r, c = block(0, v.edge_index[window], np.array(written))
-            pieces.append((n_pre + window[r], c))
+            r, c = block(0, v.edge_index[held], np.array(written))
+            pieces.append((n_pre + held[r], c))
         member[tier] = matrix(pieces, [1.0] * len(pieces))
     access: dict[int, sp.csr_matrix] = {}
     for tier in sorted(set(cat.access[cat.access >= 0].tolist())):
@@ -311,9 +337,10 @@ class Copies:
 
 
 def move_costs(cost: CostModel, cat: Catalogue, g: Gadgets, v: Variables) -> Copies:
-    """Each copy edge's time: from the tier of its source state whose copy of the tensor is
-    fastest (ties: the faster tier), synchronous at users and producers, asynchronous beside
-    window kernels. A synchronous eviction runs after its kernel, so before the next one."""
+    """Each copy edge's time: from the tier of its sources (:func:`copy_sources`) whose copy
+    of the tensor is fastest (ties: the faster tier), synchronous at users and producers,
+    asynchronous beside window kernels. A synchronous eviction runs after its kernel, so
+    before the next one."""
     seconds = np.zeros(v.count)
     kernel = np.zeros(v.count, dtype=np.int64)
     asynchronous = np.zeros(v.count, dtype=bool)
@@ -321,14 +348,18 @@ def move_costs(cost: CostModel, cat: Catalogue, g: Gadgets, v: Variables) -> Cop
     et, eg = v.edge_type, v.edge_gadget
     window = g.kind[eg] == GadgetKind.WINDOW
     n_e = eg.size
+    behind = _behind_fetch(g)[eg]
     for e, edge in enumerate(cat.edges):
         if edge.add < 0:
             continue
-        sources = [s for s in sorted(cat.states[edge.src]) if cost.has_path(s, edge.add)]
-        for is_async in (False, True):
-            pick = np.flatnonzero((et == e) & (window == is_async))
+        for is_async, late in ((False, False), (True, False), (True, True)):
+            pick = np.flatnonzero((et == e) & (window == is_async) & (behind == late))
             if pick.size == 0:
                 continue  # e.g. static: no copies, so no copy path is needed
+            fetch = edge.kind.prefetch
+            sources = [
+                s for s in copy_sources(cat, e, late and not fetch) if cost.has_path(s, edge.add)
+            ]
             mode = MoveMode.ASYNC if is_async else MoveMode.SYNC
             tensors = g.tensor[eg[pick]]
             times = np.stack([cost.move_s(s, edge.add, mode)[tensors] for s in sources])

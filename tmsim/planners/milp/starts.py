@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
+from tmsim.errors import TmsimError
 from tmsim.planners.heuristics import plan_first_touch, plan_greedy
 from tmsim.planners.milp.build import Model
 from tmsim.planners.milp.network import Variables
@@ -86,15 +87,21 @@ def lift(small: Model, x_small: BoolArray, large: Model) -> BoolArray | None:
     return out
 
 
-def best_heuristic_tiers(cost: CostModel, limit: int) -> IntArray:
+def best_heuristic_tiers(cost: CostModel, limit: int) -> IntArray | None:
     """The tier of every tensor in the better of the greedy and first-touch plans at a
-    fastest-tier ``limit`` (both place each tensor in one tier for its whole life)."""
+    fastest-tier ``limit`` (both place each tensor in one tier for its whole life), or None
+    if neither finds a plan (e.g. a slower tier too small for what they leave to it)."""
     graph, platform = cost.graph, cost.platform
     options = PlanSettings(capacity=Capacity.of_bytes(max(limit, 1)))
-    best = min(
-        (plan_greedy(graph, platform, options), plan_first_touch(graph, platform, options)),
-        key=lambda p: p.predicted_s,
-    )
+    plans = []
+    for heuristic in (plan_greedy, plan_first_touch):
+        try:
+            plans.append(heuristic(graph, platform, options))
+        except TmsimError:
+            continue
+    if not plans:
+        return None
+    best = min(plans, key=lambda p: p.predicted_s)
     tier = np.zeros(len(graph.tensors), dtype=np.int64)
     index = {name: i for i, name in enumerate(platform.tier_names)}
     for r in best.residency:

@@ -11,8 +11,8 @@ each, with at most one copy per phase:
   - ``stay``: D = B;
   - ``fetch``: D = B + {d}, d faster than every tier of B, copied from a tier of B;
   - at a kernel that updates the tensor in place, D must be one tier: ``inval`` keeps only
-    the fastest tier of B, ``fetch-inval`` fetches d as above and keeps only d. The copies
-    dropped go stale; they are freed after the kernel.
+    B's access tier (the copy the kernel updates), ``fetch-inval`` fetches d as above and
+    keeps only d. The copies dropped go stale; they are freed after the kernel.
 
 - *evict* (after the kernel), from D to the *after* state A:
 
@@ -179,8 +179,9 @@ def build_catalogue(
             if reach(b, d):
                 add(Kind.FETCH, b, b | {d}, d, frozenset())
     for b in states:
-        if len(b) > 1:
-            add(Kind.INVAL, b, frozenset({min(b)}), -1, (b - {min(b)}) & free_able)
+        kept = min((t for t in b if kernel_tiers[t]), default=-1)  # the updated copy
+        if len(b) > 1 and kept >= 0:
+            add(Kind.INVAL, b, frozenset({kept}), -1, (b - {kept}) & free_able)
     for b in states:
         for d in range(min(b)):
             if reach(b, d):
