@@ -32,8 +32,9 @@ or async, and the window):
 - Copies at the producer and users are synchronous and add to the step; copies at window
   gadgets are asynchronous and add up beside their kernel, which then costs
   max(kernel time, its asynchronous copies). An asynchronous copy's destination holds its
-  tier during that kernel; a synchronous eviction's, from the next kernel on (during the
-  last kernel, for one after it).
+  tier during that kernel; a synchronous eviction's, from the next kernel on; after the
+  last kernel, during it, besides any stale copy on the same tier (a conservative count: the
+  stale copy is freed as the write lands).
 
 Each tensor's histories are enumerated one by one; those that overflow a tier on their own or
 are no better anywhere than another are dropped (exact: the step time never falls as a
@@ -279,15 +280,17 @@ def _score(
     async_s = np.zeros(n_k)
     sync_s = 0.0
     extra: list[State] = [frozenset()] * n_k  # tiers held during a kernel beside its state
+    last: State = frozenset()  # tiers a copy after the last kernel holds during it, besides
     before = init
     for i, step in enumerate(steps):
         k = step.gadget.kernel
         state[k] = step.during
         if step.gadget.updates and before is not None:
             extra[k] = extra[k] | (before - step.during)  # stale copies go after the kernel
-        if step.gadget.mode is MoveMode.ASYNC or k == n_k - 1:
-            # an async copy's destination, or one written after the step's last kernel
-            extra[k] = extra[k] | (step.after - step.during)
+        if step.gadget.mode is MoveMode.ASYNC:
+            extra[k] = extra[k] | (step.after - step.during)  # an async copy's destination
+        elif k == n_k - 1:
+            last = step.after - step.during  # written after the last kernel
         before = step.after
         for j in range(k + 1, steps[i + 1].gadget.kernel if i + 1 < len(steps) else hi + 1):
             state[j] = step.after
@@ -308,8 +311,8 @@ def _score(
     on = np.array(
         [
             [
-                size if s is not None and (i in s or i in x) else 0.0
-                for s, x in zip(state, extra, strict=True)
+                size * ((s is not None and (i in s or i in x)) + (k == n_k - 1 and i in last))
+                for k, (s, x) in enumerate(zip(state, extra, strict=True))
             ]
             for i in machine.constrained
         ]

@@ -173,6 +173,29 @@ def test_an_eviction_beside_a_fetch_copies_from_a_tier_already_there() -> None:
     _check(graph, cpu3(44_612_687, 43_286_006, 100_132_213), "async", 1)
 
 
+def test_a_write_back_after_the_last_update_counts_besides_its_stale_copy() -> None:
+    """w1 is updated in place by the last kernel; fetching it from the host for that and
+    writing it back would hold 2 x 10 MB of the 28.9 MB host at k3 beside w2's 15 MB (the
+    conservative count both the MILP and the search make), so w1 stays on the device."""
+    graph = _graph(
+        "write-back",
+        {"w0": 24, "w1": 10, "w2": 15, "a0": 13, "a1": 12, "a2": 36, "a3": 11},
+        [
+            ("k0", "w2", "a0", 0),
+            ("k1", "w0", "a1", 39_935_239_064),
+            ("k2", "a0", "a2", 0),
+            ("k3", "a1", "a3", 0),
+        ],
+    )
+    graph = Graph(
+        graph.name,
+        list(graph.tensors),
+        [*graph.kernels[:3], dataclasses.replace(graph.kernels[3], updates=("w1",))],
+    )
+    platform = gpu3(67_292_529, 28_881_273, 106_583_619)
+    _check(graph, platform, "sync", 1)
+
+
 def test_static_plans_when_no_heuristic_finds_a_start() -> None:
     """Greedy and first-touch overflow the 15 MB PMM; the MILP keeps everything in DRAM."""
     graph = _graph(

@@ -297,7 +297,8 @@ def build_segments(
     member: dict[int, sp.csr_matrix] = {}
     # a copy's destination is held during the kernel when the copy runs beside it (window)
     # or after the last kernel (a synchronous eviction there ends the step, which has no
-    # later kernel to hold it at)
+    # later kernel to hold it at; counted besides a stale copy on the same tier, which the
+    # plan frees as the write lands: conservative, as a union is not linear in the edges)
     held = np.flatnonzero((g.kind == GadgetKind.WINDOW) | (g.kernel == n_k - 1))
     for tier in modelled:
         pieces = state_rows(cat.member[:, tier])
