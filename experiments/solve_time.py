@@ -195,7 +195,7 @@ def _row(got: Plan | TmsimError | None, limit_s: float, before_s: float) -> dict
         "gap": s.gap,
         "predicted_s": got.predicted_s,
         "fallback": s.status.startswith("fallback"),
-        "time_limit_hit": "user_limit" in s.status or spent >= LIMIT_SHARE * limit_s,
+        "time_limit_hit": "time_limit" in s.status or spent >= LIMIT_SHARE * limit_s,
     }
 
 

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from hwmodels.presets import load_preset
-from tmsim.capacity import MAX_BYTES, Capacity, CapacityError, fast_limit_bytes, parse_bytes
+from tmsim.capacity import (
+    MAX_BYTES,
+    Capacity,
+    CapacityError,
+    fast_limit_bytes,
+    parse_bytes,
+    resolve_fast_limit,
+)
 from tmsim.workload.graph import Graph
 
 
@@ -41,6 +50,21 @@ def test_ratios_resolve_against_the_peak(mlp: Graph) -> None:
     assert fast_limit_bytes(mlp, cpu, cap) == mlp.peak_live_bytes // 5
     assert fast_limit_bytes(mlp, cpu, None) == cpu.tiers[0].capacity_bytes
     assert fast_limit_bytes(mlp, cpu, Capacity.parse("24GiB")) == 24 * 2**30
+
+
+def test_a_ratio_above_the_fast_tier_is_capped_and_a_size_refused(mlp: Graph) -> None:
+    cpu = load_preset("cascadelake-optane")
+    dram = cpu.tiers[0].capacity_bytes
+    small = dataclasses.replace(
+        cpu, tiers=(dataclasses.replace(cpu.tiers[0], capacity_bytes=20), *cpu.tiers[1:])
+    )
+    assert mlp.peak_live_bytes // 5 > 20
+    limit, note = resolve_fast_limit(mlp, small, Capacity.parse("4:1"))
+    assert limit == 20 and note is not None and "capped at the 20 bytes" in note
+    assert resolve_fast_limit(mlp, cpu, Capacity.parse("4:1")) == (mlp.peak_live_bytes // 5, None)
+    assert resolve_fast_limit(mlp, cpu, Capacity.of_bytes(dram)) == (dram, None)
+    with pytest.raises(CapacityError, match=f"asked, but tier 'DRAM' .* holds {dram} bytes"):
+        fast_limit_bytes(mlp, cpu, Capacity.of_bytes(dram + 1))
 
 
 @pytest.mark.parametrize(

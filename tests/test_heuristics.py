@@ -101,6 +101,9 @@ def test_all_fast_and_all_slow_on_mlp(mlp: Graph) -> None:
     big = plan_all_fast(mlp, GPU)
     assert big.fast_limit_bytes == GPU.tiers[0].capacity_bytes  # the default: the real device
     assert fast.predicted_s < slow.predicted_s
+    tiny = replace(CPU, tiers=(replace(CPU.tiers[0], capacity_bytes=143), *CPU.tiers[1:]))
+    with pytest.raises(NoPlanError, match="tier 'DRAM' holds 143 bytes but the step needs 144"):
+        plan_all_fast(mlp, tiny)
 
 
 @pytest.mark.parametrize("limit", [1, 24, 44, 64, 76, 100, 144])

@@ -221,6 +221,16 @@ def test_fast_capacity_exceeded(gpu: Platform) -> None:
     assert "(1 over)" in v.errors[0]
 
 
+def test_fast_tier_checked_against_its_capacity_whatever_the_plan_says(gpu: Platform) -> None:
+    g = train_graph()
+    plan = gpu_offload_plan(g, gpu)
+    peak = validate(plan, g, gpu).fast_peak_bytes
+    small = replace(gpu, tiers=(replace(gpu.tiers[0], capacity_bytes=peak - 2), *gpu.tiers[1:]))
+    v = validate(replace(plan, fast_limit_bytes=10 * peak, platform=small.name), g, small)
+    assert not v.ok
+    assert v.errors[0].startswith(f"tier 'device' over its capacity of {peak - 2} bytes at")
+
+
 def test_weight_updated_in_fast_ends_stale_in_its_slow_initial_tier(cpu: Platform) -> None:
     g = train_graph()
     # w starts in PMM, is copied to DRAM for f1 and updated there by sgd: no write-back.
@@ -306,6 +316,16 @@ def test_initial_tiers_must_list_exactly_the_preexisting_tensors(gpu: Platform) 
     assert "initial_tiers lists tensor 'a', but its role 'activation'" in text
     # m's residency from kernel 0 is now unexplained
     assert "tensor 'm' appears in tier 'device' at kernel 0 ('f1')" in text
+
+
+def test_an_input_starts_in_one_tier_and_a_weight_may_start_in_two(cpu: Platform) -> None:
+    g = train_graph()
+    both = {"x": (0, 1), "w": (0, 1)}
+    plan = build(g, cpu, {}, initial=both)
+    text = errors_of(plan, g, cpu)
+    assert "input 'x' starts in 2 tiers (DRAM, PMM); an input starts in one" in text
+    assert text.count("tiers (DRAM, PMM)") == 1  # a weight may (it ends stale: another rule)
+    assert validate(build(g, cpu, {}), g, cpu).ok
 
 
 def test_initial_tier_without_a_range_from_kernel_0(gpu: Platform) -> None:

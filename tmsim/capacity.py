@@ -4,7 +4,8 @@ AutoTM states capacity as a PMM:DRAM ratio of the workload's footprint ("4:1": o
 the peak live bytes in DRAM); a user with a real machine states a size. :class:`Capacity`
 holds either, :meth:`Capacity.parse` reads every textual form the command line, sweep specs
 and figure configurations accept, and :func:`fast_limit_bytes` resolves it against a graph
-and a platform. Text forms:
+and a platform (a ratio that asks for more than the fastest tier holds is capped at its
+capacity, a size above it refused). Text forms:
 
 - a ratio ``"S:F"`` (slow to fast, both >= 0, F > 0): fast = peak live bytes x F / (S + F);
 - a size: an integer (``"1000000"``), a number in scientific notation (``"3e9"``), or a
@@ -142,10 +143,36 @@ def parse_bytes(text: str) -> int:
 def fast_limit_bytes(graph: Graph, platform: Platform, capacity: Capacity | None) -> int:
     """The fast-tier capacity to plan ``graph`` for on ``platform``: ``capacity`` resolved
     against the step's peak live bytes, or, with None, the capacity of the platform's fastest
-    tier."""
+    tier (see :func:`resolve_fast_limit` for what a capacity above the tier's becomes)."""
+    return resolve_fast_limit(graph, platform, capacity)[0]
+
+
+def resolve_fast_limit(
+    graph: Graph, platform: Platform, capacity: Capacity | None
+) -> tuple[int, str | None]:
+    """:func:`fast_limit_bytes` and a note saying how it was capped (None if it was not).
+
+    A ratio that asks for more than the fastest tier holds is capped at the tier's capacity;
+    a size above it is refused with :class:`CapacityError` (a size is what the user says the
+    machine has, so the platform contradicts it).
+    """
+    tier = platform.tiers[0]
+    real = int(tier.capacity_bytes)
     if capacity is None:
-        return int(platform.tiers[0].capacity_bytes)
-    return capacity.fast_bytes(graph.peak_live_bytes)
+        return real, None
+    asked = capacity.fast_bytes(graph.peak_live_bytes)
+    if asked <= real:
+        return asked, None
+    if capacity.ratio is None:
+        raise CapacityError(
+            f"fast memory of {asked} bytes asked, but tier {tier.name!r} of platform "
+            f"{platform.name!r} holds {real} bytes"
+        )
+    note = (
+        f"capacity {capacity} asks for {asked} bytes of fast memory; capped at the "
+        f"{real} bytes tier {tier.name!r} holds"
+    )
+    return real, note
 
 
 def tier_limits_bytes(graph: Graph, platform: Platform, capacity: Capacity | None) -> list[int]:
@@ -162,5 +189,6 @@ __all__ = [
     "CapacityError",
     "fast_limit_bytes",
     "parse_bytes",
+    "resolve_fast_limit",
     "tier_limits_bytes",
 ]

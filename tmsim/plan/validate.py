@@ -3,7 +3,7 @@ platform.
 
 :func:`validate` re-derives everything from the plan itself (residency ranges, moves, operand
 tiers, initial tiers) and shares nothing with any planner except the cost model's step-time
-rule (:func:`tmsim.planners.assemble.step_time_s`). It never raises for a bad plan: it returns a
+rule (:func:`tmsim.cost.step_time_s`). It never raises for a bad plan: it returns a
 :class:`Validation` listing what is wrong; :meth:`Validation.raise_if_invalid` turns that into
 a :class:`PlanError`.
 
@@ -27,7 +27,7 @@ from tmsim.intervals import occupancy
 from tmsim.plan.copies import check_validity
 from tmsim.plan.parse import Errors, Parsed, move_residency, parse_plan
 from tmsim.plan.values import Plan
-from tmsim.workload.graph import Graph
+from tmsim.workload.graph import PERSISTENT_ROLES, Graph
 
 #: Most errors a :class:`Validation` lists; one more line says how many were left out.
 MAX_ERRORS = 50
@@ -69,17 +69,17 @@ def validate(
     """Check ``plan`` against every rule of :mod:`tmsim.plan.values` for ``graph`` on ``platform``.
 
     ``cost`` is the cost model the plan's time was predicted with (default: the roofline
-    ``CostModel(graph, platform)``); it must be built for this graph and platform. Checks:
-    names; the shape of ``operand_tiers`` and known tensor and tier names everywhere;
-    initial tiers (exactly the pre-existing tensors); operands on tiers kernels may access;
-    residency ranges inside ``[0, K - 1]``, not overlapping, each start justified (producer,
-    initial tier at kernel 0, or a move into the tier there) and no produced tensor before its
-    producer; every operand resident in its tier at its kernel; moves (path, kernel, source
-    and destination resident when the move runs); copy validity (kernels and moves read only
-    valid copies; asynchronous data usable from the next kernel; in-place updates make other
-    copies stale); weights and optimizer state ending valid on each initial tier;
-    every tier's capacity at every kernel (the fastest tier's: the plan's
-    ``fast_limit_bytes``); the predicted time (relative :data:`TIME_RTOL`).
+    ``CostModel(graph, platform)``); it must be built for this graph and platform. Checks: names;
+    the shape of ``operand_tiers`` and known tensor and tier names everywhere; initial tiers
+    (exactly the pre-existing tensors, an input in one tier); operands on tiers kernels may access;
+    residency ranges inside ``[0, K - 1]``, not overlapping, each start justified (producer, initial
+    tier at kernel 0, or a move into the tier there) and no produced tensor before its producer;
+    every operand resident in its tier at its kernel; moves (path, kernel, source and destination
+    resident when the move runs); copy validity (kernels and moves read only valid copies;
+    asynchronous data usable from the next kernel; in-place updates make other copies stale);
+    weights and optimizer state ending valid on each initial tier; every tier's capacity at every
+    kernel (the fastest tier's: also the plan's ``fast_limit_bytes``); the predicted time (relative
+    :data:`TIME_RTOL`).
 
     Never raises for a bad plan (see :meth:`Validation.raise_if_invalid`); raises
     :class:`TmsimError` if ``cost`` was built for another graph or platform, and, when it
@@ -96,6 +96,7 @@ def validate(
     if plan.platform != platform.name:
         errors.add(f"plan is for platform {plan.platform!r}, not {platform.name!r}")
     parsed = parse_plan(plan, graph, platform, errors)
+    _check_inputs(plan, graph, errors)
     peak = _capacity(parsed, graph, plan.fast_limit_bytes, platform, errors)
     moved = int(graph.sizes_bytes[parsed.mv_tensor[parsed.mv_ok]].sum())
     if parsed.fatal:
@@ -140,19 +141,19 @@ def _kname(graph: Graph, k: int) -> str:
 
 def _capacity(p: Parsed, graph: Graph, limit: int, platform: Platform, errors: Errors) -> int:
     """Resident bytes of every tier at every kernel, by a difference array over its ranges,
-    against the tier's limit: ``limit`` for the fastest tier, the capacity for the others.
-    Returns the fastest tier's peak."""
+    against the tier's limit: the smaller of ``limit`` and its capacity for the fastest tier,
+    the capacity for the others. Returns the fastest tier's peak."""
     n_k = len(graph.kernels)
     fast_peak = 0
     for i, tier in enumerate(platform.tiers):
         on = p.rs_ok & (p.rs_tier == i)
         occ = occupancy(p.rs_first[on], p.rs_last[on], graph.sizes_bytes[p.rs_tensor[on]], n_k)
-        cap = limit if i == 0 else tier.capacity_bytes
+        cap = min(limit, tier.capacity_bytes) if i == 0 else tier.capacity_bytes
         over = np.flatnonzero(occ > cap)
         if over.size:
             k = int(over[0])
             worst = int(over[np.argmax(occ[over])])
-            what = "limit" if i == 0 else "capacity"
+            what = "limit" if cap < tier.capacity_bytes else "capacity"
             errors.add(
                 f"tier {tier.name!r} over its {what} of {cap} bytes at {over.size} kernel(s): "
                 f"first at {_kname(graph, k)} with {int(occ[k])} bytes ({int(occ[k]) - cap} "
@@ -161,6 +162,22 @@ def _capacity(p: Parsed, graph: Graph, limit: int, platform: Platform, errors: E
         if i == 0 and n_k:
             fast_peak = int(occ.max())
     return fast_peak
+
+
+def _check_inputs(plan: Plan, graph: Graph, errors: Errors) -> None:
+    """An input starts in one tier: a second copy would be a move nobody paid for (weights and
+    optimizer state may start in several, as the step leaves them where it found them)."""
+    for name, tiers in plan.initial_tiers.items():
+        if len(tiers) > 1:
+            try:
+                role = graph.tensor(name).role
+            except KeyError:
+                continue  # parse_plan names the unknown tensor
+            if role not in PERSISTENT_ROLES:
+                errors.add(
+                    f"input {name!r} starts in {len(tiers)} tiers ({', '.join(tiers)}); an "
+                    "input starts in one, and a copy in another is a move of the plan"
+                )
 
 
 def _check_access(p: Parsed, graph: Graph, platform: Platform, errors: Errors) -> None:

@@ -39,8 +39,11 @@ class PlanSettings:
     - ``window``: kernels either side of a user where asynchronous copies may run (>= 0);
     - ``lp_bound``: also solve the LP relaxation and report its bound;
     - ``warm_start``: start each formulation from the solution of the one it contains,
-      solved first (static: from the better of greedy and first-touch; async: from the sync
-      solution with its copies moved beside neighbouring kernels where that helps);
+      solved first (static: from the better of greedy and first-touch, on a GPU from
+      what kernels use on the device and the rest on the host; async: from the sync
+      solution with its copies moved beside neighbouring kernels where that helps). A
+      solve that a limit stops before it finds a solution of its own returns its start,
+      and says so in its status;
     - ``layout``: lay the fast-tier buffers out and, as AutoTM does, solve again with the
       limit lowered where the layout overflowed (without it only bytes are checked);
     - ``max_rounds``: most solves of that loop (>= 1);

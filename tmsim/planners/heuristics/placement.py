@@ -127,12 +127,20 @@ def plan_all_fast(graph: Graph, platform: Platform, settings: PlanSettings | Non
     """Every tensor in the fastest tier: the lower bound of the step time.
 
     Its ``fast_limit_bytes`` is the larger of the requested limit and the peak live bytes, so
-    the plan is valid whatever was asked. Raises :class:`TmsimError` if kernels cannot access
-    the fastest tier (a platform in 2LM cache mode).
+    the plan is valid whatever was asked, as long as the tier holds the step. Raises
+    :class:`TmsimError` if kernels cannot access the fastest tier (a platform in 2LM cache
+    mode), :class:`NoPlanError` if the step's peak live bytes exceed the tier's capacity.
     """
     opts = settings or PlanSettings()
     require_fast_access(platform, "all-fast")
     cost = CostModel(graph, platform)
+    fast = platform.tiers[0]
+    if graph.peak_live_bytes > fast.capacity_bytes:
+        raise NoPlanError(
+            f"all-fast: tier {fast.name!r} holds {fast.capacity_bytes} bytes but the step "
+            f"needs {graph.peak_live_bytes} at its peak, "
+            f"{graph.peak_live_bytes - fast.capacity_bytes} bytes more"
+        )
     limit = max(graph.peak_live_bytes, fast_limit_bytes(graph, platform, opts.capacity))
     tier = np.zeros(len(graph.tensors), dtype=np.int64)
     return _static_plan(cost, "all-fast", limit, tier, opts)

@@ -33,7 +33,14 @@ from tmsim.planners.assemble import check_operands_fit
 from tmsim.planners.milp.build import Model, build_model, extract_plan
 from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.milp.overlap import overlap_copies
-from tmsim.planners.milp.solve import has_solution, solve, solve_stats, solver_options
+from tmsim.planners.milp.solve import (
+    SolveStopped,
+    has_solution,
+    solve_stats,
+    solve_within,
+    solver_options,
+    start_stats,
+)
 from tmsim.planners.milp.starts import best_heuristic_tiers, lift, static_start
 from tmsim.planners.milp.states import MAX_TIERS
 from tmsim.planners.settings import PlanSettings
@@ -220,27 +227,34 @@ def _solve_formulation(
                 started = time.perf_counter()
                 start = overlap_copies(model, start, max(opts.window, 1))
                 build_total += time.perf_counter() - started
-        elif opts.warm_start and formulation is Formulation.STATIC and not gpu:
-            tiers = best_heuristic_tiers(cost, int(limits.min()))
+        elif opts.warm_start and formulation is Formulation.STATIC:
+            # on a GPU nothing moves in static: what kernels use stays on the device
+            used = np.zeros(len(cost.graph.tensors), dtype=np.int64)
+            used[cost.op_tensor] = 1
+            tiers = 1 - used if gpu else best_heuristic_tiers(cost, int(limits.min()))
             start = static_start(model, tiers) if tiers is not None else None
         else:
             start = None
         started = time.perf_counter()
+        stopped: SolveStopped | None = None
         try:
-            _solve(model, opts, formulation, limits, deadline, start)
+            solve_within(model, opts, formulation, limits, deadline, start)
+        except SolveStopped as exc:
+            stopped = exc  # without a solution of its own: its start is the plan, if any
         except TmsimError as exc:
             failure = exc
             break
         finally:
             solve_total += time.perf_counter() - started
-        stats = solve_stats(
-            model.problem,
-            opts.solver,
-            build_total,
-            solve_total,
-            model.variables,
-            model.constraints,
-        )
+        seconds = (build_total, solve_total)
+        if stopped is None:
+            size = (model.variables, model.constraints)
+            stats = solve_stats(model.problem, opts.solver, opts.node_limit, seconds, size)
+        elif start is not None:
+            stats = start_stats(model, start, opts.solver, stopped.status, seconds)
+        else:
+            failure = stopped
+            break
         plan = extract_plan(
             cost, model, formulation, opts.to_dict(), limit, replace(stats, rounds=rounds)
         )
@@ -300,41 +314,6 @@ def _relabel(
         stats=fallback,
     )
     return _Solved(plan, base.model, base.limits, build_s, solve_s)
-
-
-def _solve(
-    model: Model,
-    opts: PlanSettings,
-    formulation: Formulation,
-    limits: np.ndarray,
-    deadline: float | None,
-    start: np.ndarray | None,
-) -> None:
-    """Solve ``model`` in place from ``start`` within what is left of the time limit.
-
-    Raises :class:`InfeasibleError` if the solver proves there is no plan, and
-    :class:`TmsimError` if it stops without one (time limit, solver failure).
-    """
-    remaining = None if deadline is None else deadline - time.perf_counter()
-    if remaining is not None and remaining <= 0:
-        raise TmsimError(
-            f"the time limit of {opts.time_limit_s} s ran out before the {formulation} solve"
-        )
-    options = solver_options(opts.solver, opts.gap, remaining, opts.node_limit)
-    try:
-        solve(model, opts.solver, options, opts.verbose, start)
-    except cp.error.SolverError as exc:
-        raise TmsimError(f"solver {opts.solver} failed: {exc}") from None
-    if model.x.value is None or not has_solution(model.problem):
-        status = str(model.problem.status)
-        if status in (cp.INFEASIBLE, "infeasible_or_unbounded"):
-            raise InfeasibleError(
-                f"no {formulation} plan fits in {limits.min() / GB:.3f} GB of fast memory"
-            )
-        raise TmsimError(
-            f"solver {opts.solver} found no {formulation} plan (status {status}) within "
-            f"{opts.time_limit_s} s; raise the time limit or the gap"
-        )
 
 
 def _check_static_fits(graph: Graph, limit: int) -> None:

@@ -6,6 +6,7 @@ a larger formulation starts no worse than the smaller one ended."""
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,8 +17,12 @@ import numpy as np
 import numpy.typing as npt
 from cvxpy.settings import PARAM_PROB
 
+from tmsim.errors import InfeasibleError, TmsimError
 from tmsim.plan.values import SolverStats
 from tmsim.planners.milp.build import Model
+from tmsim.planners.settings import PlanSettings
+
+GB = 1e9
 
 
 def has_solution(problem: cp.Problem) -> bool:
@@ -32,18 +37,68 @@ def has_solution(problem: cp.Problem) -> bool:
     return bool(primal == 2) if primal is not None else status == cp.USER_LIMIT
 
 
+#: Status of a solve the wall-clock limit stopped: where it stops depends on the machine's load.
+TIME_LIMIT = "time_limit"
+#: Status of a solve the node limit stopped: a limit on work, the same on any load.
+NODE_LIMIT = "node_limit"
+#: Suffix of the status of a plan that is the solve's warm start: the solver found nothing
+#: better (or nothing at all) before a limit stopped it.
+FROM_START = " (its warm start)"
+
+
+def stop_status(problem: cp.Problem, node_limit: int | None) -> str:
+    """cvxpy's status of a solved problem, with its ``user_limit`` told apart: ``node_limit``
+    where the node count reached ``node_limit``, else ``time_limit`` (the only other limit
+    the planner sets)."""
+    status = str(problem.status)
+    if status != cp.USER_LIMIT:
+        return status
+    info = problem.solver_stats.extra_stats if problem.solver_stats else None
+    nodes = getattr(info, "mip_node_count", None)
+    if node_limit is not None and nodes is not None and nodes >= node_limit:
+        return NODE_LIMIT
+    return TIME_LIMIT
+
+
 def solve_stats(
     problem: cp.Problem,
     solver: str,
-    build_s: float,
-    solve_s: float,
-    variables: int,
-    constraints: int,
+    node_limit: int | None,
+    seconds: tuple[float, float],
+    size: tuple[int, int],
 ) -> SolverStats:
-    """Statistics of a solved problem; the bound is :func:`dual_bound`'s."""
-    status = str(problem.status)
-    objective = float(problem.value)
-    bound = dual_bound(problem)
+    """Statistics of a solved problem (status as :func:`stop_status` gives it, the bound
+    :func:`dual_bound`'s); ``seconds`` are (build, solve), ``size`` (variables, constraints)."""
+    return _stats(
+        problem, solver, stop_status(problem, node_limit), float(problem.value), seconds, size
+    )
+
+
+def start_stats(
+    model: Model,
+    start: BoolArray,
+    solver: str,
+    status: str,
+    seconds: tuple[float, float],
+) -> SolverStats:
+    """Set ``model``'s binaries to ``start`` and return its statistics: for a solve that a
+    limit (``status``) stopped before it had a solution of its own, so that its warm start is
+    the plan; the bound is the solver's where it has one."""
+    model.x.value = start.astype(np.float64)
+    size = (model.variables, model.constraints)
+    objective = model.objective(start)
+    return _stats(model.problem, solver, status + FROM_START, objective, seconds, size)
+
+
+def _stats(
+    problem: cp.Problem,
+    solver: str,
+    status: str,
+    objective: float,
+    seconds: tuple[float, float],
+    size: tuple[int, int],
+) -> SolverStats:
+    bound = dual_bound(problem) if problem.solver_stats is not None else math.nan
     if status == cp.OPTIMAL and math.isnan(bound):
         bound = objective
     finite = objective != 0 and math.isfinite(bound)
@@ -54,10 +109,10 @@ def solve_stats(
         objective=objective,
         bound=bound,
         gap=gap,
-        build_s=build_s,
-        solve_s=solve_s,
-        variables=variables,
-        constraints=constraints,
+        build_s=seconds[0],
+        solve_s=seconds[1],
+        variables=size[0],
+        constraints=size[1],
     )
 
 
@@ -101,6 +156,29 @@ def solver_options(
     return {}
 
 
+#: The releases (major, minor) whose internals the warm start has been tested with: it hands
+#: HiGHS its start through cvxpy's problem data (``var_id_to_col``) and the HiGHS interface's
+#: solver cache, neither of which is public API.
+WARM_START_TESTED = {"cvxpy": ((1, 9), (1, 9)), "highspy": ((1, 16), (1, 16))}
+
+
+def check_warm_start_versions(found: dict[str, str] | None = None) -> None:
+    """Raise :class:`TmsimError` unless the installed cvxpy and highspy (or ``found``, name to
+    version) are releases in :data:`WARM_START_TESTED`; the message says how to go on."""
+    from importlib.metadata import version
+
+    for name, (low, high) in WARM_START_TESTED.items():
+        text = (found or {}).get(name) or version(name)
+        parts = [int(p) for p in text.split(".")[:2] if p.isdigit()]
+        if len(parts) < 2 or not low <= (parts[0], parts[1]) <= high:
+            tested = f"{low[0]}.{low[1]}" + ("" if low == high else f" to {high[0]}.{high[1]}")
+            raise TmsimError(
+                f"MILP warm starts use internals of cvxpy and highspy tested with {name} "
+                f"{tested}.x, not {text}: install the tested versions (pip install -c "
+                "constraints.txt) or plan with warm_start=False"
+            )
+
+
 def solve(
     model: Model,
     solver: str,
@@ -118,6 +196,7 @@ def solve(
         with _quiet_inaccuracy():
             model.problem.solve(solver=solver, verbose=verbose, **options)
         return
+    check_warm_start_versions()
     import highspy
 
     data, chain, inverse = model.problem.get_problem_data(cp.HIGHS)
@@ -143,6 +222,55 @@ def solve(
         # optimal and stop; its solution's own objective then lies beyond the gap it claims
         with _quiet_inaccuracy():
             model.problem.solve(solver=solver, verbose=verbose, **options)
+
+
+class SolveStopped(TmsimError):
+    """A limit stopped a solve before it had a solution; ``status`` names the limit."""
+
+    def __init__(self, message: str, status: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def solve_within(
+    model: Model,
+    opts: PlanSettings,
+    formulation: str,
+    limits: npt.NDArray[np.int64],
+    deadline: float | None,
+    start: BoolArray | None,
+) -> None:
+    """Solve ``model`` in place from ``start`` with ``opts``, within what is left until
+    ``deadline`` (a ``time.perf_counter()`` reading, None for none).
+
+    Raises :class:`InfeasibleError` if the solver proves there is no plan (``limits``: the
+    fastest tier's per-kernel limits, for the message), :class:`SolveStopped` if a limit
+    stops it (or the deadline has passed) before it has a solution, and :class:`TmsimError`
+    if the solver fails.
+    """
+    remaining = None if deadline is None else deadline - time.perf_counter()
+    if remaining is not None and remaining <= 0:
+        raise SolveStopped(
+            f"the time limit of {opts.time_limit_s} s ran out before the {formulation} solve",
+            TIME_LIMIT,
+        )
+    options = solver_options(opts.solver, opts.gap, remaining, opts.node_limit)
+    try:
+        solve(model, opts.solver, options, opts.verbose, start)
+    except cp.error.SolverError as exc:
+        raise TmsimError(f"solver {opts.solver} failed: {exc}") from None
+    if model.x.value is None or not has_solution(model.problem):
+        status = str(model.problem.status)
+        if status in (cp.INFEASIBLE, "infeasible_or_unbounded"):
+            raise InfeasibleError(
+                f"no {formulation} plan fits in {limits.min() / GB:.3f} GB of fast memory"
+            )
+        stop = stop_status(model.problem, opts.node_limit)
+        raise SolveStopped(
+            f"solver {opts.solver} found no {formulation} plan (status {stop}) within "
+            f"{opts.time_limit_s} s and {opts.node_limit} nodes; raise the limits or the gap",
+            stop,
+        )
 
 
 def dual_bound(problem: cp.Problem) -> float:
