@@ -2,7 +2,10 @@
 memory mode, the unified-memory driver).
 
 Pure values (frozen dataclasses, SI units, the unit in every field name) and pure, numpy-
-vectorized cost functions; presets are TOML files under ``hwmodels/presets/``. The one mutable
+vectorized cost functions; presets are TOML files under ``hwmodels/presets/``. Every number
+of a value lies in a range (``hwmodels/_checks.py``: rates 1 to 1e21 per second, latencies at
+most 1 s, fractions of a peak at least 1e-6, ...) that keeps every time the models give
+finite for any graph of fewer than 2**62 bytes and 2**62 FLOPs. The one mutable
 object is :class:`CacheState`, the explicit state of the 2LM cache simulator.
 """
 

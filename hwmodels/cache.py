@@ -20,7 +20,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hwmodels._checks import finite_nonnegative, positive_int
+from hwmodels._checks import (
+    BYTES,
+    COUNT,
+    LATENCY,
+    MAX_BYTES,
+    byte_size,
+    count,
+    latency,
+    power_of_two,
+    shown,
+)
 from hwmodels.errors import HardwareModelError
 
 #: The fields a cache shares with :class:`hwmodels.memory_mode.MemoryMode`: line and policies.
@@ -30,21 +40,28 @@ LINE_FIELDS = ("line_bytes", "associativity", "write_back", "write_allocate", "m
 def check_line_fields(where: str, value: object) -> None:
     """Check the :data:`LINE_FIELDS` of ``value`` (a :class:`DramCache` or a ``MemoryMode``).
 
-    ``line_bytes`` and ``associativity`` must be positive integers, ``write_back`` and
-    ``write_allocate`` booleans, ``miss_latency_s`` a finite number >= 0. Raises
-    :class:`HardwareModelError` as ``where: field ...`` for the first bad one.
+    ``line_bytes`` must be a power of two of at most 2**62 (every cache picks a line's set by
+    address bits, and Cascade Lake's 2LM line is 64 B), ``associativity`` an integer of 1 to
+    2**24, ``write_back`` and ``write_allocate`` booleans, ``miss_latency_s`` a number of 0 to
+    1 s. Raises :class:`HardwareModelError` as ``where: field ...`` for the first bad one.
     """
     fields = {name: getattr(value, name) for name in LINE_FIELDS}
-    for name in ("line_bytes", "associativity"):
-        if not positive_int(fields[name]):
-            raise HardwareModelError(
-                f"{where}: {name} must be a positive integer, got {fields[name]!r}"
-            )
+    line = fields["line_bytes"]
+    if not (power_of_two(line) and line <= MAX_BYTES):
+        raise HardwareModelError(
+            f"{where}: line_bytes must be a power of two of at most 2**62, got {shown(line)}"
+        )
+    if not count(fields["associativity"]):
+        raise HardwareModelError(
+            f"{where}: associativity must be {COUNT}, got {shown(fields['associativity'])}"
+        )
     for name in ("write_back", "write_allocate"):
         if not isinstance(fields[name], bool):
             raise HardwareModelError(f"{where}: {name} must be true or false")
-    if not finite_nonnegative(fields["miss_latency_s"]):
-        raise HardwareModelError(f"{where}: miss_latency_s must be a finite number >= 0")
+    if not latency(fields["miss_latency_s"]):
+        raise HardwareModelError(
+            f"{where}: miss_latency_s must be {LATENCY}, got {shown(fields['miss_latency_s'])}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,14 +69,15 @@ class DramCache:
     """A hardware-managed cache of ``backing_tier`` held in ``cache_tier``.
 
     - ``capacity_bytes``: bytes of ``cache_tier`` used as cache; a positive multiple of
-      ``line_bytes * associativity``.
-    - ``line_bytes``: the cache line (64 B on Cascade Lake).
+      ``line_bytes * associativity``, at most 2**62.
+    - ``line_bytes``: the cache line, a power of two (64 B on Cascade Lake).
     - ``associativity``: ways per set; 1 (direct-mapped, the default and Cascade Lake's) or
-      more, with least-recently-used replacement.
+      more (up to 2**24), with least-recently-used replacement.
     - ``write_back``: dirty lines are written to the backing tier only when evicted (True), or
       every write also goes to the backing tier (False, write-through).
     - ``write_allocate``: a write miss installs the line (True) or bypasses the cache (False).
-    - ``miss_latency_s``: latency a miss adds over a direct access to the backing tier (>= 0).
+    - ``miss_latency_s``: latency a miss adds over a direct access to the backing tier (0 to
+      1 s).
     - ``source``: where the numbers come from.
 
     Raises :class:`HardwareModelError` naming the field if a value is bad.
@@ -83,9 +101,9 @@ class DramCache:
                 raise HardwareModelError(f"{where}: {name} must be a non-empty tier name")
         if self.cache_tier == self.backing_tier:
             raise HardwareModelError(f"{where}: cache_tier and backing_tier are the same tier")
-        if not positive_int(self.capacity_bytes):
+        if not byte_size(self.capacity_bytes):
             raise HardwareModelError(
-                f"{where}: capacity_bytes must be a positive integer, got {self.capacity_bytes!r}"
+                f"{where}: capacity_bytes must be {BYTES}, got {shown(self.capacity_bytes)}"
             )
         check_line_fields(where, self)
         if self.capacity_bytes % (self.line_bytes * self.associativity):
@@ -105,7 +123,7 @@ class DramCache:
         A block must be a positive multiple of ``line_bytes`` and divide
         ``capacity_bytes / associativity``. Raises :class:`HardwareModelError` otherwise.
         """
-        if not positive_int(block_bytes) or block_bytes % self.line_bytes:
+        if not byte_size(block_bytes) or block_bytes % self.line_bytes:
             raise HardwareModelError(
                 f"cache: block_bytes must be a positive multiple of line_bytes "
                 f"{self.line_bytes}, got {block_bytes!r}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from hwmodels._checks import finite_nonnegative, finite_positive, is_number, positive_int
+from hwmodels._checks import COUNT, FRACTION, LATENCY, RATE, count, fraction, latency, rate, shown
 from hwmodels.errors import HardwareModelError
 
 
@@ -75,7 +75,8 @@ def canonical_dtype(dtype: str) -> str:
 class ClassEfficiency:
     """Fractions of peak an op class reaches: ``compute`` of FLOP/s, ``memory`` of bandwidth.
 
-    Both in (0, 1]. Raises :class:`HardwareModelError` otherwise.
+    Both in [1e-6, 1] (a smaller fraction would let a time grow past any bound,
+    :mod:`hwmodels._checks`). Raises :class:`HardwareModelError` otherwise.
     """
 
     op_class: OpClass
@@ -85,10 +86,10 @@ class ClassEfficiency:
     def __post_init__(self) -> None:
         for name in ("compute", "memory"):
             value = getattr(self, name)
-            if not (is_number(value) and 0 < value <= 1):
+            if not fraction(value):
                 raise HardwareModelError(
-                    f"compute efficiency {self.op_class.value}: {name} must lie in (0, 1], "
-                    f"got {value!r}"
+                    f"compute efficiency {self.op_class.value}: {name} must be {FRACTION}, "
+                    f"got {shown(value)}"
                 )
 
 
@@ -97,14 +98,15 @@ class Compute:
     """A compute device.
 
     - ``peak_flop_per_s``: ``(dtype, FLOP/s)`` pairs, dtypes in canonical spelling
-      (:func:`canonical_dtype`); each peak > 0, no dtype twice.
+      (:func:`canonical_dtype`); each peak 1 to 1e21 FLOP/s, no dtype twice.
     - ``efficiencies``: one :class:`ClassEfficiency` for every :class:`OpClass`.
-    - ``launch_overhead_s``: fixed time added to every kernel (>= 0).
+    - ``launch_overhead_s``: fixed time added to every kernel (0 to 1 s).
     - ``cores``: cores (CPU) or streaming multiprocessors (GPU) a kernel runs on; a kernel
-      presents this many concurrent writers to a memory tier (>= 1).
+      presents this many concurrent writers to a memory tier (1 to 2**24).
     - ``source``: where the numbers come from.
 
-    Raises :class:`HardwareModelError` naming the field if a value is bad.
+    Raises :class:`HardwareModelError` naming the field if a value is bad or outside its range
+    (the ranges keep every time finite, :mod:`hwmodels._checks`).
     """
 
     name: str
@@ -127,9 +129,9 @@ class Compute:
             if dtype in seen:
                 raise HardwareModelError(f"{where}: dtype {dtype!r} listed twice")
             seen.add(dtype)
-            if not finite_positive(peak):
+            if not rate(peak):
                 raise HardwareModelError(
-                    f"{where}: peak_flop_per_s[{dtype}] must be a finite number > 0, got {peak!r}"
+                    f"{where}: peak_flop_per_s[{dtype}] must be {RATE}, got {shown(peak)}"
                 )
         classes = [e.op_class for e in self.efficiencies]
         missing = [c.value for c in OpClass if c not in classes]
@@ -139,13 +141,12 @@ class Compute:
                 f"({', '.join(c.value for c in OpClass)}); missing {missing or 'none'}, "
                 f"given {[c.value for c in classes]}"
             )
-        if not finite_nonnegative(self.launch_overhead_s):
+        if not latency(self.launch_overhead_s):
             raise HardwareModelError(
-                f"{where}: launch_overhead_s must be a finite number >= 0, "
-                f"got {self.launch_overhead_s!r}"
+                f"{where}: launch_overhead_s must be {LATENCY}, got {shown(self.launch_overhead_s)}"
             )
-        if not positive_int(self.cores):
-            raise HardwareModelError(f"{where}: cores must be an integer >= 1, got {self.cores!r}")
+        if not count(self.cores):
+            raise HardwareModelError(f"{where}: cores must be {COUNT}, got {shown(self.cores)}")
 
     @property
     def dtypes(self) -> tuple[str, ...]:

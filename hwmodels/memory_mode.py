@@ -30,9 +30,10 @@ class MemoryMode:
     """How a platform's fastest addressable tier acts as a hardware cache of the next tier.
 
     The fields mean what they mean on :class:`DramCache`, which holds them once a capacity is
-    chosen: ``line_bytes`` (> 0), ``associativity`` (ways per set, > 0; 1 is direct-mapped),
-    ``write_back``, ``write_allocate``, ``miss_latency_s`` (latency a miss adds over a direct
-    access to the backing tier, seconds, >= 0) and ``source`` (where the numbers come from).
+    chosen: ``line_bytes`` (a power of two), ``associativity`` (ways per set, 1 to 2**24; 1 is
+    direct-mapped), ``write_back``, ``write_allocate``, ``miss_latency_s`` (latency a miss adds
+    over a direct access to the backing tier, 0 to 1 s) and ``source`` (where the numbers come
+    from).
     The defaults are :class:`DramCache`'s.
 
     Raises :class:`HardwareModelError` as ``memory_mode: <field> ...`` if a value is bad.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hwmodels._checks import finite_positive, positive_int
+from hwmodels._checks import COUNT, RATE, count, rate, shown
 from hwmodels.errors import HardwareModelError
 
 
@@ -15,15 +15,16 @@ class CopyPath:
     - ``sync_bw_bytes_per_s``: rate of a blocking copy that has the machine to itself (all
       cores copying between kernels on a CPU; a DMA the host waits for on a GPU). > 0.
     - ``async_bw_bytes_per_s``: rate of one copy running beside a kernel (a helper thread on a
-      CPU, a copy engine on a GPU). > 0.
+      CPU, a copy engine on a GPU), bytes/s, 1 to 1e21.
     - ``copy_engines``: how many asynchronous copies in this direction may be in flight at once
-      (copy engines or helper threads); they share the path's asynchronous rate. >= 1.
+      (copy engines or helper threads); they share the path's asynchronous rate. 1 to 2**24.
     - ``duplex``: whether a copy in this direction runs at full rate while a copy in the
       reverse direction runs (separate engines on a full-duplex link). When False, the two
       directions share the engines and one copy runs at a time.
     - ``source``: where the numbers come from.
 
-    Raises :class:`HardwareModelError` naming the path and the field if a value is bad.
+    Raises :class:`HardwareModelError` naming the path and the field if a value is bad or
+    outside its range (the ranges keep every time finite, :mod:`hwmodels._checks`).
     """
 
     src: str
@@ -44,13 +45,11 @@ class CopyPath:
             raise HardwareModelError(f"{where}: source and destination are the same tier")
         for name in ("sync_bw_bytes_per_s", "async_bw_bytes_per_s"):
             value = getattr(self, name)
-            if not finite_positive(value):
-                raise HardwareModelError(
-                    f"{where}: {name} must be a finite number > 0, got {value!r}"
-                )
-        if not positive_int(self.copy_engines):
+            if not rate(value):
+                raise HardwareModelError(f"{where}: {name} must be {RATE}, got {shown(value)}")
+        if not count(self.copy_engines):
             raise HardwareModelError(
-                f"{where}: copy_engines must be an integer >= 1, got {self.copy_engines!r}"
+                f"{where}: copy_engines must be {COUNT}, got {shown(self.copy_engines)}"
             )
         if not isinstance(self.duplex, bool):
             raise HardwareModelError(f"{where}: duplex must be true or false, got {self.duplex!r}")

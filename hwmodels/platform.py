@@ -22,7 +22,10 @@ class Platform:
     - ``compute``: the compute device.
     - ``copy_paths``: directed copy paths between tiers (at most one per ordered pair).
     - ``kernel_tiers``: names of the tiers kernels may read and write directly (every tier on
-      a CPU with PMM; only device memory on a GPU; only the backing tier in 2LM mode).
+      a CPU with PMM; only device memory on a GPU; only the backing tier in 2LM mode). They
+      must include the fastest addressable tier: that is the tier a capacity ratio limits and
+      every planner fills first, and only a hardware cache (memory mode) may hide the fastest
+      tier from kernels, which then reach the tier it caches.
     - ``cache``: with a :class:`DramCache`, the cache tier is hidden from software (memory
       mode): it is neither a kernel tier nor a copy endpoint, and all data lives in the
       backing tier.
@@ -48,9 +51,9 @@ class Platform:
     Raises :class:`HardwareModelError` for: no tiers; duplicate tier names; tiers not ordered
     fastest first; a copy path, kernel tier or cache naming an unknown tier; two copy paths for
     the same ordered pair; the two directions of a pair disagreeing on ``duplex``; no kernel
-    tier; a cache larger than its tier, or whose tier is visible to kernels or copies; a
-    ``memory_mode`` or ``unified_memory`` of the wrong type, or a memory mode on a platform of
-    one tier.
+    tier; kernels that cannot reach the fastest addressable tier; a cache larger than its
+    tier, or whose tier is visible to kernels or copies; a ``memory_mode`` or
+    ``unified_memory`` of the wrong type, or a memory mode on a platform of one tier.
     """
 
     name: str
@@ -111,6 +114,13 @@ class Platform:
             raise HardwareModelError(f"{where}: kernel_tiers lists a tier twice")
         if self.cache is not None:
             self._check_cache(where, known)
+        fastest = self.addressable_tiers[0].name
+        if fastest not in self.kernel_tiers:
+            raise HardwareModelError(
+                f"{where}: kernels cannot reach the fastest tier {fastest!r} (kernel_tiers: "
+                f"{', '.join(self.kernel_tiers)}); list it in kernel_tiers (only a hardware "
+                "cache in memory mode may hide the fastest tier from kernels)"
+            )
         grouped: set[str] = set()
         for group in self.shared_controllers:
             if len(set(group)) < 2:
@@ -216,6 +226,14 @@ class Platform:
     def kernel_tier_mask(self) -> tuple[bool, ...]:
         """For each tier (fastest first), whether kernels may access it directly."""
         return tuple(t.name in self.kernel_tiers for t in self.tiers)
+
+    def with_tier_capacity(self, name: str, capacity_bytes: int) -> Platform:
+        """This platform with tier ``name`` holding ``capacity_bytes``, all else equal (the
+        name too). Pure. Raises :class:`HardwareModelError` for an unknown tier or a capacity
+        the tier may not have."""
+        i = self.tier_index(name)
+        tier = replace(self.tiers[i], capacity_bytes=capacity_bytes)
+        return replace(self, tiers=(*self.tiers[:i], tier, *self.tiers[i + 1 :]))
 
     def in_memory_mode(self, cache_bytes: int) -> Platform:
         """This platform in memory mode with a cache of ``cache_bytes``

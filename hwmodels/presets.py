@@ -5,6 +5,7 @@ from __future__ import annotations
 import tomllib
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import tomli_w
 
@@ -32,13 +33,28 @@ def platform_from_toml(text: str, origin: str) -> Platform:
     """Parse TOML ``text`` into a :class:`Platform`; ``origin`` names the file in errors.
 
     Raises :class:`HardwareModelError` (one line: ``origin: place: problem``) if the text is
-    not TOML or does not describe a valid platform.
+    not TOML (an integer of more digits than Python converts and nesting deeper than the parser
+    follows count as not TOML) or does not describe a valid platform.
     """
+    return platform_from_dict(parse_toml(text, origin), origin)
+
+
+def parse_toml(text: str, origin: str) -> dict[str, Any]:
+    """The TOML document ``text``; raises :class:`HardwareModelError` naming ``origin`` in one
+    line for text that is not TOML, an integer of more than 4300 digits (which Python will not
+    convert) or arrays and tables nested deeper than the parser follows."""
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise HardwareModelError(f"{origin}: not valid TOML: {exc}") from None
-    return platform_from_dict(data, origin)
+    except ValueError:
+        raise HardwareModelError(
+            f"{origin}: not valid TOML: an integer with too many digits"
+        ) from None
+    except RecursionError:
+        raise HardwareModelError(
+            f"{origin}: not valid TOML: arrays or tables nested too deeply"
+        ) from None
 
 
 def load_preset(name: str) -> Platform:

@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from hwmodels._checks import is_number
+from hwmodels._checks import is_number, shown
 from hwmodels.errors import HardwareModelError
 
 #: Unit suffixes accepted in keys, with their factor to SI.
@@ -87,15 +87,22 @@ class Table:
         return int(value)
 
     def number(self, key: str, *, low: float = 0.0, strict: bool = False) -> float:
+        """A finite number > ``low`` (``strict``) or >= ``low``, as a float; an integer too
+        large for a float fails like an infinity."""
         value = self.get(key)
         if not is_number(value):
             self.fail(f"{key} must be a number, got {type_name(value)}")
-        ok = math.isfinite(value) and (value > low if strict else value >= low)
+        try:
+            result = float(value)
+        except OverflowError:
+            result = math.inf if value > 0 else -math.inf
+        ok = math.isfinite(result) and (result > low if strict else result >= low)
         if not ok:
             self.fail(
-                f"{key} must be a finite number {'>' if strict else '>='} {low:g}, got {value}"
+                f"{key} must be a finite number {'>' if strict else '>='} {low:g}, "
+                f"got {shown(value)}"
             )
-        return float(value)
+        return result
 
     def fraction(self, key: str) -> float:
         """A number in (0, 1]."""
@@ -112,12 +119,16 @@ class Table:
         strict: bool = True,
         default: float | None = None,
     ) -> float:
-        """The value of ``base`` given as ``base_<unit>``, in SI (> 0, or >= 0 if not strict)."""
+        """The value of ``base`` given as ``base_<unit>``, in SI (> 0, or >= 0 if not strict);
+        fails if it is not finite in SI either."""
         key = self._unit_key(base, units, default is not None)
         if key is None:
             assert default is not None
             return default
-        return self.number(key, strict=strict) * units[key[len(base) + 1 :]]
+        value = self.number(key, strict=strict) * units[key[len(base) + 1 :]]
+        if not math.isfinite(value):
+            self.fail(f"{key} = {self.data[key]!r} is out of range (not finite in SI units)")
+        return value
 
     def _unit_key(self, base: str, units: Mapping[str, float], optional: bool) -> str | None:
         """The one ``base_<unit>`` key present (None if absent and ``optional``)."""
@@ -145,12 +156,14 @@ class Table:
         if key is None:
             assert default is not None
             return default
-        self.number(key, strict=True)  # type and sign checks
+        self.number(key, strict=True)  # type, sign and range checks
         raw = self.data[key]
         factor = BYTES[key[len(base) + 1 :]]
         if isinstance(raw, int):
             return raw * factor
         value = raw * factor
+        if not math.isfinite(value):
+            self.fail(f"{key} = {raw!r} is out of range (not finite in bytes)")
         if value != int(value):
             self.fail(f"{base} is not a whole number of bytes ({value})")
         return int(value)

@@ -27,10 +27,18 @@ import numpy as np
 import numpy.typing as npt
 
 from hwmodels._checks import (
-    finite_nonnegative,
-    finite_positive,
-    nonnegative_int,
-    positive_int,
+    BYTES,
+    FACTOR,
+    LATENCY,
+    MAX_FACTOR,
+    RATE,
+    byte_size,
+    count,
+    factor,
+    in_range,
+    latency,
+    rate,
+    shown,
 )
 from hwmodels.errors import HardwareModelError
 
@@ -59,8 +67,9 @@ class Interference:
     - ``write_falloff_onset_writers`` (>= 0): number of writers up to which the peak write
       bandwidth holds.
 
-    The default is no interference. Raises :class:`HardwareModelError` if a field is negative,
-    not finite, or the exponent is not positive.
+    The default is no interference. Raises :class:`HardwareModelError` if a field lies outside
+    its range (:mod:`hwmodels._checks`): the penalty and the falloff in [0, 1e6], the exponent
+    in (0, 1e6], the onset an integer in [0, 2**24].
     """
 
     mix_penalty: float = 0.0
@@ -73,27 +82,19 @@ class Interference:
 
     def validate(self, where: str) -> None:
         """Raise :class:`HardwareModelError` naming ``where`` and the field if a value is bad."""
+        for name in ("mix_penalty", "write_falloff_per_writer"):
+            value = getattr(self, name)
+            _require(factor(value), where, f"{name} must be {FACTOR}, got {shown(value)}")
         _require(
-            finite_nonnegative(self.mix_penalty),
+            in_range(self.mix_exponent, 0.0, MAX_FACTOR) and self.mix_exponent > 0,
             where,
-            f"mix_penalty must be a finite number >= 0, got {self.mix_penalty!r}",
+            f"mix_exponent must be a number > 0 and at most 1e6, got {shown(self.mix_exponent)}",
         )
         _require(
-            finite_positive(self.mix_exponent),
+            count(self.write_falloff_onset_writers, minimum=0),
             where,
-            f"mix_exponent must be a finite number > 0, got {self.mix_exponent!r}",
-        )
-        _require(
-            finite_nonnegative(self.write_falloff_per_writer),
-            where,
-            "write_falloff_per_writer must be a finite number >= 0, "
-            f"got {self.write_falloff_per_writer!r}",
-        )
-        _require(
-            nonnegative_int(self.write_falloff_onset_writers),
-            where,
-            "write_falloff_onset_writers must be an integer >= 0, "
-            f"got {self.write_falloff_onset_writers!r}",
+            "write_falloff_onset_writers must be an integer of 0 to 2**24, "
+            f"got {shown(self.write_falloff_onset_writers)}",
         )
 
     def mix_factor(self, read_fraction: ArrayLike) -> FloatArray:
@@ -125,19 +126,21 @@ class Interference:
 class MemoryTier:
     """One memory tier. SI units: bytes, bytes per second, seconds.
 
-    - ``capacity_bytes``: usable capacity (> 0).
+    - ``capacity_bytes``: usable capacity (an integer of 1 to 2**62).
     - ``read_bw_bytes_per_s``, ``write_bw_bytes_per_s``: peak sequential bandwidth the device
-      sustains with enough threads (> 0); for writes, the peak before the many-writer falloff.
-    - ``read_latency_s``, ``write_latency_s``: idle latency of one access (>= 0); a copy out
+      sustains with enough threads (1 to 1e21); for writes, the peak before the many-writer
+      falloff.
+    - ``read_latency_s``, ``write_latency_s``: idle latency of one access (0 to 1 s); a copy out
       of the tier waits its read latency, a copy into it its write latency, before its bytes
       flow (:meth:`hwmodels.platform.Platform.copy_latency_s`). Kernels stream: the roofline
       ignores latency.
     - ``access_granularity_bytes``: the device's internal access size (64 B for DRAM, 256 B
-      for Optane's XPLine); a smaller access still costs a whole granule (>= 1).
+      for Optane's XPLine); a smaller access still costs a whole granule (1 to 2**62).
     - ``interference``: the read/write mix and many-writer model.
     - ``source``: where the numbers come from (free text, kept with the value).
 
-    Raises :class:`HardwareModelError` naming the tier and the field if a value is bad.
+    Raises :class:`HardwareModelError` naming the tier and the field if a value is bad or
+    outside its range (the ranges keep every time finite, :mod:`hwmodels._checks`).
     """
 
     name: str
@@ -157,29 +160,15 @@ class MemoryTier:
             f"name must be a non-empty string, got {self.name!r}",
         )
         where = f"tier {self.name!r}"
-        _require(
-            positive_int(self.capacity_bytes),
-            where,
-            f"capacity_bytes must be a positive integer, got {self.capacity_bytes!r}",
-        )
+        for name in ("capacity_bytes", "access_granularity_bytes"):
+            value = getattr(self, name)
+            _require(byte_size(value), where, f"{name} must be {BYTES}, got {shown(value)}")
         for name in ("read_bw_bytes_per_s", "write_bw_bytes_per_s"):
             value = getattr(self, name)
-            _require(
-                finite_positive(value), where, f"{name} must be a finite number > 0, got {value!r}"
-            )
+            _require(rate(value), where, f"{name} must be {RATE}, got {shown(value)}")
         for name in ("read_latency_s", "write_latency_s"):
             value = getattr(self, name)
-            _require(
-                finite_nonnegative(value),
-                where,
-                f"{name} must be a finite number >= 0, got {value!r}",
-            )
-        _require(
-            positive_int(self.access_granularity_bytes),
-            where,
-            "access_granularity_bytes must be a positive integer, "
-            f"got {self.access_granularity_bytes!r}",
-        )
+            _require(latency(value), where, f"{name} must be {LATENCY}, got {shown(value)}")
         _require(
             isinstance(self.interference, Interference),
             where,

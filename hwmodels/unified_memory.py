@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hwmodels._checks import finite_nonnegative, finite_positive, positive_int
+from hwmodels._checks import BYTES, FRACTION, LATENCY, byte_size, fraction, latency, shown
 from hwmodels.errors import HardwareModelError
 
 #: Eviction orders :attr:`UnifiedMemory.policy` may name.
@@ -50,11 +50,11 @@ POLICIES = ("lru", "fifo")
 class UnifiedMemory:
     """How the unified-memory driver behaves; defaults and their sources in the module doc.
 
-    - ``page_bytes``: migration and eviction granularity (bytes, a positive integer);
-    - ``fault_s``: fault-handling stall per page faulted in (seconds, finite, >= 0);
+    - ``page_bytes``: migration and eviction granularity (bytes, an integer of 1 to 2**62);
+    - ``fault_s``: fault-handling stall per page faulted in (seconds, 0 to 1);
     - ``migration_bw_fraction``: migration rate as a fraction of the copy path's synchronous
-      rate, in (0, 1];
-    - ``eviction_s``: handling time per evicted page, beside its copy (seconds, finite, >= 0);
+      rate, in [1e-6, 1];
+    - ``eviction_s``: handling time per evicted page, beside its copy (seconds, 0 to 1);
     - ``writeback_clean``: whether an evicted page is copied to the host even when the host
       holds a valid copy of its tensor;
     - ``policy``: eviction order, one of :data:`POLICIES` (``"lru"``: the tensor a kernel
@@ -63,7 +63,8 @@ class UnifiedMemory:
     - ``alloc_fault``: whether a page allocated on the device at first touch costs ``fault_s``;
     - ``source``: where the numbers come from.
 
-    Raises :class:`HardwareModelError` as ``unified_memory: <field> ...`` if a value is bad.
+    Raises :class:`HardwareModelError` as ``unified_memory: <field> ...`` if a value is bad or
+    outside its range (the ranges keep every time finite, :mod:`hwmodels._checks`).
     """
 
     page_bytes: int = 2 * 2**20
@@ -77,20 +78,18 @@ class UnifiedMemory:
 
     def __post_init__(self) -> None:
         where = "unified_memory"
-        if not positive_int(self.page_bytes):
+        if not byte_size(self.page_bytes):
             raise HardwareModelError(
-                f"{where}: page_bytes must be a positive integer, got {self.page_bytes!r}"
+                f"{where}: page_bytes must be {BYTES}, got {shown(self.page_bytes)}"
             )
         for name in ("fault_s", "eviction_s"):
             value = getattr(self, name)
-            if not finite_nonnegative(value):
-                raise HardwareModelError(
-                    f"{where}: {name} must be a finite number >= 0, got {value!r}"
-                )
-        fraction = self.migration_bw_fraction
-        if not (finite_positive(fraction) and fraction <= 1):
+            if not latency(value):
+                raise HardwareModelError(f"{where}: {name} must be {LATENCY}, got {shown(value)}")
+        share = self.migration_bw_fraction
+        if not fraction(share):
             raise HardwareModelError(
-                f"{where}: migration_bw_fraction must lie in (0, 1], got {fraction!r}"
+                f"{where}: migration_bw_fraction must be {FRACTION}, got {shown(share)}"
             )
         for name in ("writeback_clean", "alloc_fault"):
             if not isinstance(getattr(self, name), bool):

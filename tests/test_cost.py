@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -106,3 +107,42 @@ def test_bad_measured_tables(mlp: Graph, tmp_path: Path, text: str, message: str
     with pytest.raises(TmsimError) as info:
         load_measured(csv, mlp, CPU)
     assert message in str(info.value) and str(csv) in str(info.value)
+
+
+def _bypassing_checks(platform: object, path: tuple[str | int, ...], value: float) -> None:
+    """Set a field of a frozen hardware value the way no validated constructor would."""
+    node = platform
+    for key in path[:-1]:
+        node = node[key] if isinstance(key, int) else getattr(node, key)  # type: ignore[index]
+    object.__setattr__(node, str(path[-1]), value)
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        (("tiers", 1, "read_bw_bytes_per_s"), "reading a byte on tier 'PMM' on platform"),
+        (("tiers", 0, "write_bw_bytes_per_s"), "writing a byte on tier 'DRAM' on platform"),
+        (("compute", "launch_overhead_s"), "the launch overhead on platform"),
+        (("compute", "efficiencies", 1, "compute"), "kernel 'fc1': its compute time on"),
+    ],
+)
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_times_that_would_not_be_finite_are_refused_naming_the_kernel(
+    mlp: Graph, path: tuple[str | int, ...], message: str
+) -> None:
+    platform = load_preset("cascadelake-optane")  # a fresh copy: its values get broken here
+    value = 0.0 if path[-1] == "compute" else (math.inf if "launch" in path[-1] else 5e-324)
+    _bypassing_checks(platform, path, value)
+    with pytest.raises(TmsimError, match=message) as info:
+        CostModel(mlp, platform)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_moves_that_would_not_be_finite_are_refused_naming_the_tensor(mlp: Graph) -> None:
+    platform = load_preset("cascadelake-optane")
+    _bypassing_checks(platform, ("copy_paths", 1, "sync_bw_bytes_per_s"), 5e-324)  # DRAM->PMM
+    cost = CostModel(mlp, platform)
+    with pytest.raises(TmsimError, match="tensor 'x': a sync copy from 'DRAM' to 'PMM'"):
+        cost.move_s(0, 1, "sync")
+    assert np.all(np.isfinite(cost.move_s(0, 1, "async")))

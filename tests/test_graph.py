@@ -162,6 +162,48 @@ B = Tensor("b", 4, Role.ACTIVATION)
             "tensor 'b': role 'activation' but no kernel produces it",
         ),
         ([A, B], [Kernel("k", "op", ("a",), ("b", "b"), F)], "kernel 'k': lists an output twice"),
+        # sizes and FLOPs under the bound of 2**62 in all, checked in Python integers
+        (
+            [Tensor("a", 2**62, Role.INPUT, "uint8")],
+            [Kernel("k", "op", ("a",), (), F)],
+            "tensor 'a': size_bytes 4611686018427387904 is not below the bound of 2**62",
+        ),
+        (
+            [Tensor("a", 10**400, Role.INPUT, "uint8")],
+            [Kernel("k", "op", ("a",), (), F)],
+            "tensor 'a': size_bytes about 2**1328 is not below the bound",
+        ),
+        (
+            [Tensor("a", 2**61, Role.INPUT, "uint8"), Tensor("b", 2**61, Role.INPUT, "uint8")],
+            [Kernel("k", "op", ("a", "b"), (), F)],
+            "tensor 'b': brings the graph's bytes to 4611686018427387904, not below the bound",
+        ),
+        (
+            [A],
+            [Kernel("k", "op", ("a",), (), F, 2**62)],
+            "kernel 'k': flops 4611686018427387904 is not below the bound of 2**62 FLOPs",
+        ),
+        (
+            [A],
+            [Kernel("k", "op", ("a",), (), F, 2**61), Kernel("j", "op", ("a",), (), F, 2**61)],
+            "kernel 'j': brings the graph's FLOPs to 4611686018427387904, not below the bound",
+        ),
+        (
+            [A],
+            [Kernel("k", "op", ("a",), (), F, True)],
+            "kernel 'k': flops must be a non-negative integer, got True",
+        ),  # type: ignore[arg-type]
+        (
+            # 2**32 x (2**32 + 1) wraps to 2**32 in 64-bit arithmetic: the shape must not pass
+            [Tensor("a", 2**32, Role.INPUT, "uint8", (2**32, 2**32 + 1))],
+            [Kernel("k", "op", ("a",), (), F)],
+            "tensor 'a': shape (4294967296, 4294967297) must hold positive integers",
+        ),
+        (
+            [Tensor("a", 2**32, Role.INPUT, "uint8", (2**16, 2**16 + 1))],
+            [Kernel("k", "op", ("a",), (), F)],
+            "disagrees with shape (65536, 65537) of uint8 (4295032832 bytes)",
+        ),
     ],
 )
 def test_validation_errors_name_the_culprit(
@@ -197,3 +239,11 @@ def test_a_kernel_reading_a_tensor_twice_is_one_user() -> None:
     )
     assert g.users("x").tolist() == [0]
     assert g.users("w").tolist() == [1]
+
+
+def test_live_bytes_near_the_bound_are_exact() -> None:
+    """Bytes just under 2**62 in all: every sum fits 64 bits, so the peak is exact."""
+    big = 2**62 - 2**40
+    tensors = [Tensor("a", big - 8, Role.INPUT, "uint8"), Tensor("b", 8, Role.ACTIVATION)]
+    g = Graph("big", tensors, [Kernel("k", "op", ("a",), ("b",), F)])
+    assert g.peak_live_bytes == big and int(g.live_bytes[0]) == big

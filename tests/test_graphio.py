@@ -93,6 +93,31 @@ def _drop(doc: dict[str, Any], where: str, index: int, key: str) -> dict[str, An
             lambda d: _set(d, "kernels", 1, "inputs", ["zz"]),
             "kernel 'left': operand 'zz' is not a tensor",
         ),
+        # true and 1.0 equal 1 in Python, not in the schema
+        (lambda d: {**d, "version": True}, "field 'version' is True; this tmsim reads version 1"),
+        (lambda d: {**d, "version": 1.0}, "field 'version' is 1.0"),
+        # numbers past the bound of 2**62, and literals strict JSON has not
+        (
+            lambda d: _set(d, "kernels", 0, "flops", 10**400),
+            "kernel 'split': flops about 2**1328 is not below the bound of 2**62 FLOPs",
+        ),
+        (
+            lambda d: _set(d, "tensors", 1, "size_bytes", 2**64),
+            "tensor 'b': size_bytes 18446744073709551616 is not below the bound of 2**62",
+        ),
+        (
+            lambda d: json.dumps(d).replace('"size_bytes": 16', '"size_bytes": ' + "9" * 5000),
+            "not valid JSON: an integer with too many digits (5000; at most 4300)",
+        ),
+        (
+            lambda d: json.dumps(d).replace('"size_bytes": 16', '"size_bytes": 1e400'),
+            "not valid JSON: number 1e400 is out of range",
+        ),
+        (
+            lambda d: json.dumps(d).replace('"size_bytes": 16', '"size_bytes": NaN'),
+            "not valid JSON: NaN is not JSON",
+        ),
+        (lambda d: "[" * 100_000 + "]" * 100_000, "not valid JSON: arrays or objects nested"),
     ],
 )
 def test_bad_files_get_one_line_errors(
@@ -105,3 +130,14 @@ def test_bad_files_get_one_line_errors(
     assert text.startswith(str(path))
     assert message in text
     assert "\n" not in text
+
+
+def test_a_file_that_is_not_utf8_fails_in_one_line(tmp_path: Path, diamond: Graph) -> None:
+    path = tmp_path / "g.json"
+    path.write_bytes(
+        json.dumps(_doc(diamond))
+        .replace("split", "spl\udcffit")
+        .encode("utf-8", errors="surrogateescape")
+    )
+    with pytest.raises(GraphFileError, match=r"g.json: not UTF-8 text \(byte 0xff at offset"):
+        load_graph(path)

@@ -120,13 +120,26 @@ def test_errors_are_one_line(platform: Platform, cache_bytes: int, match: str) -
 @pytest.mark.parametrize(
     ("change", "match"),
     [
-        ({"line_bytes": 0}, "memory_mode: line_bytes must be a positive integer, got 0"),
-        ({"line_bytes": 64.0}, "memory_mode: line_bytes must be a positive integer"),
-        ({"associativity": True}, "memory_mode: associativity must be a positive integer"),
+        (
+            {"line_bytes": 0},
+            "memory_mode: line_bytes must be a power of two of at most 2[*][*]62, got 0$",
+        ),
+        ({"line_bytes": 64.0}, "memory_mode: line_bytes must be a power of two"),
+        ({"line_bytes": 48}, "memory_mode: line_bytes must be a power of two .*, got 48$"),
+        ({"line_bytes": 2**63}, "memory_mode: line_bytes must be a power of two .*, got 9223"),
+        (
+            {"associativity": True},
+            "memory_mode: associativity must be an integer of 1 to 2[*][*]24",
+        ),
+        (
+            {"associativity": 2**25},
+            "memory_mode: associativity must be an integer of 1 to 2[*][*]24",
+        ),
         ({"write_back": 1}, "memory_mode: write_back must be true or false"),
         ({"write_allocate": "yes"}, "memory_mode: write_allocate must be true or false"),
-        ({"miss_latency_s": -1e-9}, "memory_mode: miss_latency_s must be a finite number >= 0"),
-        ({"miss_latency_s": math.inf}, "memory_mode: miss_latency_s must be a finite number"),
+        ({"miss_latency_s": -1e-9}, "memory_mode: miss_latency_s must be a number of 0 to 1 s"),
+        ({"miss_latency_s": math.inf}, "memory_mode: miss_latency_s must be a number of 0 to 1 s"),
+        ({"miss_latency_s": 2.0}, "memory_mode: miss_latency_s must be a number of 0 to 1 s"),
         ({"source": None}, "memory_mode: source must be a string"),
     ],
 )

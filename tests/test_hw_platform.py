@@ -61,6 +61,7 @@ def test_compute_lookups(cpu: Platform) -> None:
         ({"kernel_tiers": ()}, "kernel_tiers is empty"),
         ({"kernel_tiers": ("DRAM", "DRAM")}, "lists a tier twice"),
         ({"kernel_tiers": ("NVM",)}, "kernel_tiers names unknown tier 'NVM'"),
+        ({"kernel_tiers": ("PMM",)}, "kernels cannot reach the fastest tier 'DRAM'"),
         ({"shared_controllers": (("DRAM",),)}, "two or more tiers"),
         ({"shared_controllers": (("DRAM", "NVM"),)}, "unknown tier 'NVM'"),
         ({"shared_controllers": (("DRAM", "PMM"), ("PMM", "DRAM"))}, "more than one shared"),
@@ -101,9 +102,12 @@ def test_tier_and_path_validation(cpu: Platform) -> None:
     ("args", "match"),
     [
         (("DRAM", "DRAM", 1.0, 1.0), "same tier"),
-        (("DRAM", "PMM", 0.0, 1.0), "sync_bw_bytes_per_s must be a finite number > 0"),
-        (("DRAM", "PMM", 1.0, -2.0), "async_bw_bytes_per_s must be a finite number > 0"),
-        (("DRAM", "PMM", 1.0, 1.0, 0), "copy_engines must be an integer >= 1"),
+        (("DRAM", "PMM", 0.0, 1.0), "sync_bw_bytes_per_s must be a number of 1 to 1e21 per"),
+        (("DRAM", "PMM", 1.0, -2.0), "async_bw_bytes_per_s must be a number of 1 to 1e21 per"),
+        (("DRAM", "PMM", 5e-324, 1.0), "sync_bw_bytes_per_s must be .*, got 5e-324$"),
+        (("DRAM", "PMM", 1.0, 1e22), "async_bw_bytes_per_s must be .*, got 1e[+]22$"),
+        (("DRAM", "PMM", 1.0, 1.0, 0), "copy_engines must be an integer of 1 to 2[*][*]24"),
+        (("DRAM", "PMM", 1.0, 1.0, 10**400), "copy_engines must be .*, got about 2[*][*]1328$"),
         (("", "PMM", 1.0, 1.0), "src must be a non-empty tier name"),
     ],
 )
@@ -122,11 +126,11 @@ def test_compute_validation(cpu: Platform) -> None:
         replace(c, peak_flop_per_s=())
     with pytest.raises(HardwareModelError, match=r"peak_flop_per_s\[fp32\]"):
         replace(c, peak_flop_per_s=(("fp32", 0.0),))
-    with pytest.raises(HardwareModelError, match="cores must be an integer >= 1"):
+    with pytest.raises(HardwareModelError, match=r"cores must be an integer of 1 to 2\*\*24"):
         replace(c, cores=0)
     with pytest.raises(HardwareModelError, match="launch_overhead_s"):
         replace(c, launch_overhead_s=-1.0)
-    with pytest.raises(HardwareModelError, match=r"memory must lie in \(0, 1\]"):
+    with pytest.raises(HardwareModelError, match=r"memory must be a number of 1e-6 to 1"):
         ClassEfficiency(OpClass.NORM, 0.5, 0.0)
 
 
@@ -145,3 +149,17 @@ def test_cache_validation() -> None:
         replace(ok, copy_paths=(CopyPath("PMM", "DRAM", 1.0, 1.0),))
     with pytest.raises(HardwareModelError, match="cache_tier names unknown tier 'HBM'"):
         replace(ok, cache=DramCache("HBM", "PMM", 1 << 20))
+
+
+def test_kernels_must_reach_the_fastest_addressable_tier() -> None:
+    """A GPU whose kernels reach only the host would leave the device (the tier a capacity
+    ratio limits and every planner fills first) unusable; only 2LM hides the fastest tier."""
+    gpu = load_preset("rtx2080ti-pcie3")
+    with pytest.raises(HardwareModelError) as info:
+        replace(gpu, kernel_tiers=("host",))
+    message = str(info.value)
+    assert "kernels cannot reach the fastest tier 'device' (kernel_tiers: host)" in message
+    assert "\n" not in message
+    two_lm = load_preset("cascadelake-2lm")  # the cache hides DRAM; PMM is the fastest left
+    assert two_lm.addressable_tiers[0].name == "PMM" and two_lm.kernel_tiers == ("PMM",)
+    assert replace(gpu, kernel_tiers=("host", "device")).kernel_tiers == ("host", "device")

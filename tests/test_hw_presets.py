@@ -264,6 +264,65 @@ OPTANE = (PRESET_DIR / "cascadelake-optane.toml").read_text()
             lambda t: t.replace("kernel_tiers = [", "cache = 3\nkernel_tiers = ["),
             "cache: must be a table, got integer",
         ),
+        # numbers no float holds, or times no machine takes, and text that is not TOML
+        (
+            lambda t: t.replace("cores = 24", "cores = " + "9" * 5000),
+            "not valid TOML: an integer with too many digits",
+        ),
+        (
+            lambda t: t.replace("cores = 24", "cores = " + "[" * 100_000 + "]" * 100_000),
+            "not valid TOML: arrays or tables nested too deeply",
+        ),
+        (
+            lambda t: t.replace("read_bw_GBps = 37.6", "read_bw_GBps = " + "9" * 400),
+            "tiers[1] (PMM): read_bw_GBps must be a finite number > 0, got about 2**1328",
+        ),
+        (
+            lambda t: t.replace("read_bw_GBps = 37.6", "read_bw_GBps = 1e300"),
+            "tiers[1] (PMM): read_bw_GBps = 1e+300 is out of range (not finite in SI units)",
+        ),
+        (
+            lambda t: t.replace("read_bw_GBps = 37.6", "read_bw_bytes_per_s = 5e-324"),
+            "tier 'PMM': read_bw_bytes_per_s must be a number of 1 to 1e21 per second",
+        ),
+        (
+            lambda t: t.replace("capacity_GiB = 192", "capacity_TiB = 1e300"),
+            "capacity_TiB = 1e+300 is out of range (not finite in bytes)",
+        ),
+        (
+            lambda t: t.replace("capacity_GiB = 192", "capacity_GiB = " + "9" * 30),
+            "tier 'DRAM': capacity_bytes must be a positive integer of at most 2**62",
+        ),
+        (
+            lambda t: t.replace("write_latency_ns = 90.4", "write_latency_s = 3600"),
+            "tier 'PMM': write_latency_s must be a number of 0 to 1 s, got 3600",
+        ),
+        (
+            lambda t: t.replace("launch_overhead_us = 2.0", "launch_overhead_s = 1e308"),
+            "launch_overhead_s must be a number of 0 to 1 s, got 1e+308",
+        ),
+        (
+            lambda t: t.replace("conv = { compute = 0.65", "conv = { compute = 5e-324"),
+            "compute efficiency conv: compute must be a number of 1e-6 to 1, got 5e-324",
+        ),
+        (
+            lambda t: t.replace("mix_penalty = 1.0", "mix_penalty = 1e308"),
+            "mix_penalty must be a number of 0 to 1e6, got 1e+308",
+        ),
+        (
+            lambda t: t.replace(
+                "write_falloff_onset_writers = 8", "write_falloff_onset_writers = " + "9" * 400
+            ),
+            "write_falloff_onset_writers must be an integer of 0 to 2**24",
+        ),
+        (
+            lambda t: t.replace('kernel_tiers = ["DRAM", "PMM"]', 'kernel_tiers = ["PMM"]'),
+            "kernels cannot reach the fastest tier 'DRAM' (kernel_tiers: PMM)",
+        ),
+        (
+            lambda t: t.replace("line_bytes = 64 ", "line_bytes = 48 "),
+            "memory_mode: line_bytes must be a power of two of at most 2**62, got 48",
+        ),
     ],
 )
 def test_bad_files_get_one_line_errors_naming_file_and_field(
@@ -287,6 +346,8 @@ def test_cache_validation_in_files() -> None:
         'kernel_tiers = ["PMM"]': ('kernel_tiers = ["PMM", "DRAM"]', "cannot be a kernel tier"),
         "capacity_GiB = 192            # all": ("capacity_GiB = 384 #", "exceeds tier 'DRAM'"),
         'backing_tier = "PMM"': ('backing_tier = "SSD"', "cache backing_tier names unknown"),
+        # 192 GiB is a multiple of 48 bytes, but no cache has a 48-byte line
+        "line_bytes = 64 ": ("line_bytes = 48 ", "cache: line_bytes must be a power of two"),
         "copy_paths = []": (
             'copy_paths = [{src = "DRAM", dst = "PMM", sync_bw_GBps = 1, async_bw_GBps = 1}]',
             "cannot be a copy endpoint",

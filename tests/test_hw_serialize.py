@@ -29,8 +29,8 @@ PRESET_DIR = Path(__file__).parents[1] / "hwmodels" / "presets"
 
 
 names = st.text(string.ascii_letters + string.digits + "-_", min_size=1, max_size=8)
-positive = st.floats(1e-6, 1e15, allow_nan=False, allow_infinity=False)
-nonneg = st.one_of(st.just(0.0), positive)
+positive = st.floats(1.0, 1e15, allow_nan=False, allow_infinity=False)  # rates per second
+nonneg = st.one_of(st.just(0.0), st.floats(1e-12, 1.0))  # latencies, seconds
 free_text = st.text(max_size=30)
 
 
@@ -95,9 +95,12 @@ def platforms(draw: st.DrawFn) -> Platform:
         cores=draw(st.integers(1, 512)),
         source=draw(free_text),
     )
-    kernel_tiers = draw(st.lists(st.sampled_from(visible), min_size=1, unique=True))
+    # Kernels reach the fastest visible tier, and perhaps others.
+    others = draw(st.lists(st.sampled_from(visible[1:]), unique=True)) if visible[1:] else []
+    kernel_tiers = [visible[0], *others]
     sizes, ways = st.integers(1, 2**40), st.integers(1, 16)
-    mode = st.builds(MemoryMode, sizes, ways, st.booleans(), st.booleans(), nonneg, free_text)
+    lines = st.integers(0, 40).map(lambda e: 2**e)
+    mode = st.builds(MemoryMode, lines, ways, st.booleans(), st.booleans(), nonneg, free_text)
     policy = st.sampled_from(["lru", "fifo"])
     fraction = st.floats(1e-6, 1.0)
     flags = st.booleans()

@@ -177,6 +177,7 @@ def test_overrides_walk_tiers_by_name_or_index_and_paths_by_direction() -> None:
         apply_override(doc, "compute.peak_GFLOPs.fp32", 1.0, fail)
 
 
+VGG_ON_CPU = "model = 'vgg19'\nplatform = 'cascadelake-optane'\nstrategy = 'all-slow'"
 BAD_SPECS = [
     ("[grid]\nmodle = ['vgg19']", "grid.modle: unknown key"),
     ("[grids]\nmodel = 1", "grids: unknown key"),
@@ -245,6 +246,38 @@ BAD_SPECS = [
     ),
     ("[sweep]\nname = 'x'", "give a [grid] table, [[points]], or both"),
     ("[grid\n", "not valid TOML"),
+    # numbers no 64-bit column holds, and text Python's TOML reader gives up on
+    (f"[grid]\n{VGG_ON_CPU}\nbatch = {2**63}", "grid.batch: integer 9223372036854775808 does not"),
+    (f"[grid]\n{VGG_ON_CPU}\nbatch = {10**40}", "grid.batch: integer about 2**132 does not fit 64"),
+    (f"[sweep]\nseed = -{2**64}\n[grid]\n{VGG_ON_CPU}\nbatch = 1", "sweep.seed: integer"),
+    (f"[settings]\ntime_limit_s = {10**400}\n[grid]", "settings.time_limit_s: integer about"),
+    (f"[settings]\nwindow = {2**63}\n[grid]", "settings.window: integer 9223372036854775808"),
+    (
+        f"[grid]\n{VGG_ON_CPU}\nbatch = 1\n[grid.overrides]\n'compute.cores' = [1, {2**64}]",
+        "grid.overrides.compute.cores[1]: integer 18446744073709551616 does not fit 64 bits",
+    ),
+    ("[grid]\nbatch = " + "9" * 5000, "not valid TOML: an integer with too many digits"),
+    ("[grid]\nbatch = " + "[" * 100_000 + "]" * 100_000, "not valid TOML: arrays or tables nested"),
+    (
+        f"[grid]\n{VGG_ON_CPU}\nbatch = 1\n[grid.overrides]\n'tiers.\u00b2.read_bw_GBps' = [3.0]",
+        "grid.overrides.tiers.\u00b2.read_bw_GBps: platform.tiers has no element '\u00b2'",
+    ),
+    (
+        f"[grid]\n{VGG_ON_CPU}\nbatch = 1\n[grid.overrides]\n'tiers.{'9' * 5000}.read_bw_GBps' = [3.0]",
+        "grid.overrides.tiers.99999",
+    ),
+    (
+        f"[grid]\n{VGG_ON_CPU}\nbatch = true",
+        "grid.batch: must be a positive integer, got True",
+    ),
+    (
+        f"[grid]\n{VGG_ON_CPU}\nbatch = 1\n[grid.overrides]\n'tiers.PMM.read_bw_GBps' = [1e300]",
+        "read_bw_GBps = 1e+300 is out of range",
+    ),
+    (
+        f"[grid]\n{VGG_ON_CPU}\nbatch = 1\n[grid.overrides]\n'kernel_tiers' = [['PMM']]",
+        "kernels cannot reach the fastest tier 'DRAM'",
+    ),
 ]
 
 
@@ -288,3 +321,21 @@ def test_platform_files_are_found_beside_the_spec_and_take_overrides_in_any_unit
     pmm = grid[0].platform_si["tiers"][1]
     assert pmm["read_bw_bytes_per_s"] == 20e9
     assert pmm["write_bw_bytes_per_s"] == mine.tiers[1].write_bw_bytes_per_s
+
+
+def test_platform_files_that_are_not_utf8_or_toml_fail_in_one_line(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        "[grid]\nmodel = 'vgg19'\nbatch = 1\nplatform = 'box.toml'\nstrategy = 'all-slow'\n",
+        encoding="utf-8",
+    )
+    for data, message in [
+        (b"name = '\xff'", "platform 'box.toml': not valid TOML: not UTF-8 text"),
+        (b"a = " + b"9" * 5000, "platform 'box.toml': not valid TOML: an integer with too many"),
+        (b"a = " + b"[" * 100_000, "platform 'box.toml': not valid TOML: arrays or tables nested"),
+    ]:
+        (tmp_path / "box.toml").write_bytes(data)
+        with pytest.raises(SweepSpecError) as info:
+            load_sweep(spec)
+        assert str(info.value).startswith(f"{spec}: grid.platform: {message}")
+        assert "\n" not in str(info.value)

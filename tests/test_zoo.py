@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
+from tmsim.errors import GraphError
 from tmsim.workload.layers import Op
 from tmsim.workload.training import training_graph
 from tmsim.workload.zoo import MODELS, model, training_graph_of
@@ -109,3 +112,37 @@ def test_zoo_names_and_dtype() -> None:
     half = training_graph_of("resnet50", 4, dtype="fp16")
     full = training_graph_of("resnet50", 4)
     assert half.tensor("stem/conv2d1").size_bytes * 2 == full.tensor("stem/conv2d1").size_bytes
+
+
+@pytest.mark.parametrize(
+    ("batch", "message"),
+    [
+        (10**17, "tensor 'input': size_bytes 60211200000000000000000 is not below the bound"),
+        (10**12, "brings the graph's bytes to"),  # 64-bit sums would wrap: refused, not wrong
+        (10**9, "brings the graph's FLOPs to"),
+        (2**62, "batch must be a positive integer below 2**62"),
+        (10**400, "batch must be a positive integer below 2**62 (the bound on a graph's bytes)"),
+        (0, "batch must be a positive integer below 2**62"),
+        (
+            True,
+            "batch must be a positive integer below 2**62 (the bound on a graph's bytes), got True",
+        ),
+    ],
+)
+def test_batches_past_the_bound_fail_in_one_line(batch: int, message: str) -> None:
+    with pytest.raises(GraphError) as info:
+        training_graph_of("resnet50", batch)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_large_batch_under_the_bound_counts_exactly() -> None:
+    """ResNet-50 at batch 10**8: 3e16 bytes and 2.5e18 FLOPs, live bytes as in Python."""
+    g = training_graph_of("resnet50", 10**8)
+    assert 2**61 < g.flops < 2**62
+    delta = [0] * (len(g.kernels) + 1)
+    for t, first, last in zip(g.tensors, g.live_first, g.live_last, strict=True):
+        delta[int(first)] += t.size_bytes
+        delta[int(last) + 1] -= t.size_bytes
+    assert g.peak_live_bytes == max(itertools.accumulate(delta[:-1]))
+    small = training_graph_of("resnet50", 1)
+    assert g.peak_live_bytes > 10**7 * small.peak_live_bytes

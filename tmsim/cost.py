@@ -44,8 +44,12 @@ class CostModel:
     Arrays (read-only, numpy): ``op_kernel``/``op_tensor`` [n_ops] give each operand's kernel
     and tensor; ``op_read_bytes``/``op_write_bytes`` [n_ops]; ``compute_s`` [n_kernels];
     ``read_s_per_byte``/``write_s_per_byte`` [n_kernels, n_tiers], ``inf`` on tiers the
-    kernels may not access; ``launch_s``. Raises :class:`hwmodels.errors.HardwareModelError`
-    if the platform's compute device has no peak for a dtype the graph computes in.
+    kernels may not access; ``launch_s``. Every other time is finite: raises
+    :class:`TmsimError` naming the kernel (and tier) where one is not (the ranges of
+    :mod:`hwmodels` and the bounds of :class:`~tmsim.workload.graph.Graph` keep them finite,
+    so this guards values built around their checks). Raises
+    :class:`hwmodels.errors.HardwareModelError` if the platform's compute device has no peak
+    for a dtype the graph computes in.
     """
 
     def __init__(
@@ -90,8 +94,30 @@ class CostModel:
         self.read_s_per_byte = np.where(allowed, per_read, np.inf)
         self.write_s_per_byte = np.where(allowed, per_write, np.inf)
         self.tier_allowed = allowed
+        self._require_finite(per_read, per_write)
         for arr in (self.op_kernel, reads, writes, self.compute_s):
             arr.flags.writeable = False
+
+    def _require_finite(self, per_read: FloatArray, per_write: FloatArray) -> None:
+        where = f"on platform {self.platform.name!r}"
+        if not math.isfinite(self.launch_s):
+            raise TmsimError(f"the launch overhead {where} is not finite ({self.launch_s})")
+        bad = np.flatnonzero(~np.isfinite(self.compute_s))
+        if bad.size:
+            kern = self.graph.kernels[int(bad[0])]
+            raise TmsimError(
+                f"kernel {kern.name!r}: its compute time {where} is not finite "
+                f"({kern.flops} FLOPs in {self.compute_s[bad[0]]} s)"
+            )
+        for verb, per in (("reading", per_read), ("writing", per_write)):
+            hit = np.argwhere(~np.isfinite(per) & self.tier_allowed[None, :])
+            if hit.size:
+                k, t = (int(x) for x in hit[0])
+                raise TmsimError(
+                    f"kernel {self.graph.kernels[k].name!r}: {verb} a byte on tier "
+                    f"{self.platform.tier_names[t]!r} {where} takes {per[k, t]} s, not a "
+                    "finite time"
+                )
 
     # ------------------------------------------------------------------ kernels
     def memory_s(self, op_tiers: npt.ArrayLike) -> FloatArray:
@@ -134,12 +160,22 @@ class CostModel:
         """Seconds to copy every tensor (indexed like ``graph.tensors``) from ``src`` to ``dst``.
 
         Tiers are platform indices. Raises :class:`hwmodels.HardwareModelError` if no copy
-        path joins them.
+        path joins them, :class:`TmsimError` naming the tensor if a copy would not take a
+        finite time.
         """
         names = self.platform.tier_names
-        return move_time_s(
+        seconds = move_time_s(
             self.platform, self.graph.sizes_bytes, names[src], names[dst], MoveMode(mode)
         )
+        bad = np.flatnonzero(~np.isfinite(seconds))
+        if bad.size:
+            t = int(bad[0])
+            raise TmsimError(
+                f"tensor {self.graph.tensors[t].name!r}: a {MoveMode(mode).value} copy from "
+                f"{names[src]!r} to {names[dst]!r} on platform {self.platform.name!r} takes "
+                f"{seconds[t]} s, not a finite time"
+            )
+        return seconds
 
     def has_path(self, src: int, dst: int) -> bool:
         """Whether the platform can copy from tier ``src`` to tier ``dst``."""

@@ -42,7 +42,7 @@ class PlatformDocs:
         if label not in self.docs:
             if label in preset_names():
                 res = resources.files("hwmodels").joinpath("presets", f"{label}.toml")
-                text = res.read_text(encoding="utf-8")
+                self.docs[label] = tomllib.loads(res.read_text(encoding="utf-8"))
             else:
                 path = self.base_dir / label
                 if not path.is_file():
@@ -51,11 +51,11 @@ class PlatformDocs:
                         f"{label!r} is neither a platform preset "
                         f"({', '.join(preset_names())}) nor a file in {self.base_dir}",
                     )
-                text = path.read_text(encoding="utf-8")
-            try:
-                self.docs[label] = tomllib.loads(text)
-            except tomllib.TOMLDecodeError as exc:
-                self.fail(where, f"platform {label!r}: not valid TOML: {exc}")
+
+                def bad(_: str, message: str) -> NoReturn:
+                    self.fail(where, f"platform {label!r}: {message}")
+
+                self.docs[label] = read_toml(path, bad)
         return self.docs[label]
 
     def resolve(
@@ -81,6 +81,22 @@ class PlatformDocs:
                 )
             self.resolved[ident] = (platform, platform_to_dict(platform))
         return self.resolved[ident]
+
+
+def read_toml(path: Path, fail: Fail) -> dict[str, Any]:
+    """The TOML document in the file ``path``; ``fail("", message)`` (which must raise) for
+    text that is not UTF-8 or not TOML, an integer of more digits than Python converts, or
+    nesting deeper than the parser follows. Raises ``OSError`` if the file cannot be read."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        fail("", "not valid TOML: not UTF-8 text")
+    except tomllib.TOMLDecodeError as exc:
+        fail("", f"not valid TOML: {exc}")
+    except ValueError:
+        fail("", "not valid TOML: an integer with too many digits")
+    except RecursionError:
+        fail("", "not valid TOML: arrays or tables nested too deeply")
 
 
 def apply_override(
@@ -120,9 +136,10 @@ def _pick(items: list[Any], part: str, walked: str, fail: Callable[[str], NoRetu
     ]
     if part in names:
         return items[names.index(part)]
-    if part.isdigit() and int(part) < len(items):
+    short = part.isascii() and part.isdigit() and len(part) <= len(str(len(items)))
+    if short and int(part) < len(items):  # an index, never a 5000-digit or non-ASCII number
         return items[int(part)]
     fail(f"{walked} has no element {part!r} (give one of {', '.join(names)} or an index)")
 
 
-__all__ = ["Fail", "PlatformDocs", "apply_override"]
+__all__ = ["Fail", "PlatformDocs", "apply_override", "read_toml"]

@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
@@ -32,15 +31,16 @@ from typing import Any, NoReturn
 from tmsim.capacity import Capacity, CapacityError, parse_bytes
 from tmsim.errors import TmsimError
 from tmsim.strategies import STRATEGIES, Kind, applicable, names
-from tmsim.sweep.overrides import Fail, PlatformDocs
+from tmsim.sweep.overrides import Fail, PlatformDocs, read_toml
 from tmsim.sweep.settings import SweepSettings, check_solver, only, read_settings, table, typed
-from tmsim.workload.tensors import DTYPE_BYTES
+from tmsim.workload.tensors import DTYPE_BYTES, show_int
 from tmsim.workload.zoo import MODELS
 
 #: Strategies whose points carry the solver settings (solved together as one MILP chain).
 MILP_STRATEGIES = names(Kind.MILP)
 _AXES = ("model", "batch", "dtype", "platform", "ratio", "fast_bytes", "strategy")
 _REQUIRED = ("model", "batch", "platform", "strategy")
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 class SweepSpecError(TmsimError, ValueError):
@@ -127,27 +127,26 @@ class Sweep:
 def load_sweep(path: str | Path) -> Sweep:
     """Read and expand the spec file at ``path``.
 
-    Raises :class:`SweepSpecError` naming the file and key for bad TOML, an unknown or
-    missing key, a wrong type or value, a bad override path, or a platform that the overrides
-    make invalid; ``OSError`` if the file cannot be read.
+    Raises :class:`SweepSpecError` naming the file and key for bad TOML (text that is not
+    UTF-8, an integer of more digits than Python converts, nesting deeper than the parser
+    follows), an unknown or missing key, a wrong type or value, a bad override path, or a
+    platform that the overrides make invalid; ``OSError`` if the file cannot be read.
     """
     source = Path(path)
-    try:
-        data = tomllib.loads(source.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise SweepSpecError(f"{source}: not valid TOML: {exc}") from None
-    except UnicodeDecodeError:
-        raise SweepSpecError(f"{source}: not valid TOML: not UTF-8 text") from None
-    return sweep_from_dict(data, str(source), source.parent, source.stem)
+    return sweep_from_dict(
+        read_toml(source, _failer(str(source))), str(source), source.parent, source.stem
+    )
 
 
 def sweep_from_dict(
     data: Mapping[str, Any], origin: str, base_dir: Path = Path("."), default_name: str = "sweep"
 ) -> Sweep:
     """Expand a spec given as a dict (see the module docstring); ``origin`` names it in
-    errors and platform files are found relative to ``base_dir``. Raises
+    errors and platform files are found relative to ``base_dir``. Every integer in it must fit
+    64 bits (each ends up in a column of the results table). Raises
     :class:`SweepSpecError`."""
     fail = _failer(origin)
+    _check_integers(data, "", fail)
     only(data, ("sweep", "grid", "settings", "points"), "", fail)
     head = table(data, "sweep", fail)
     only(head, ("name", "seed", "description"), "sweep", fail)
@@ -313,6 +312,21 @@ def _normalize(where: str, values: list[Any], fail: Fail) -> list[Any]:
     if any(isinstance(v, float) for v in values):
         return [float(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in values]
     return values
+
+
+def _check_integers(node: Any, where: str, fail: Fail) -> None:
+    """Fail at the first integer of ``node`` (a spec, walked depth first) outside the range of
+    a 64-bit column; a bool is not an integer here."""
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            _check_integers(value, f"{where}.{key}" if where else str(key), fail)
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            _check_integers(value, f"{where}[{i}]", fail)
+    elif (
+        isinstance(node, int) and not isinstance(node, bool) and not INT64_MIN <= node <= INT64_MAX
+    ):
+        fail(where, f"integer {show_int(node)} does not fit 64 bits")
 
 
 def _failer(origin: str) -> Fail:

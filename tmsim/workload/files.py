@@ -9,8 +9,13 @@ Schema (version 1)::
                   "outputs": [str, ...], "updates": [str, ...] = [], "flops": int = 0}, ...]}
 
 Fields with ``=`` are optional and take that default; unknown fields are rejected so a typo
-is never silently ignored. Every problem raises :class:`~tmsim.errors.GraphFileError` with a
-one-line message naming the file and the field or tensor.
+is never silently ignored. Integers are JSON integers, never ``true`` or ``false`` (Python
+counts a bool as an int; this reader does not), and the file is strict JSON
+(:func:`tmsim.jsonio.read_json`). Sizes and FLOPs must keep under the bound of
+:data:`~tmsim.workload.tensors.MAX_GRAPH_BYTES` (2**62 bytes and 2**62 FLOPs in all), as
+every :class:`~tmsim.workload.graph.Graph` must. Every problem raises
+:class:`~tmsim.errors.GraphFileError` with a one-line message naming the file and the field
+or tensor.
 """
 
 from __future__ import annotations
@@ -73,8 +78,10 @@ def graph_to_dict(graph: Graph) -> dict[str, Any]:
 
 
 def save_graph(graph: Graph, path: str | os.PathLike[str]) -> None:
-    """Write ``graph`` to ``path`` as JSON, atomically (a temporary file, then a rename)."""
-    write_json_atomic(graph_to_dict(graph), path)
+    """Write ``graph`` to ``path`` as JSON, atomically (a temporary file, then a rename).
+
+    Raises ``OSError`` if the file cannot be written."""
+    write_json_atomic(graph_to_dict(graph), path, GraphFileError)
 
 
 def load_graph(path: str | os.PathLike[str]) -> Graph:
@@ -95,7 +102,7 @@ def graph_from_dict(doc: object, source: str = "<graph>") -> Graph:
     if doc.get("format") != FORMAT:
         raise GraphFileError(f"{source}: field 'format' must be {FORMAT!r}")
     version = doc.get("version")
-    if version != VERSION:
+    if type(version) is not int or version != VERSION:  # true == 1 in Python, not in JSON
         raise GraphFileError(
             f"{source}: field 'version' is {version!r}; this tmsim reads version {VERSION}"
         )

@@ -26,6 +26,8 @@ from tmsim.errors import GraphError
 from tmsim.intervals import occupancy
 from tmsim.workload.tensors import (
     DTYPE_BYTES,
+    MAX_GRAPH_BYTES,
+    MAX_GRAPH_FLOPS,
     PERSISTENT_ROLES,
     PREEXISTING_ROLES,
     Kernel,
@@ -64,11 +66,14 @@ class Graph:
 
     Construction validates the graph and raises :class:`~tmsim.errors.GraphError` naming the
     kernel or tensor at fault for: an empty graph; duplicate tensor or kernel names; a size
-    that is not a positive integer; an unknown role or dtype; a shape that disagrees with the
-    size; a kernel operand that is not a declared tensor; a kernel that reads a tensor that is
-    neither pre-existing nor produced earlier; a tensor produced twice; a kernel producing a
-    pre-existing tensor; an in-place update of a non-persistent tensor; a declared tensor that
-    is never produced and is not pre-existing.
+    that is not a positive integer; tensors of :data:`MAX_GRAPH_BYTES` (2**62) bytes or more
+    in all, or kernels of :data:`MAX_GRAPH_FLOPS` (2**62) FLOPs or more in all, which keeps
+    every 64-bit sum over the graph's bytes and every time computed from it finite; an
+    unknown role or dtype; a shape that disagrees with the size; a kernel operand that is not
+    a declared tensor; a kernel that reads a tensor that is neither pre-existing nor produced
+    earlier; a tensor produced twice; a kernel producing a pre-existing tensor; an in-place
+    update of a non-persistent tensor; a declared tensor that is never produced and is not
+    pre-existing.
 
     Two graphs are equal when their names, tensors and kernels are equal.
     """
@@ -112,11 +117,18 @@ class Graph:
         if not kernels:
             raise GraphError(f"graph {self.name!r} has no kernels")
         index: dict[str, int] = {}
+        total_bytes = 0
         for i, tensor in enumerate(tensors):
             check_tensor(tensor)
             if tensor.name in index:
                 raise GraphError(f"tensor {tensor.name!r}: declared twice")
             index[tensor.name] = i
+            total_bytes += tensor.size_bytes
+            if total_bytes >= MAX_GRAPH_BYTES:
+                raise GraphError(
+                    f"tensor {tensor.name!r}: brings the graph's bytes to {total_bytes}, not "
+                    "below the bound of 2**62 bytes in all"
+                )
         n_t, n_k = len(tensors), len(kernels)
         roles = [t.role for t in tensors]
         producer = np.full(n_t, -1, dtype=np.int64)
@@ -125,11 +137,18 @@ class Graph:
         op_k: list[int] = []
         op_t: list[int] = []
         seen_kernels: set[str] = set()
+        total_flops = 0
         for k, kern in enumerate(kernels):
             if kern.name in seen_kernels:
                 raise GraphError(f"kernel {kern.name!r}: name used twice")
             seen_kernels.add(kern.name)
             check_kernel_fields(kern)
+            total_flops += kern.flops
+            if total_flops >= MAX_GRAPH_FLOPS:
+                raise GraphError(
+                    f"kernel {kern.name!r}: brings the graph's FLOPs to {total_flops}, not "
+                    "below the bound of 2**62 in all"
+                )
             for name in kern.operands:
                 if name not in index:
                     raise GraphError(f"kernel {kern.name!r}: operand {name!r} is not a tensor")
@@ -312,6 +331,8 @@ class Graph:
 
 __all__ = [
     "DTYPE_BYTES",
+    "MAX_GRAPH_BYTES",
+    "MAX_GRAPH_FLOPS",
     "PERSISTENT_ROLES",
     "PREEXISTING_ROLES",
     "Graph",

@@ -19,6 +19,7 @@ from enum import StrEnum
 
 from tmsim.errors import GraphError
 from tmsim.workload.graph import DTYPE_BYTES
+from tmsim.workload.tensors import MAX_GRAPH_BYTES, show_int
 
 Shape = tuple[int, ...]
 
@@ -98,8 +99,10 @@ class Network:
     """Mutable builder of a :class:`ForwardModel`.
 
     Every method takes value names, appends one layer, and returns the new value's name.
-    Raises :class:`GraphError` for unknown values, shapes that do not fit (a window larger
-    than its input, mismatched add or concat shapes) and non-positive sizes.
+    Raises :class:`GraphError` for a batch that is not a positive integer below 2**62
+    (:data:`~tmsim.workload.tensors.MAX_GRAPH_BYTES`), an unknown dtype, unknown values,
+    shapes that do not fit (a window larger than its input, mismatched add or concat shapes)
+    and non-positive sizes.
     """
 
     def __init__(
@@ -110,8 +113,12 @@ class Network:
         channels: int = 3,
         dtype: str = "fp32",
     ) -> None:
-        if batch <= 0:
-            raise GraphError(f"network {name!r}: batch must be positive, got {batch}")
+        if isinstance(batch, bool) or not isinstance(batch, int) or not 0 < batch < MAX_GRAPH_BYTES:
+            shown = show_int(batch) if isinstance(batch, int) else repr(batch)
+            raise GraphError(
+                f"network {name!r}: batch must be a positive integer below 2**62 (the bound on "
+                f"a graph's bytes), got {shown}"
+            )
         if dtype not in DTYPE_BYTES:
             raise GraphError(f"network {name!r}: unknown dtype {dtype!r}")
         self.name = name

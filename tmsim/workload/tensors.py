@@ -6,11 +6,10 @@ fault; :class:`tmsim.workload.graph.Graph` runs them when it is built.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-
-import numpy as np
 
 from tmsim.errors import GraphError
 
@@ -48,6 +47,14 @@ class Phase(StrEnum):
     UPDATE = "update"
 
 
+#: A graph's tensors hold fewer than this many bytes in all, and its kernels do fewer than
+#: :data:`MAX_GRAPH_FLOPS` FLOPs in all (:class:`~tmsim.workload.graph.Graph` checks both, and
+#: each tensor and kernel alone). 2**62 keeps every sum the planners, the validator and the
+#: simulator form over a graph's bytes in 64-bit integers from overflowing (live bytes at a
+#: kernel, a tier's occupancy, addresses of a layout, a kernel's bytes read plus written,
+#: twice the total), and every size and FLOP count a finite float, so times stay finite.
+MAX_GRAPH_BYTES = 2**62
+MAX_GRAPH_FLOPS = 2**62
 #: Roles whose tensors exist before the step starts and are never produced by a kernel.
 PREEXISTING_ROLES = frozenset({Role.INPUT, Role.WEIGHT, Role.OPTIMIZER_STATE})
 #: Roles whose tensors persist across steps: live at every kernel, updatable in place.
@@ -98,25 +105,48 @@ class Kernel:
         return self.inputs + self.outputs + self.updates
 
 
+def show_int(value: int) -> str:
+    """``value`` for a message: its digits, or its order of magnitude when they are too many
+    to print on one line (or at all: Python refuses to print more than 4300)."""
+    if abs(value) < 10**30:
+        return str(value)
+    return f"{'-' if value < 0 else ''}about 2**{abs(value).bit_length() - 1}"
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def check_tensor(t: Tensor) -> None:
-    """Raise :class:`GraphError` naming ``t`` if a field of it is invalid."""
+    """Raise :class:`GraphError` naming ``t`` if a field of it is invalid, or if it alone holds
+    :data:`MAX_GRAPH_BYTES` bytes or more."""
     where = f"tensor {t.name!r}"
     if not isinstance(t.name, str) or not t.name:
         raise GraphError(f"tensor {t.name!r}: name must be a non-empty string")
-    if isinstance(t.size_bytes, bool) or not isinstance(t.size_bytes, int) or t.size_bytes <= 0:
-        raise GraphError(f"{where}: size_bytes must be a positive integer, got {t.size_bytes!r}")
+    if not _is_int(t.size_bytes) or t.size_bytes <= 0:
+        shown = show_int(t.size_bytes) if _is_int(t.size_bytes) else repr(t.size_bytes)
+        raise GraphError(f"{where}: size_bytes must be a positive integer, got {shown}")
+    if t.size_bytes >= MAX_GRAPH_BYTES:
+        raise GraphError(
+            f"{where}: size_bytes {show_int(t.size_bytes)} is not below the bound of 2**62 "
+            "bytes a graph may hold in all"
+        )
     if not isinstance(t.role, Role):
         raise GraphError(f"{where}: unknown role {t.role!r}; expected one of {_names(Role)}")
     if t.dtype not in DTYPE_BYTES:
         raise GraphError(f"{where}: unknown dtype {t.dtype!r}; expected one of {list(DTYPE_BYTES)}")
     if t.shape:
-        if any(isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in t.shape):
-            raise GraphError(f"{where}: shape {t.shape!r} must hold positive integers")
-        expected = int(np.prod(t.shape, dtype=np.int64)) * DTYPE_BYTES[t.dtype]
+        if any(not _is_int(d) or not 0 < d <= t.size_bytes for d in t.shape):
+            shown = ", ".join(show_int(d) if _is_int(d) else repr(d) for d in t.shape)
+            raise GraphError(
+                f"{where}: shape ({shown}) must hold positive integers that agree with "
+                f"size_bytes {t.size_bytes}"
+            )
+        expected = math.prod(t.shape) * DTYPE_BYTES[t.dtype]  # exact: no 64-bit wrap
         if expected != t.size_bytes:
             raise GraphError(
                 f"{where}: size_bytes {t.size_bytes} disagrees with shape {t.shape} of "
-                f"{t.dtype} ({expected} bytes)"
+                f"{t.dtype} ({show_int(expected)} bytes)"
             )
     elif t.size_bytes % DTYPE_BYTES[t.dtype]:
         raise GraphError(
@@ -125,14 +155,21 @@ def check_tensor(t: Tensor) -> None:
 
 
 def check_kernel_fields(k: Kernel) -> None:
-    """Raise :class:`GraphError` naming ``k`` if a field of it is invalid."""
+    """Raise :class:`GraphError` naming ``k`` if a field of it is invalid, or if it alone does
+    :data:`MAX_GRAPH_FLOPS` FLOPs or more."""
     where = f"kernel {k.name!r}"
     if not isinstance(k.name, str) or not k.name:
         raise GraphError(f"kernel {k.name!r}: name must be a non-empty string")
     if not isinstance(k.phase, Phase):
         raise GraphError(f"{where}: unknown phase {k.phase!r}; expected one of {_names(Phase)}")
-    if isinstance(k.flops, bool) or not isinstance(k.flops, int) or k.flops < 0:
-        raise GraphError(f"{where}: flops must be a non-negative integer, got {k.flops!r}")
+    if not _is_int(k.flops) or k.flops < 0:
+        shown = show_int(k.flops) if _is_int(k.flops) else repr(k.flops)
+        raise GraphError(f"{where}: flops must be a non-negative integer, got {shown}")
+    if k.flops >= MAX_GRAPH_FLOPS:
+        raise GraphError(
+            f"{where}: flops {show_int(k.flops)} is not below the bound of 2**62 FLOPs a "
+            "graph may do in all"
+        )
     if len(set(k.outputs)) != len(k.outputs):
         raise GraphError(f"{where}: lists an output twice")
     if set(k.outputs) & (set(k.inputs) | set(k.updates)):
