@@ -1,11 +1,19 @@
 """``tmsim simulate``: replay a saved plan on its platform, with or without contention, or a
-zoo model's step in 2LM (memory mode) with ``--cache-mode``."""
+zoo model's step in 2LM (memory mode) with ``--cache-mode``.
+
+A plan file names its graph (:mod:`tmsim.workload.identity`): the replay builds it again from
+the zoo or the graph file the plan names, and ``--model``/``--file`` replace that graph only
+with one of the same fingerprint. Output paths are checked before any work is done.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import sys
+from pathlib import Path
 from typing import Any
 
 from hwmodels.presets import load_platform
@@ -17,13 +25,17 @@ from tmsim.sim.cache.walk import DEFAULT_BLOCK_BYTES
 from tmsim.sim.trace import ASYNC, SYNC
 from tmsim.workload.files import load_graph
 from tmsim.workload.graph import DTYPE_BYTES, Graph
+from tmsim.workload.identity import Source, check_graph, rebuild, zoo_graph
 from tmsim.workload.training import training_graph
 from tmsim.workload.zoo import MODELS, model
 
-#: Batch size when neither ``--batch`` nor the plan's graph name (``MODEL-bN``) gives one.
+#: Batch size when neither ``--batch``, the plan's zoo arguments nor its graph name
+#: (``MODEL-bN``) give one.
 DEFAULT_BATCH = 32
 #: The platform of ``--cache-mode`` when ``--platform`` names none.
 DEFAULT_CACHE_PLATFORM = "cascadelake-2lm"
+#: File name endings ``--timeline`` draws (the formats :func:`tmsim.plots.timeline` writes).
+TIMELINE_SUFFIXES = (".png", ".pdf", ".svg")
 
 
 def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
@@ -41,15 +53,26 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
         help="instead of a plan, replay zoo model MODEL's step with DRAM as a hardware cache "
         f"of PMM (2LM); needs --batch; models: {', '.join(MODELS)}",
     )
-    p.add_argument("--model", help=f"zoo model the plan is for: {', '.join(MODELS)}")
+    p.add_argument(
+        "--model",
+        help="build the plan's graph from this zoo model instead of the plan's own record "
+        f"(it must have the plan's fingerprint): {', '.join(MODELS)}",
+    )
     p.add_argument(
         "--batch",
         type=int,
-        help="batch size (a plan's default: from its graph name, else 32; needed with "
-        "--cache-mode)",
+        help="batch size with --model (default: the plan's, else 32) or --cache-mode (needed)",
     )
-    p.add_argument("--dtype", default="fp32", choices=sorted(DTYPE_BYTES), help="element type")
-    p.add_argument("--file", help="load the plan's graph from this JSON file instead")
+    p.add_argument(
+        "--dtype",
+        choices=sorted(DTYPE_BYTES),
+        help="element type with --model (default: the plan's, else fp32) or --cache-mode (fp32)",
+    )
+    p.add_argument(
+        "--file",
+        help="load the plan's graph from this JSON file instead of the plan's own record (it "
+        "must have the plan's fingerprint)",
+    )
     p.add_argument(
         "--platform",
         help="preset name or TOML file (default: the plan's platform; with --cache-mode "
@@ -76,35 +99,127 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
         help="run every kernel and copy at its own uncontended rate (the cost model's world)",
     )
     p.add_argument("--trace", metavar="PATH", help="write the trace as Parquet to PATH")
-    p.add_argument("--timeline", metavar="PATH", help="draw the timeline to PATH (.png, .pdf)")
+    p.add_argument(
+        "--timeline",
+        metavar="PATH",
+        help=f"draw the timeline to PATH ({', '.join(TIMELINE_SUFFIXES)})",
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=_simulate)
 
 
 def plan_graph(plan: Plan, args: argparse.Namespace) -> Graph:
-    """The graph ``args`` name (``--model``/``--batch``/``--dtype`` or ``--file``).
+    """The graph ``plan`` was made for.
 
-    Raises :class:`TmsimError` if both or neither are given, or if the graph is not the one
-    the plan was made for.
+    Without ``--model`` or ``--file``, it is built again from the plan's graph identity: the
+    zoo model with the plan's arguments, or the graph file the plan names (looked up beside
+    the plan file first). ``--model`` (with ``--batch``/``--dtype``, the plan's other zoo
+    arguments when it names the same model) or ``--file`` give the graph instead, which must
+    have the plan's fingerprint; a version-1 plan file has none, and then its graph's name
+    must match.
+
+    Raises :class:`TmsimError` (one line) for both flags, ``--batch``/``--dtype`` without
+    ``--model``, a plan whose graph cannot be built again when no flag names one, and a
+    graph that is not the plan's (naming both fingerprints; by name for version 1, which
+    the command then warns about).
     """
-    if (args.model is None) == (args.file is None):
-        raise TmsimError(
-            f"name the graph of plan {args.plan!r} ({plan.graph!r}): give --model MODEL "
-            "[--batch N] or --file PATH, not both or neither"
-        )
+    what = f"plan {args.plan!r}"
+    identity = plan.graph_identity
+    if args.model is not None and args.file is not None:
+        raise TmsimError(f"name the graph of {what} by --model or by --file, not both")
+    if args.model is None:
+        for flag, value in (("--batch", args.batch), ("--dtype", args.dtype)):
+            if value is not None:
+                raise TmsimError(f"{flag} goes with --model (or --cache-mode)")
+    if args.model is None and args.file is None:
+        ask = "give --model MODEL [--batch N] [--dtype D] or --file PATH"
+        if identity is None:
+            raise TmsimError(
+                f"{what} is a version-1 plan file, which does not say how its graph "
+                f"{plan.graph!r} was built; {ask}"
+            )
+        if identity.source is Source.UNKNOWN:
+            raise TmsimError(
+                f"{what} is for graph {plan.graph!r} (sha256 {identity.sha256}), which was "
+                f"built in memory, not from the zoo or a graph file; {ask}"
+            )
+        return rebuild(identity, Path(args.plan).parent, what)
     if args.file is not None:
-        graph = load_graph(args.file)
+        graph, given = load_graph(args.file), f"the graph of --file {args.file!r}"
     else:
-        batch = args.batch
-        if batch is None:
-            m = re.fullmatch(rf"{re.escape(args.model)}-b(\d+)", plan.graph)
-            batch = int(m.group(1)) if m else DEFAULT_BATCH
-        graph = training_graph(model(args.model)(batch, dtype=args.dtype))
-    if graph.name != plan.graph:
+        graph, given = _zoo_override(plan, args), f"the graph of --model {args.model}"
+    if identity is not None:
+        check_graph(identity, graph, what, given)
+    elif graph.name != plan.graph:
         raise TmsimError(
-            f"plan {args.plan!r} is for graph {plan.graph!r}, but the graph given is {graph.name!r}"
+            f"{what} is for graph {plan.graph!r}, but the graph given is {graph.name!r}"
         )
     return graph
+
+
+def _zoo_override(plan: Plan, args: argparse.Namespace) -> Graph:
+    """``--model`` with ``--batch``/``--dtype``; the arguments not given come from the plan
+    when it was made for the same zoo model, else from the graph name and the defaults."""
+    identity = plan.graph_identity
+    base: dict[str, Any] = {}
+    if (
+        identity is not None
+        and identity.source is Source.ZOO
+        and identity.args.get("model") == args.model
+    ):
+        base = {k: v for k, v in identity.args.items() if k != "model"}
+    plan_batch = base.pop("batch", None)
+    batch = args.batch if args.batch is not None else plan_batch
+    if batch is None:
+        m = re.fullmatch(rf"{re.escape(args.model)}-b(\d+)", plan.graph)
+        batch = int(m.group(1)) if m else DEFAULT_BATCH
+    if args.dtype is not None:
+        base["dtype"] = args.dtype
+    graph, _ = zoo_graph(args.model, batch, **base)
+    return graph
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Refuse, before any work, path arguments that hold a NUL character and the output
+    paths ``--trace`` and ``--timeline`` that cannot be written: an empty path, a directory, a
+    missing or non-directory parent, a path or parent that is not writable, a timeline whose
+    name ends in none of :data:`TIMELINE_SUFFIXES`, and one file named by both. Raises
+    :class:`TmsimError`."""
+    for flag in ("plan", "file", "platform", "trace", "timeline"):
+        value = getattr(args, flag)
+        if value is not None and "\0" in value:
+            raise TmsimError(f"{'--' * (flag != 'plan')}{flag} {value!r} holds a NUL character")
+    given = [(f, p) for f, p in (("--trace", args.trace), ("--timeline", args.timeline)) if p]
+    for flag, path in (("--trace", args.trace), ("--timeline", args.timeline)):
+        if path is not None and not path:
+            raise TmsimError(f"{flag} needs a file name")
+    for flag, path in given:
+        _check_output(flag, path)
+    suffix = Path(args.timeline).suffix if args.timeline else TIMELINE_SUFFIXES[0]
+    if suffix.lower() not in TIMELINE_SUFFIXES:
+        kind = f"{suffix!r} files" if suffix else "a file name without an ending"
+        raise TmsimError(
+            f"--timeline {args.timeline}: cannot draw {kind}; name a file ending in "
+            f"{', '.join(TIMELINE_SUFFIXES)}"
+        )
+    if len(given) == 2 and Path(args.trace).resolve() == Path(args.timeline).resolve():
+        raise TmsimError(f"--trace and --timeline both name {args.trace}; give two files")
+
+
+def _check_output(flag: str, path: str) -> None:
+    target = Path(path)
+    parent = target.parent
+    where = f"{flag} {path}"
+    if target.is_dir():
+        raise TmsimError(f"{where}: is a directory, not a file")
+    if not parent.exists():
+        raise TmsimError(f"{where}: directory {str(parent)!r} does not exist")
+    if not parent.is_dir():
+        raise TmsimError(f"{where}: {str(parent)!r} is not a directory")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise TmsimError(f"{where}: the file is not writable")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise TmsimError(f"{where}: directory {str(parent)!r} is not writable")
 
 
 def trace_summary(trace: Trace) -> dict[str, Any]:
@@ -132,6 +247,7 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
 def _simulate(args: argparse.Namespace) -> int:
     if (args.plan is None) == (args.cache_mode is None):
         raise TmsimError("give a plan file or --cache-mode MODEL, not both or neither")
+    check_outputs(args)
     if args.cache_mode is not None:
         return _simulate_cache(args)
     if args.block_bytes is not None or args.cold:
@@ -139,7 +255,17 @@ def _simulate(args: argparse.Namespace) -> int:
         raise TmsimError(f"{flag} applies to --cache-mode only, not to a plan replay")
     plan = load_plan(args.plan)
     graph = plan_graph(plan, args)
-    platform = load_platform(args.platform or plan.platform)
+    if plan.graph_identity is None:
+        print(
+            f"tmsim: warning: plan {args.plan!r} is a version-1 plan file without its graph's "
+            "fingerprint, so the graph given is checked by its name only; plan again for a "
+            "file that names its graph",
+            file=sys.stderr,
+        )
+    name = args.platform or plan.platform
+    if not name.isprintable():
+        raise TmsimError(f"plan {args.plan!r}: platform {name!r} is no preset name or file path")
+    platform = load_platform(name)
     if platform.name != plan.platform:
         raise TmsimError(
             f"plan {args.plan!r} is for platform {plan.platform!r}, not {platform.name!r}"
@@ -194,7 +320,7 @@ def _simulate_cache(args: argparse.Namespace) -> int:
         raise TmsimError(f"--cache-mode {args.cache_mode} needs --batch N")
     if args.batch < 1:
         raise TmsimError(f"--batch must be a positive integer, got {args.batch}")
-    graph = training_graph(model(args.cache_mode)(args.batch, dtype=args.dtype))
+    graph = training_graph(model(args.cache_mode)(args.batch, dtype=args.dtype or "fp32"))
     platform = load_platform(args.platform or DEFAULT_CACHE_PLATFORM)
     result = replay_cache(
         graph,

@@ -24,10 +24,27 @@ the platform names them; kernels are indices into ``graph.kernels`` (``K`` of th
 - ``fast_limit_bytes``: the fast-tier capacity the plan was made for: at every kernel the
   bytes resident on the fastest tier must not exceed it.
 - ``predicted_s``: the planner's predicted step time; ``stats`` the solver's statistics.
+- ``graph_identity``: which graph the plan is for (:class:`~tmsim.workload.identity.GraphIdentity`:
+  its name, how to build it again and its content fingerprint); ``None`` only for plans made
+  in memory without one and for plan files of version 1.
 
 It holds no solver objects and round-trips through JSON exactly (:func:`plan_to_dict`,
 :func:`plan_from_dict`, :func:`save_plan`, :func:`load_plan`). Whether a plan obeys the rules
-above for its graph and platform is :func:`tmsim.plan.validate.validate`'s business.
+above for its graph and platform is :func:`tmsim.plan.validate.validate`'s business; whether
+a graph is the one a plan was made for, :func:`tmsim.workload.identity.check_graph`'s.
+
+Plan files (version 2) are a JSON object with exactly these fields::
+
+    {"format": "tmsim-plan", "version": 2,
+     "graph": {"name": str, "sha256": str, "source": "zoo" | "file" | "unknown", "args": {...}},
+     "platform": str, "planner": str, "fast_limit_bytes": int, "predicted_s": number,
+     "options": {...}, "initial_tiers": {tensor: [tier, ...]},
+     "operand_tiers": [[tier, ...], ...], "residency": [[tensor, tier, first, last], ...],
+     "moves": [[tensor, src, dst, kernel, "sync" | "async"], ...], "stats": {...} | null}
+
+Version 1 files, whose ``"graph"`` is the graph's name alone, are still read (their plans have
+no ``graph_identity``). Integers are JSON integers in ``[0, 2**63)``, never booleans; numbers
+that may be non-finite are written as the strings ``"nan"``, ``"inf"``, ``"-inf"``.
 """
 
 from __future__ import annotations
@@ -35,19 +52,45 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from hwmodels.timing import MoveMode
 from tmsim.errors import TmsimError
 from tmsim.jsonio import read_json, write_json_atomic
+from tmsim.workload.identity import (
+    GraphIdentity,
+    GraphIdentityError,
+    identity_from_dict,
+    identity_to_dict,
+)
 
 FORMAT = "tmsim-plan"
-VERSION = 1
+VERSION = 2
+#: Plan file versions this tmsim reads.
+READS = (1, 2)
+#: Integers in plan files lie in ``[0, MAX_INT)``, so they fit the validator's int64 arrays.
+MAX_INT = 2**63
+_FIELDS = (
+    "format",
+    "version",
+    "graph",
+    "platform",
+    "planner",
+    "fast_limit_bytes",
+    "predicted_s",
+    "options",
+    "initial_tiers",
+    "operand_tiers",
+    "residency",
+    "moves",
+    "stats",
+)
+_NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
 class PlanFileError(TmsimError, ValueError):
-    """A plan file cannot be read; the message names the file and the field."""
+    """A plan file cannot be read or written; the message names the file and the field."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,11 +150,30 @@ class Plan:
     predicted_s: float
     options: Mapping[str, Any] = field(default_factory=dict)
     stats: SolverStats | None = None
+    graph_identity: GraphIdentity | None = None
+
+    def with_identity(self, identity: GraphIdentity) -> Plan:
+        """This plan recorded as made for ``identity`` (a caller that knows how the graph was
+        built, say from a file, says so here).
+
+        Raises :class:`PlanFileError` if ``identity`` names another graph than the plan, or
+        has another fingerprint than the identity the plan carries already.
+        """
+        if identity.name != self.graph:
+            raise PlanFileError(
+                f"the plan is for graph {self.graph!r}, not {identity.name!r} of the identity"
+            )
+        old = self.graph_identity
+        if old is not None and old.sha256 != identity.sha256:
+            raise PlanFileError(
+                f"the plan is for graph {self.graph!r} with sha256 {old.sha256}, not "
+                f"{identity.sha256}"
+            )
+        return replace(self, graph_identity=identity)
 
 
-_STAT_FLOATS = frozenset(
-    f for f, kind in SolverStats.__annotations__.items() if kind in ("float", float)
-)
+#: SolverStats field -> its annotation ("str", "float" or "int").
+_STAT_TYPES = {f.name: str(f.type) for f in fields(SolverStats)}
 
 
 def _floats_out(value: float) -> float | str:
@@ -119,14 +181,22 @@ def _floats_out(value: float) -> float | str:
     return value if math.isfinite(value) else str(value)
 
 
-def _floats_in(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise TypeError(f"expected a number, got {value!r}")
-    return float(value)
-
-
 def plan_to_dict(plan: Plan) -> dict[str, Any]:
-    """The JSON-ready document of ``plan`` (non-finite floats as strings)."""
+    """The JSON-ready document of ``plan`` (non-finite floats as strings).
+
+    Raises :class:`PlanFileError` if the plan has no graph identity or one for another graph
+    name: every plan file says which graph it is for.
+    """
+    identity = plan.graph_identity
+    if identity is None:
+        raise PlanFileError(
+            f"the plan for graph {plan.graph!r} does not say which graph it is for; "
+            "give it one with Plan.with_identity (tmsim's planners always do)"
+        )
+    if identity.name != plan.graph:
+        raise PlanFileError(
+            f"the plan is for graph {plan.graph!r} but its identity names {identity.name!r}"
+        )
     stats = None
     if plan.stats is not None:
         stats = {
@@ -135,7 +205,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "version": VERSION,
-        "graph": plan.graph,
+        "graph": identity_to_dict(identity),
         "platform": plan.platform,
         "planner": plan.planner,
         "fast_limit_bytes": plan.fast_limit_bytes,
@@ -149,65 +219,175 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
     }
 
 
-def plan_from_dict(doc: object, source: str = "<plan>") -> Plan:
-    """Rebuild a plan from :func:`plan_to_dict`'s document.
+class _Bad(Exception):
+    """A malformed field: the message says where and what (turned into PlanFileError)."""
 
-    Raises :class:`PlanFileError` naming ``source`` and the field for anything malformed.
+
+def plan_from_dict(doc: object, source: str = "<plan>") -> Plan:
+    """Rebuild a plan from :func:`plan_to_dict`'s document (or a version 1 one).
+
+    Strict: exactly the fields of the module documentation, each of its type (no booleans for
+    integers, no strings for names' lists, integers in ``[0, 2**63)``), moves of a known
+    mode, a well-formed graph identity. Raises :class:`PlanFileError` naming ``source`` and
+    the field for anything malformed; whether the names and kernels fit a graph and
+    platform is left to the validator.
     """
     if not isinstance(doc, dict):
         raise PlanFileError(f"{source}: top level must be a JSON object")
     if doc.get("format") != FORMAT:
         raise PlanFileError(f"{source}: field 'format' must be {FORMAT!r}")
-    if doc.get("version") != VERSION:
+    version = doc.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version not in READS:
         raise PlanFileError(
-            f"{source}: field 'version' is {doc.get('version')!r}; this tmsim reads {VERSION}"
+            f"{source}: field 'version' is {version!r}; this tmsim reads "
+            f"{', '.join(map(str, READS))}"
         )
+    missing = [k for k in _FIELDS if k not in doc]
+    if missing:
+        raise PlanFileError(f"{source}: missing field {missing[0]!r}")
+    unknown = sorted(set(doc) - set(_FIELDS))
+    if unknown:
+        raise PlanFileError(f"{source}: unknown field {unknown[0]!r}")
     try:
-        stats_doc = doc["stats"]
-        stats = None
-        if stats_doc is not None:
-            fields: dict[str, Any] = {
-                k: _floats_in(v) if k in _STAT_FLOATS else v for k, v in stats_doc.items()
-            }
-            stats = SolverStats(**fields)
+        if version == 1:
+            graph, identity = _name(doc["graph"], "graph"), None
+        else:
+            try:
+                identity = identity_from_dict(doc["graph"])
+            except GraphIdentityError as exc:
+                raise _Bad(f"field 'graph': {exc}") from None
+            graph = identity.name
         return Plan(
-            graph=_typed(doc, "graph", str, source),
-            platform=_typed(doc, "platform", str, source),
-            planner=_typed(doc, "planner", str, source),
-            fast_limit_bytes=_typed(doc, "fast_limit_bytes", int, source),
-            operand_tiers=tuple(tuple(str(t) for t in row) for row in doc["operand_tiers"]),
+            graph=graph,
+            platform=_name(doc["platform"], "platform"),
+            planner=_name(doc["planner"], "planner"),
+            fast_limit_bytes=_count(doc["fast_limit_bytes"], "fast_limit_bytes"),
+            operand_tiers=tuple(
+                _names(row, f"operand_tiers[{k}]")
+                for k, row in enumerate(_list(doc["operand_tiers"], "operand_tiers"))
+            ),
             initial_tiers={
-                str(k): tuple(str(x) for x in v) for k, v in doc["initial_tiers"].items()
+                t: _names(tiers, f"initial_tiers[{t!r}]")
+                for t, tiers in _object(doc["initial_tiers"], "initial_tiers").items()
             },
             residency=tuple(
-                Residency(str(t), str(tier), int(a), int(b)) for t, tier, a, b in doc["residency"]
+                _residency(r, f"residency[{i}]")
+                for i, r in enumerate(_list(doc["residency"], "residency"))
             ),
             moves=tuple(
-                Move(str(t), str(s), str(d), int(k), MoveMode(m)) for t, s, d, k, m in doc["moves"]
+                _move(m, f"moves[{i}]") for i, m in enumerate(_list(doc["moves"], "moves"))
             ),
-            predicted_s=_floats_in(doc["predicted_s"]),
-            options=dict(doc["options"]),
-            stats=stats,
+            predicted_s=_number(doc["predicted_s"], "predicted_s"),
+            options=_object(doc["options"], "options"),
+            stats=None if doc["stats"] is None else _stats(doc["stats"]),
+            graph_identity=identity,
         )
-    except KeyError as exc:
-        raise PlanFileError(f"{source}: missing field {exc.args[0]!r}") from None
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise PlanFileError(f"{source}: malformed plan ({exc})") from None
+    except _Bad as exc:
+        raise PlanFileError(f"{source}: {exc}") from None
 
 
-def _typed(doc: dict[str, Any], key: str, kind: type, source: str) -> Any:
-    value = doc.get(key)
-    if isinstance(value, bool) or not isinstance(value, kind):
-        raise PlanFileError(f"{source}: field {key!r} must be {kind.__name__}")
+def _list(value: object, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _Bad(f"field {where!r} must be a list")
     return value
 
 
+def _object(value: object, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _Bad(f"field {where!r} must be a JSON object")
+    return value
+
+
+def _name(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise _Bad(f"field {where!r} must be a string, got {value!r}")
+    return value
+
+
+def _names(value: object, where: str) -> tuple[str, ...]:
+    return tuple(_name(v, where) for v in _list(value, where))
+
+
+def _count(value: object, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_INT:
+        raise _Bad(f"field {where!r} must be an integer in [0, 2**63), got {value!r}")
+    return value
+
+
+def _number(value: object, where: str) -> float:
+    """A JSON number or one of the strings ``nan``, ``inf``, ``-inf``."""
+    if isinstance(value, str) and value in _NON_FINITE:
+        return _NON_FINITE[value]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _Bad(f"field {where!r} must be a number, 'nan', 'inf' or '-inf', got {value!r}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise _Bad(f"field {where!r} is too large for a float: {value!r}") from None
+
+
+def _row(value: object, where: str, n: int) -> list[Any]:
+    row = _list(value, where)
+    if len(row) != n:
+        raise _Bad(f"field {where!r} must list {n} values, got {len(row)}")
+    return row
+
+
+def _residency(value: object, where: str) -> Residency:
+    t, tier, first, last = _row(value, where, 4)
+    return Residency(_name(t, where), _name(tier, where), _count(first, where), _count(last, where))
+
+
+def _move(value: object, where: str) -> Move:
+    t, src, dst, kernel, mode = _row(value, where, 5)
+    if mode not in tuple(MoveMode):
+        raise _Bad(f"field {where!r}: mode must be 'sync' or 'async', got {mode!r}")
+    return Move(
+        _name(t, where), _name(src, where), _name(dst, where), _count(kernel, where), MoveMode(mode)
+    )
+
+
+def _stats(value: object) -> SolverStats:
+    doc = _object(value, "stats")
+    unknown = sorted(set(doc) - set(_STAT_TYPES))
+    if unknown:
+        raise _Bad(f"field 'stats' has unknown field {unknown[0]!r}")
+    out: dict[str, Any] = {}
+    for key, item in doc.items():
+        where = f"stats.{key}"
+        kind = _STAT_TYPES[key]
+        if kind == "float":
+            out[key] = _number(item, where)
+        elif kind == "int":
+            out[key] = _count(item, where)
+        else:
+            out[key] = _name(item, where)
+    try:
+        return SolverStats(**out)
+    except TypeError:
+        raise _Bad("field 'stats' must name at least 'solver' and 'status'") from None
+
+
 def save_plan(plan: Plan, path: str | os.PathLike[str]) -> None:
-    """Write ``plan`` to ``path`` as JSON, atomically (a temporary file, then a rename)."""
+    """Write ``plan`` to ``path`` as JSON, atomically (a temporary file, then a rename).
+
+    Raises :class:`PlanFileError` as :func:`plan_to_dict` does, ``OSError`` if it cannot write.
+    """
     write_json_atomic(plan_to_dict(plan), path)
 
 
 def load_plan(path: str | os.PathLike[str]) -> Plan:
-    """Read a plan file; raises :class:`PlanFileError` naming ``path`` when malformed."""
-    doc = read_json(path, PlanFileError)
+    """Read a plan file; raises :class:`PlanFileError` naming ``path`` when it is not a
+    well-formed plan file (not UTF-8, not JSON, nested too deeply, an integer of too many
+    digits, or as :func:`plan_from_dict` says), and ``OSError`` when it cannot be read."""
+    try:
+        doc = read_json(path, PlanFileError)
+    except PlanFileError:
+        raise
+    except UnicodeDecodeError:
+        raise PlanFileError(f"{path}: not a plan file: not UTF-8 text") from None
+    except RecursionError:
+        raise PlanFileError(f"{path}: not a plan file: JSON nested too deeply") from None
+    except ValueError as exc:  # a number JSON allows but Python will not convert
+        raise PlanFileError(f"{path}: not a plan file: {exc}") from None
     return plan_from_dict(doc, source=str(path))

@@ -21,6 +21,7 @@ from tmsim.cost import CostModel, IndexMove, step_time_s
 from tmsim.errors import InfeasibleError, NoPlanError, TmsimError
 from tmsim.plan.values import Move, Plan, Residency, SolverStats
 from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES, Graph
+from tmsim.workload.identity import GraphIdentity, graph_sha256, identity_of
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -36,6 +37,7 @@ def assemble_plan(
     drops: Mapping[tuple[int, int], Iterable[int]] | None = None,
     options: Mapping[str, Any] | None = None,
     stats: SolverStats | None = None,
+    identity: GraphIdentity | None = None,
 ) -> Plan:
     """Build a :class:`Plan` from a decision in indices.
 
@@ -48,10 +50,22 @@ def assemble_plan(
 
     Residency ranges start where copies appear: at the producer in the tier it writes, at
     kernel 0 for ``initial`` tiers, at the kernel of a move into a tier the tensor is not
-    resident in. The predicted time is :func:`step_time_s`. Raises :class:`TmsimError` if a
-    pre-existing tensor has no initial tier.
+    resident in. The predicted time is :func:`step_time_s`.
+
+    The plan records which graph it is for: ``identity`` when the caller knows how the graph
+    was built, else :func:`tmsim.workload.identity.identity_of` (a recognized zoo build, or
+    the graph's name and fingerprint alone). Raises :class:`TmsimError` if a pre-existing
+    tensor has no initial tier, or ``identity`` is not ``cost.graph``'s (name or fingerprint).
     """
     graph, platform = cost.graph, cost.platform
+    if identity is None:
+        identity = identity_of(graph)
+    elif identity.name != graph.name or identity.sha256 != graph_sha256(graph):
+        raise TmsimError(
+            f"{planner}: the identity given is for graph {identity.name!r} with sha256 "
+            f"{identity.sha256}, not the graph planned, {graph.name!r} with sha256 "
+            f"{graph_sha256(graph)}"
+        )
     n_k = len(graph.kernels)
     tiers = np.asarray(op_tiers, dtype=np.int64)
     move_list = sorted(moves, key=lambda m: (m.kernel, m.tensor, m.mode.value, m.src, m.dst))
@@ -106,6 +120,7 @@ def assemble_plan(
         predicted_s=total,
         options=dict(options or {}),
         stats=stats,
+        graph_identity=identity,
     )
 
 
