@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,15 +95,99 @@ def test_ratio_and_fast_bytes_exclude_each_other(capsys: pytest.CaptureFixture[s
     assert "not allowed with argument" in capsys.readouterr().err
 
 
-def test_out_of_range_solver_settings_are_one_line_errors(
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--gap", "-1"], "argument --gap: must be a number from 0 to 1, got '-1'"),
+        (["--gap", "1.5"], "argument --gap: must be a number from 0 to 1"),
+        (["--gap", "nan"], "argument --gap: must be a number from 0 to 1, got 'nan'"),
+        (["--node-limit", "-3"], "argument --node-limit: must be a whole number >= 0"),
+        (["--node-limit", str(2**31)], "argument --node-limit: must be at most 2147483647"),
+        (["--window", "-1"], "argument --window: must be a whole number >= 1"),
+        (["--window", "0"], "the asynchronous formulation is the synchronous"),
+        (["--window", "10001"], "argument --window: must be at most 10000"),
+        (["--window", "1e3"], "argument --window: must be a whole number, got '1e3'"),
+        (["--time-limit", "0"], "argument --time-limit: seconds must be a finite number > 0"),
+        (["--time-limit", "inf"], "argument --time-limit: seconds must be a finite number > 0"),
+        (["--solver", ""], "argument --solver: must not be empty"),
+        (["--platform", " "], "argument --platform: must not be empty"),
+        (["--out", ""], "argument --out: must not be empty"),
+        (["--fast-bytes", "1e9999999"], "--fast-bytes: capacity '1e9999999' must be between"),
+        (["--mode", "fastest"], "argument --mode: invalid choice: 'fastest'"),
+    ],
+)
+def test_out_of_range_solver_settings_are_one_line_usage_errors(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["plan", "resnet50", "--batch", "2", *argv])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tmsim plan: error: ") and err.count("\n") == 1
+    assert message in err
+
+
+def test_fast_bytes_in_scientific_notation_is_accepted(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    for argv, message in (
-        (["--gap", "-1"], "gap must be a number in [0, 1]"),
-        (["--node-limit", "-3"], "node_limit must be an integer >= 0"),
-        (["--window", "-1"], "window must be an integer >= 0"),
-    ):
-        assert main(["plan", "resnet50", "--batch", "2", *argv]) == 2
-        err = capsys.readouterr().err.strip()
-        assert err.startswith("tmsim: error: bad planner option") and message in err
-        assert len(err.splitlines()) == 1
+    argv = ["plan", "resnet50", "--batch", "2", "--mode", "greedy", "--fast-bytes", "3e9"]
+    assert main([*argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["fast_limit_bytes"] == 3_000_000_000
+
+
+def test_an_invalid_plan_exits_1_with_an_error_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tmsim.plan.validate as validate_module
+
+    real = validate_module.validate
+
+    def refuse(*args: Any, **kwargs: Any) -> validate_module.Validation:
+        found = real(*args, **kwargs)
+        return replace(found, ok=False, errors=("kernel 'k': over the\nlimit",))
+
+    monkeypatch.setattr(validate_module, "validate", refuse)
+    assert main(["plan", "vgg19", "--batch", "1", "--mode", "greedy"]) == 1
+    captured = capsys.readouterr()
+    assert "valid            NO: kernel 'k'" in captured.out
+    assert captured.err == (
+        "tmsim: error: the greedy plan is invalid: kernel 'k': over the limit\n"
+    )
+
+
+def test_a_fast_tier_smaller_than_asked_caps_a_ratio_and_refuses_a_size(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tomli_w
+
+    from hwmodels.serialize import platform_to_dict
+
+    cpu = load_preset("cascadelake-optane")
+    small = replace(
+        cpu, name="small", tiers=(replace(cpu.tiers[0], capacity_bytes=10**6), *cpu.tiers[1:])
+    )
+    toml = tmp_path / "small.toml"
+    toml.write_bytes(tomli_w.dumps(platform_to_dict(small)).encode())
+    base = ["plan", "vgg19", "--batch", "2", "--platform", str(toml), "--mode", "greedy"]
+    assert main([*base, "--ratio", "1:1", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["fast_limit_bytes"] == 10**6 and info["valid"]
+    assert "capped at the 1000000 bytes tier 'DRAM' holds" in info["capacity_note"]
+    assert main([*base, "--fast-bytes", "2e6"]) != 0
+    err = capsys.readouterr().err
+    assert "fast memory of 2000000 bytes asked, but tier 'DRAM'" in err
+    assert err.count("\n") == 1
+
+
+def test_a_plan_of_a_graph_file_is_simulated_without_naming_it_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    g, p = tmp_path / "g.json", tmp_path / "p.json"
+    assert main(["graph", "vgg19", "--batch", "2", "--save", str(g)]) == 0
+    assert (
+        main(["plan", "--file", str(g), "--mode", "greedy", "--ratio", "4:1", "--out", str(p)]) == 0
+    )
+    assert json.loads(p.read_text())["graph"]["source"] == "file"
+    capsys.readouterr()
+    assert main(["simulate", str(p), "--no-contention", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["simulated_s"] > 0

@@ -178,10 +178,23 @@ def test_bad_figure_names_and_options_are_refused(
     assert capsys.readouterr().err == (
         "tmsim: error: unknown figure(s) nope; figures are one, two\n"
     )
-    for bad in (["--workers", "0"], ["--workers", "2", "--dask", "tcp://h:1"]):
+    for bad, message in (
+        (["--workers", "0"], "argument --workers: must be a whole number >= 1, got '0'"),
+        (["--workers", "two"], "argument --workers: must be a whole number, got 'two'"),
+        (["--workers", "2", "--dask", "tcp://h:1"], "not allowed with argument --workers"),
+        (["--only", ""], "argument --only: must name at least one, got ''"),
+        (["--only", " , "], "argument --only: must name at least one"),
+        (["--only", "one,,two"], "argument --only: has an empty name between commas"),
+        (["--dask", ""], "argument --dask: must not be empty"),
+        (["--out", ""], "argument --out: must not be empty"),
+        (["--force", "--plot-only"], "argument --plot-only: not allowed with argument --force"),
+    ):
         with pytest.raises(SystemExit) as exit_:
             main(["reproduce", "--out", str(tmp_path), *bad], registry)
         assert exit_.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith("tmsim reproduce: error: ") and err.count("\n") == 1
+        assert message in err
     with pytest.raises(TmsimError, match="unknown figure 'three'"):
         registry.module("three")
 
@@ -240,3 +253,23 @@ def test_every_experiments_figure_follows_the_contract(name: str) -> None:
         assert compute[keyword].kind is inspect.Parameter.KEYWORD_ONLY
         assert compute[keyword].default is None
     assert list(inspect.signature(module.plot).parameters) == ["data", "out_dir"]
+
+
+def test_failed_figures_end_with_an_error_line_and_a_repeated_name_runs_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calls: list[str] = []
+    mods = {"one": _fake_module("one", calls), "two": _fake_module("two", calls, fail=True)}
+    argv = ["reproduce", "--quick", "--out", str(tmp_path), "--only", "one,two,one"]
+    assert main(argv, _registry(mods)) == 1
+    assert calls == ["compute one 1 None None", "plot one", "compute two 1 None None"]
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith("tmsim: error: 1 of 2 figures in ")
+    assert last.endswith(f"; failed: two; see {tmp_path / 'reproduce.json'}")
+
+
+def test_an_empty_registry_reproduces_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["reproduce", "--out", str(tmp_path)], _registry({})) == 0
+    assert capsys.readouterr().err == f"0 of 0 figures in 0.0 s; see {tmp_path}\n"

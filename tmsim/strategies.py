@@ -20,9 +20,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-from hwmodels.platform import Platform
 from tmsim.errors import TmsimError
+
+if TYPE_CHECKING:  # annotations only: the command line builds its parsers without hwmodels
+    from hwmodels.platform import Platform
 
 
 class Kind(StrEnum):

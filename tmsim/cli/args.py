@@ -1,38 +1,82 @@
-"""Arguments several commands share, each parsed once into its value at the edge.
+"""Arguments several commands share, each parsed and range-checked once, at the edge.
 
-Capacities become :class:`~tmsim.capacity.Capacity` values, sizes whole byte counts, solver
-settings one :class:`~tmsim.planners.PlanSettings`; a value argparse cannot convert is
-reported by argparse as a usage error naming the option (exit code 2).
+Every option's value is checked by its argparse ``type``, so a value out of range is a usage
+error naming the option (exit code 2, one line) before anything runs: whole numbers
+(:func:`whole_number`), fractions, seconds, non-empty text, lists of names, capacities
+(:class:`~tmsim.capacity.Capacity`) and sizes. Planner settings become one
+:class:`~tmsim.planners.PlanSettings`.
+
+Building a parser imports nothing heavy (numpy, cvxpy, pandas, the simulator): defaults and
+choices come from :mod:`tmsim.cli.catalog` and :mod:`tmsim.strategies`, and the library
+modules a value needs are imported when a value is converted or a command runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from tmsim.capacity import Capacity, CapacityError, parse_bytes
+from tmsim.cli.catalog import PLAN_DEFAULTS
 from tmsim.errors import TmsimError
-from tmsim.planners.settings import PlanSettings
+
+if TYPE_CHECKING:
+    from tmsim.capacity import Capacity
+    from tmsim.planners.settings import PlanSettings
 
 DEFAULT_PLATFORM = "cascadelake-optane"
+#: The largest count an option takes: what the library's int64 arrays hold.
+MAX_COUNT = 2**63 - 1
+#: The most branch-and-bound nodes a solve may be limited to (HiGHS's ``mip_max_nodes`` is a
+#: 32-bit integer; a larger limit is no limit on any graph the planners can solve).
+MAX_NODES = 2**31 - 1
+#: The widest asynchronous window: more kernels either side of a use than any zoo step has
+#: (DenseNet-264's 3052), and the MILP's window gadgets grow with it.
+MAX_WINDOW = 10_000
 
 
-def ratio_arg(text: str) -> Capacity:
-    """An argparse type: a capacity ratio ``S:F`` (slow to fast)."""
-    if ":" not in text:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a ratio such as '4:1'")
+def whole_number(low: int, high: int = MAX_COUNT, note: str = "") -> Callable[[str], int]:
+    """An argparse type: a whole number from ``low`` to ``high``; ``note`` (if any) ends the
+    message for a number below ``low``, saying why."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+        if value < low:
+            why = f" ({note})" if note else ""
+            raise argparse.ArgumentTypeError(f"must be a whole number >= {low}, got {text!r}{why}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high}, got {text!r}")
+        return value
+
+    parse.__name__ = f"whole_number_from_{low}"
+    return parse
+
+
+#: ``--batch``: samples per step.
+batch_arg = whole_number(1)
+#: ``--workers``: local processes.
+workers_arg = whole_number(1)
+#: ``--node-limit``: branch-and-bound nodes per solve (0: the root only).
+node_limit_arg = whole_number(0, MAX_NODES)
+#: ``--window``: kernels either side of a use where an asynchronous copy may run.
+window_arg = whole_number(
+    1, MAX_WINDOW, "with no kernel either side the asynchronous formulation is the synchronous"
+)
+
+
+def fraction_arg(text: str) -> float:
+    """An argparse type: a number from 0 to 1 (a relative gap)."""
     try:
-        return Capacity.parse(text)
-    except CapacityError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def size_arg(text: str) -> int:
-    """An argparse type: a size in bytes (``"1000000"``, ``"3e9"``, ``"24GiB"``, ``"96GB"``)."""
-    try:
-        return parse_bytes(text)
-    except CapacityError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 1, got {text!r}")
+    return value
 
 
 def seconds_arg(text: str) -> float:
@@ -46,9 +90,73 @@ def seconds_arg(text: str) -> float:
     return value
 
 
-def add_plan_arguments(p: argparse.ArgumentParser) -> None:
-    """Platform, capacity and solver arguments shared by ``plan`` and ``compare``."""
-    p.add_argument("--platform", default=DEFAULT_PLATFORM, help="preset name or TOML file")
+def text_arg(text: str) -> str:
+    """An argparse type: text that is not blank and holds no NUL (a name, a path, an address);
+    returned as given."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"must not be empty, got {text!r}")
+    if "\0" in text:
+        raise argparse.ArgumentTypeError(f"must not contain a NUL character, got {text!r}")
+    return text
+
+
+def names_arg(text: str) -> tuple[str, ...]:
+    """An argparse type: comma-separated names, at least one, none empty (spaces around a
+    name are dropped)."""
+    parts = tuple(p.strip() for p in text.split(","))
+    if not any(parts):
+        raise argparse.ArgumentTypeError(f"must name at least one, got {text!r}")
+    if not all(parts):
+        raise argparse.ArgumentTypeError(f"has an empty name between commas: {text!r}")
+    return parts
+
+
+def ratio_arg(text: str) -> Capacity:
+    """An argparse type: a capacity ratio ``S:F`` (slow to fast)."""
+    from tmsim.capacity import Capacity, CapacityError
+
+    if ":" not in text:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a ratio such as '4:1'")
+    try:
+        return Capacity.parse(text)
+    except CapacityError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    except ArithmeticError:  # decimal overflow of an absurd exponent
+        raise argparse.ArgumentTypeError(f"capacity {text!r} is out of range") from None
+
+
+def size_arg(text: str) -> int:
+    """An argparse type: a size in bytes (``"1000000"``, ``"3e9"``, ``"24GiB"``, ``"96GB"``),
+    from 1 to 2**63 - 1."""
+    from tmsim.capacity import CapacityError, parse_bytes
+
+    try:
+        return parse_bytes(text)
+    except CapacityError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+#: What :func:`one_line` escapes: every character ``str.splitlines`` breaks a line at.
+_LINE_BREAKS = {
+    ord(c): c.encode("unicode_escape").decode("ascii")
+    for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+}
+
+
+def one_line(text: str) -> str:
+    """``text`` with every line break written as its escape (``\\n``, ``\\x85`` ...), so it
+    prints as one line."""
+    return text.translate(_LINE_BREAKS)
+
+
+def add_plan_arguments(
+    p: argparse.ArgumentParser, time_limit_s: float = PLAN_DEFAULTS.time_limit_s
+) -> None:
+    """Platform, capacity and solver arguments shared by ``plan`` and ``compare``; the MILP
+    time limit defaults to ``time_limit_s``."""
+    p.add_argument(
+        "--platform", type=text_arg, default=DEFAULT_PLATFORM, help="preset name or TOML file"
+    )
     cap = p.add_mutually_exclusive_group()
     cap.add_argument(
         "--ratio", type=ratio_arg, help="slow:fast capacity ratio, e.g. 4:1 (fast = peak / 5)"
@@ -56,22 +164,39 @@ def add_plan_arguments(p: argparse.ArgumentParser) -> None:
     cap.add_argument(
         "--fast-bytes", type=size_arg, help="fast-tier capacity, e.g. 3e9, 96GB or 24GiB"
     )
-    d = PlanSettings()
-    p.add_argument("--solver", default=d.solver, help=f"cvxpy MILP solver ({d.solver})")
-    p.add_argument("--time-limit", type=seconds_arg, default=d.time_limit_s, help="MILP seconds")
-    p.add_argument("--gap", type=float, default=d.gap, help=f"MILP relative gap ({d.gap})")
+    d = PLAN_DEFAULTS
+    p.add_argument(
+        "--solver", type=text_arg, default=d.solver, help=f"cvxpy MILP solver ({d.solver})"
+    )
+    p.add_argument(
+        "--time-limit",
+        type=seconds_arg,
+        default=time_limit_s,
+        help=f"MILP seconds, > 0 ({time_limit_s:g})",
+    )
+    p.add_argument(
+        "--gap", type=fraction_arg, default=d.gap, help=f"MILP relative gap, 0 to 1 ({d.gap})"
+    )
     p.add_argument(
         "--node-limit",
-        type=int,
+        type=node_limit_arg,
         default=d.node_limit,
-        help="most branch-and-bound nodes per MILP solve (a limit on work, not time)",
+        help=f"most branch-and-bound nodes per MILP solve, 0 to {MAX_NODES} (a limit on work, "
+        "not time)",
     )
-    p.add_argument("--window", type=int, default=d.window, help=f"async window ({d.window})")
+    p.add_argument(
+        "--window",
+        type=window_arg,
+        default=d.window,
+        help=f"async window: kernels either side of a use, 1 to {MAX_WINDOW} ({d.window})",
+    )
 
 
 def capacity_from_args(args: argparse.Namespace) -> Capacity | None:
     """The capacity ``--ratio`` or ``--fast-bytes`` asks for, or None (the tier's own)."""
     if args.fast_bytes is not None:
+        from tmsim.capacity import Capacity
+
         return Capacity.of_bytes(args.fast_bytes)
     ratio: Capacity | None = args.ratio
     return ratio
@@ -80,6 +205,8 @@ def capacity_from_args(args: argparse.Namespace) -> Capacity | None:
 def settings_from_args(args: argparse.Namespace) -> PlanSettings:
     """The planner settings the parsed arguments ask for. Raises :class:`TmsimError` naming
     the option for a value out of range."""
+    from tmsim.planners.settings import PlanSettings
+
     try:
         return PlanSettings(
             capacity=capacity_from_args(args),
@@ -95,10 +222,22 @@ def settings_from_args(args: argparse.Namespace) -> PlanSettings:
 
 __all__ = [
     "DEFAULT_PLATFORM",
+    "MAX_COUNT",
+    "MAX_NODES",
+    "MAX_WINDOW",
     "add_plan_arguments",
+    "batch_arg",
     "capacity_from_args",
+    "fraction_arg",
+    "names_arg",
+    "node_limit_arg",
+    "one_line",
     "ratio_arg",
     "seconds_arg",
     "settings_from_args",
     "size_arg",
+    "text_arg",
+    "whole_number",
+    "window_arg",
+    "workers_arg",
 ]

@@ -1,4 +1,9 @@
-"""``tmsim compare``: every strategy for one workload on one platform, in one table."""
+"""``tmsim compare``: every strategy for one workload on one platform, in one table.
+
+Exit codes: 0 when every row is a valid plan or an error the row reports, 1 when a plan the
+validator refuses is in the table (reported in it and in one line on stderr), 2 for bad input.
+The planners, the simulator and the results tables are imported when the command runs.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +13,20 @@ import math
 import sys
 import time
 from dataclasses import asdict
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from hwmodels.presets import load_platform
-from tmsim.capacity import fast_limit_bytes
-from tmsim.cli.args import add_plan_arguments, settings_from_args, size_arg
+from tmsim.cli.args import (
+    add_plan_arguments,
+    names_arg,
+    settings_from_args,
+    size_arg,
+    text_arg,
+)
 from tmsim.cli.graph import add_graph_arguments, graph_from_args
-from tmsim.compare import CompareSettings, Row, compare, rows_frame
-from tmsim.results import provenance, write_table
 from tmsim.strategies import STRATEGIES
+
+if TYPE_CHECKING:
+    from tmsim.compare import Row
 
 #: ``tmsim compare``'s MILP time limit (seconds for the whole static -> sync -> async chain):
 #: lower than ``tmsim plan``'s, so that a comparison finishes in minutes; the gap column says
@@ -32,11 +42,12 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
         "memory) and tabulate them",
     )
     add_graph_arguments(p)
-    add_plan_arguments(p)
-    p.set_defaults(time_limit=COMPARE_TIME_LIMIT_S)
+    add_plan_arguments(p, time_limit_s=COMPARE_TIME_LIMIT_S)
     p.add_argument(
         "--strategies",
-        help=f"comma-separated subset of {','.join(STRATEGIES)} (default: all that apply)",
+        type=names_arg,
+        help=f"comma-separated subset of {','.join(STRATEGIES)} (default: all that apply; "
+        "a name that is not a strategy, or does not apply to the platform, is refused)",
     )
     p.add_argument(
         "--no-contention",
@@ -45,7 +56,9 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
         help="simulate every kernel and copy at its own uncontended rate",
     )
     p.add_argument("--block-bytes", type=size_arg, help="2LM simulation block size in bytes")
-    p.add_argument("--out", metavar="PATH", help="also write the table (.csv or .parquet)")
+    p.add_argument(
+        "--out", type=text_arg, metavar="PATH", help="also write the table (.csv or .parquet)"
+    )
     p.add_argument("--json", action="store_true", help="print the rows as a JSON list")
     p.add_argument("--quiet", action="store_true", help="no progress display on stderr")
     p.set_defaults(func=_compare)
@@ -74,15 +87,17 @@ class _Progress:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from hwmodels.presets import load_platform
+    from tmsim.capacity import resolve_fast_limit
+    from tmsim.compare import CompareSettings, compare, rows_frame
+    from tmsim.results import provenance, write_table
+
     graph = graph_from_args(args)
     platform = load_platform(args.platform)
-    strategies = None
-    if args.strategies:
-        strategies = tuple(s.strip() for s in args.strategies.split(",") if s.strip())
     settings = CompareSettings(
         plan=settings_from_args(args),
         contention=args.contention,
-        strategies=strategies,
+        strategies=args.strategies,
         cache_block_bytes=args.block_bytes,
     )
     progress = None if args.quiet else _Progress(sys.stderr)
@@ -101,9 +116,15 @@ def _compare(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([_row_json(r) for r in rows], indent=2))
     else:
-        limit = fast_limit_bytes(graph, platform, settings.plan.capacity)
+        limit, note = resolve_fast_limit(graph, platform, settings.plan.capacity)
         _print_table(rows, graph.name, platform.name, limit)
-    return 0 if all(r.valid or r.error for r in rows) else 1
+        if note:
+            print(f"note: {note}")
+    invalid = [r.strategy for r in rows if not (r.valid or r.error)]
+    if invalid:
+        print(f"tmsim: error: invalid plans: {', '.join(invalid)}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _jsonable(value: Any) -> Any:

@@ -1,20 +1,24 @@
-"""``tmsim models`` and ``tmsim graph``: the model zoo and training-step summaries."""
+"""``tmsim models`` and ``tmsim graph``: the model zoo and training-step summaries.
+
+The parsers are built from :mod:`tmsim.cli.catalog`; the workload modules (numpy) are imported
+when a command runs.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from tmsim.cli.args import batch_arg, text_arg
+from tmsim.cli.catalog import DTYPES, MODEL_NAMES
 from tmsim.errors import TmsimError
-from tmsim.workload.files import load_graph, save_graph
-from tmsim.workload.graph import DTYPE_BYTES, Graph, Phase, Role
-from tmsim.workload.training import training_graph
-from tmsim.workload.zoo import DESCRIPTIONS, MODELS, model
+
+if TYPE_CHECKING:
+    from tmsim.workload.graph import Graph
 
 DEFAULT_BATCH = 32
+DEFAULT_DTYPE = "fp32"
 
 
 def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
@@ -24,33 +28,52 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
 
     p = sub.add_parser("graph", help="build or load a training-step graph and summarize it")
     add_graph_arguments(p)
-    p.add_argument("--save", metavar="PATH", help="write the graph as JSON to PATH")
+    p.add_argument("--save", type=text_arg, metavar="PATH", help="write the graph as JSON to PATH")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=_graph)
 
 
 def add_graph_arguments(p: argparse.ArgumentParser) -> None:
     """The arguments that name a graph: a zoo model with batch and dtype, or a file."""
-    p.add_argument("model", nargs="?", help=f"zoo model: {', '.join(MODELS)}")
-    p.add_argument("--batch", type=int, default=DEFAULT_BATCH, help="batch size (default 32)")
-    p.add_argument("--dtype", default="fp32", choices=sorted(DTYPE_BYTES), help="element type")
-    p.add_argument("--file", help="load the graph from this JSON file instead of the zoo")
+    p.add_argument("model", nargs="?", help=f"zoo model: {', '.join(MODEL_NAMES)}")
+    p.add_argument(
+        "--batch", type=batch_arg, help=f"batch size of a zoo MODEL, >= 1 ({DEFAULT_BATCH})"
+    )
+    p.add_argument("--dtype", choices=DTYPES, help=f"element type of a zoo MODEL ({DEFAULT_DTYPE})")
+    p.add_argument(
+        "--file", type=text_arg, help="load the graph from this JSON file instead of the zoo"
+    )
 
 
 def graph_from_args(args: argparse.Namespace) -> Graph:
     """The graph named by ``args.model``/``args.batch``/``args.dtype`` or ``args.file``.
 
-    Raises :class:`TmsimError` when both or neither of a model and a file are given.
+    Raises :class:`TmsimError` when both or neither of a model and a file are given, or when
+    ``--batch`` or ``--dtype`` (which shape a zoo model) come with a file.
     """
     if (args.model is None) == (args.file is None):
         raise TmsimError("give either a zoo MODEL or --file PATH, not both or neither")
     if args.file is not None:
+        for flag, value in (("--batch", args.batch), ("--dtype", args.dtype)):
+            if value is not None:
+                raise TmsimError(f"{flag} shapes a zoo MODEL; a graph --file has its own")
+        from tmsim.workload.files import load_graph
+
         return load_graph(args.file)
-    return training_graph(model(args.model)(args.batch, dtype=args.dtype))
+    from tmsim.workload.training import training_graph
+    from tmsim.workload.zoo import model
+
+    batch = DEFAULT_BATCH if args.batch is None else args.batch
+    dtype = DEFAULT_DTYPE if args.dtype is None else args.dtype
+    return training_graph(model(args.model)(batch, dtype=dtype))
 
 
 def summary(graph: Graph) -> dict[str, Any]:
     """Headline numbers of ``graph`` as plain JSON-ready values."""
+    import numpy as np
+
+    from tmsim.workload.graph import Phase
+
     peak_kernel = int(np.argmax(graph.live_bytes))
     by_phase = {p.value: 0 for p in Phase}
     for k in graph.kernels:
@@ -69,12 +92,17 @@ def summary(graph: Graph) -> dict[str, Any]:
 
 
 def _models(args: argparse.Namespace) -> int:
+    from tmsim.workload.zoo import DESCRIPTIONS, MODELS
+
     for name in MODELS:
         print(f"{name:14s} {DESCRIPTIONS[name]}")
     return 0
 
 
 def _graph(args: argparse.Namespace) -> int:
+    from tmsim.workload.files import save_graph
+    from tmsim.workload.graph import Role
+
     graph = graph_from_args(args)
     if args.save:
         save_graph(graph, args.save)

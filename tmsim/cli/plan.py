@@ -1,19 +1,23 @@
-"""``tmsim plan``: run a planner on a zoo model or graph file and report (and save) its plan."""
+"""``tmsim plan``: run a planner on a zoo model or graph file and report (and save) its plan.
+
+Exit codes: 0 for a valid plan, 1 when the validator refuses the plan (reported on stdout and
+in one line on stderr), 2 for bad input. The planners are imported when the command runs.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import math
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
-from hwmodels.presets import load_platform
-from tmsim.cli.args import add_plan_arguments, settings_from_args
+from tmsim.cli.args import add_plan_arguments, settings_from_args, text_arg
+from tmsim.cli.catalog import PLANNER_NAMES
 from tmsim.cli.graph import add_graph_arguments, graph_from_args
-from tmsim.plan.layout import fast_layout
-from tmsim.plan.validate import validate
-from tmsim.plan.values import Plan, save_plan
-from tmsim.planners import PLANNERS, plan
+
+if TYPE_CHECKING:
+    from tmsim.plan.values import Plan
 
 
 def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
@@ -21,8 +25,8 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser("plan", help="choose where tensors live and when they move")
     add_graph_arguments(p)
     add_plan_arguments(p)
-    p.add_argument("--mode", default="sync", choices=PLANNERS, help="planner (default sync)")
-    p.add_argument("--out", metavar="PATH", help="write the plan as JSON to PATH")
+    p.add_argument("--mode", default="sync", choices=PLANNER_NAMES, help="planner (default sync)")
+    p.add_argument("--out", type=text_arg, metavar="PATH", help="write the plan as JSON to PATH")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=_plan)
 
@@ -58,15 +62,27 @@ def plan_summary(
 
 
 def _plan(args: argparse.Namespace) -> int:
+    from hwmodels.presets import load_platform
+    from tmsim.capacity import resolve_fast_limit
+    from tmsim.plan.layout import fast_layout
+    from tmsim.plan.validate import validate
+    from tmsim.plan.values import save_plan
+    from tmsim.planners import plan
+    from tmsim.workload.identity import file_identity
+
     graph = graph_from_args(args)
     platform = load_platform(args.platform)
-    result = plan(args.mode, graph, platform, settings_from_args(args))
+    settings = settings_from_args(args)
+    result = plan(args.mode, graph, platform, settings)
+    if args.file:  # the plan names its graph file, so `tmsim simulate` finds it alone
+        result = result.with_identity(file_identity(graph, args.file))
     check = validate(result, graph, platform)
     if args.out:
         save_plan(result, args.out)
     info = plan_summary(result, check.ok, check.moved_bytes, check.fast_peak_bytes)
     layout = fast_layout(result, graph, platform)
     info["fast_pool_bytes"] = layout.pool_bytes
+    info["capacity_note"] = resolve_fast_limit(graph, platform, settings.capacity)[1]
     if args.json:
         print(json.dumps(info, indent=2))
     else:
@@ -84,8 +100,14 @@ def _plan(args: argparse.Namespace) -> int:
         keys = ("fast_peak_bytes", "fast_limit_bytes", "fast_pool_bytes")
         peak, limit, pool = (info[k] / gb for k in keys)
         print(f"fast memory      peak {peak:.3f} GB of {limit:.3f} GB; laid out in {pool:.3f} GB")
+        if info["capacity_note"]:
+            print(f"                 {info['capacity_note']}")
         print(f"moves            {info['moves']:,}, {info['moved_bytes'] / gb:.3f} GB")
         print(f"valid            {'yes' if check.ok else 'NO: ' + '; '.join(check.errors[:3])}")
         if args.out:
             print(f"saved            {args.out}")
-    return 0 if check.ok else 1
+    if not check.ok:
+        first = " ".join(check.errors[0].split()) if check.errors else "no reason given"
+        print(f"tmsim: error: the {result.planner} plan is invalid: {first}", file=sys.stderr)
+        return 1
+    return 0

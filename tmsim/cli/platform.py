@@ -1,12 +1,18 @@
-"""``tmsim platforms`` and ``tmsim platform``: the hardware presets and platform files."""
+"""``tmsim platforms`` and ``tmsim platform``: the hardware presets and platform files.
+
+:mod:`hwmodels` (numpy) is imported when a command runs, not when its parser is built.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hwmodels import Platform, load_platform, platform_to_dict, preset_descriptions
+from tmsim.cli.args import text_arg
+
+if TYPE_CHECKING:
+    from hwmodels import Platform
 
 
 def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
@@ -15,12 +21,19 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(func=_platforms)
 
     p = sub.add_parser("platform", help="show a platform preset or platform TOML file")
-    p.add_argument("platform", metavar="NAME_OR_FILE", help="preset name or path to a TOML file")
+    p.add_argument(
+        "platform",
+        type=text_arg,
+        metavar="NAME_OR_FILE",
+        help="preset name or path to a TOML file",
+    )
     p.add_argument("--json", action="store_true", help="print the platform as JSON (SI units)")
     p.set_defaults(func=_platform)
 
 
 def _platforms(args: argparse.Namespace) -> int:
+    from hwmodels import preset_descriptions
+
     descriptions = preset_descriptions()
     width = max(len(n) for n in descriptions)
     for name, text in descriptions.items():
@@ -29,6 +42,8 @@ def _platforms(args: argparse.Namespace) -> int:
 
 
 def _platform(args: argparse.Namespace) -> int:
+    from hwmodels import load_platform, platform_to_dict
+
     platform = load_platform(args.platform)
     if args.json:
         print(json.dumps(platform_to_dict(platform), indent=2))

@@ -11,7 +11,10 @@ picks up where it stopped. A figure that fails is reported and the others still 
 code is 1 if any failed, 130 if interrupted. Within a figure, finished points are kept in
 ``OUT/NAME.points/`` (:func:`tmsim.figures.points_dir`), so an interrupted compute stage
 resumes without repeating them; ``--force`` deletes them first. ``--workers N`` and
-``--dask ADDRESS`` say where the points run.
+``--dask ADDRESS`` say where the points run. When figures failed, the last line on stderr is
+a ``tmsim: error:`` line naming them.
+
+The registry, the results tables (pandas) and the figures are imported when the command runs.
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ import sys
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tmsim.cli.args import names_arg, one_line, text_arg, workers_arg
 from tmsim.errors import TmsimError
-from tmsim.figures import FigureRegistry, discover, points_dir
-from tmsim.jsonio import write_json_atomic
-from tmsim.results import ResultFileError, read_table
+
+if TYPE_CHECKING:
+    from tmsim.figures import FigureRegistry
 
 EXIT_INTERRUPTED = 130
 
@@ -38,26 +42,34 @@ def add_commands(
     """Register ``reproduce`` on ``sub``, running the figures of ``figures`` (None: the
     installed registry, looked up when the command runs)."""
     p = sub.add_parser("reproduce", help="regenerate every figure and its data")
-    p.add_argument("--out", required=True, metavar="DIR", help="directory for data and figures")
+    p.add_argument(
+        "--out",
+        type=text_arg,
+        required=True,
+        metavar="DIR",
+        help="directory for data and figures",
+    )
     p.add_argument(
         "--quick", action="store_true", help="reduced configurations (minutes, not hours)"
     )
-    p.add_argument("--only", help="comma-separated figure names (default: all)")
-    p.add_argument(
+    p.add_argument("--only", type=names_arg, help="comma-separated figure names (default: all)")
+    redo = p.add_mutually_exclusive_group()
+    redo.add_argument(
         "--force",
         action="store_true",
         help="recompute data files that exist, and their stored points",
     )
-    p.add_argument("--plot-only", action="store_true", help="only redraw from existing data")
+    redo.add_argument("--plot-only", action="store_true", help="only redraw from existing data")
     where = p.add_mutually_exclusive_group()
     where.add_argument(
         "--workers",
-        type=_positive,
+        type=workers_arg,
         metavar="N",
         help="local processes per figure (default: the figure's own, usually 1)",
     )
     where.add_argument(
         "--dask",
+        type=text_arg,
         metavar="ADDRESS",
         help="run the points on the Dask scheduler at ADDRESS (e.g. tcp://host:8786); its "
         "workers need tmsim installed (pip install 'tmsim[dask]')",
@@ -65,25 +77,18 @@ def add_commands(
     p.set_defaults(func=partial(_reproduce, figures=figures))
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
-    return value
-
-
 def _reproduce(args: argparse.Namespace, figures: FigureRegistry | None) -> int:
+    from tmsim.figures import discover
+    from tmsim.jsonio import write_json_atomic
+
     registry = figures if figures is not None else discover()
     names = list(registry.names)
-    if args.only:
-        names = registry.select([n.strip() for n in args.only.split(",") if n.strip()])
+    if args.only is not None:
+        names = registry.select(list(dict.fromkeys(args.only)))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     kind = "quick" if args.quick else "full"
-    report: dict[str, Any] = {"kind": kind, "figures": {}}
+    report: dict[str, Any] = {"kind": kind, "figures": {}, "total_s": 0.0}
     started = time.perf_counter()
     for i, name in enumerate(names):
         _say(f"[{i + 1}/{len(names)}] {name}")
@@ -94,10 +99,15 @@ def _reproduce(args: argparse.Namespace, figures: FigureRegistry | None) -> int:
             return EXIT_INTERRUPTED
         report["figures"][name] = entry
         report["total_s"] = round(time.perf_counter() - started, 2)
-        write_json_atomic(report, out / "reproduce.json")
-    failed = sum("error" in e for e in report["figures"].values())
-    _say(f"{len(names) - failed} of {len(names)} figures in {report['total_s']} s; see {out}")
-    return 1 if failed else 0
+        write_json_atomic(report, out / "reproduce.json", TmsimError)
+    failed = [n for n, e in report["figures"].items() if "error" in e]
+    done = f"{len(names) - len(failed)} of {len(names)} figures in {report['total_s']} s"
+    if failed:
+        where = out / "reproduce.json"
+        _say(one_line(f"tmsim: error: {done}; failed: {', '.join(failed)}; see {where}"))
+        return 1
+    _say(f"{done}; see {out}")
+    return 0
 
 
 def _figure(
@@ -105,6 +115,8 @@ def _figure(
 ) -> dict[str, Any]:
     """Compute (unless its data exists) and plot figure ``name``; its ``reproduce.json``
     entry, with ``error`` if it failed."""
+    from tmsim.figures import points_dir
+
     entry: dict[str, Any] = {}
     try:
         module = registry.module(name)
@@ -153,6 +165,8 @@ def _mark(data: Path, kind: str) -> None:
 
 def _has_data(data: Path, kind: str) -> bool:
     """Whether ``data`` holds a finished result of a ``kind`` run."""
+    from tmsim.results import ResultFileError, read_table
+
     marker = _marker(data)
     if not (data.is_file() and marker.is_file()):
         return False

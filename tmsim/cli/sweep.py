@@ -3,7 +3,9 @@ resuming where an earlier run in ``DIR`` stopped, with a progress bar on stderr.
 
 Exit codes: 0 when every point evaluated this run finished (also when ``--limit`` left points
 pending: run again for the rest), 1 when some failed (recorded in ``DIR/failed/``, retried by
-the next run), 2 for bad input, 130 when interrupted (finished points are kept).
+the next run; the last line on stderr is then a ``tmsim: error:`` line), 2 for bad input, 130
+when interrupted (finished points are kept). The sweep engine (pandas, the planners) is
+imported when the command runs.
 """
 
 from __future__ import annotations
@@ -12,10 +14,16 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
-from tmsim.sweep.engine import FORMATS, Counts, PointStore, plan_tasks, run_sweep
-from tmsim.sweep.spec import Sweep, load_sweep
+from tmsim.cli.args import text_arg, whole_number, workers_arg
+from tmsim.cli.catalog import TABLE_FORMATS
+from tmsim.errors import TmsimError
+
+if TYPE_CHECKING:
+    from tmsim.sweep.spec import Sweep
+    from tmsim.sweep.store import Counts, PointStore
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -32,26 +40,33 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
         "file per finished point in DIR/points/, then one table DIR/results.parquet. Finished "
         "points are never recomputed: run the same command again to resume.",
     )
-    p.add_argument("spec", help="sweep spec, a TOML file")
-    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created)")
+    p.add_argument("spec", type=text_arg, help="sweep spec, a TOML file")
     p.add_argument(
-        "--workers",
-        type=int,
-        metavar="N",
-        help="local worker processes (default: the number of CPUs; 1: in this process)",
+        "--out", type=text_arg, required=True, metavar="DIR", help="output folder (created)"
     )
-    p.add_argument(
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--workers",
+        type=workers_arg,
+        metavar="N",
+        help="local worker processes, >= 1 (default: the number of CPUs; 1: in this process)",
+    )
+    where.add_argument(
         "--dask",
+        type=text_arg,
         metavar="ADDRESS",
         help="submit to the Dask scheduler at ADDRESS (e.g. tcp://host:8786) instead of a "
         "local pool; its workers need tmsim installed (pip install 'tmsim[dask]')",
     )
-    p.add_argument("--format", choices=FORMATS, default="parquet", help="results table format")
+    p.add_argument(
+        "--format", choices=TABLE_FORMATS, default="parquet", help="results table format"
+    )
     p.add_argument(
         "--limit",
-        type=int,
+        type=whole_number(1),
         metavar="N",
-        help="evaluate only about N of the pending points now (whole tasks); run again for more",
+        help="evaluate only about N >= 1 of the pending points now (whole tasks); run again "
+        "for more",
     )
     p.add_argument(
         "--dry-run",
@@ -116,6 +131,12 @@ def _clock(seconds: float) -> str:
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    from tmsim.sweep.engine import run_sweep
+    from tmsim.sweep.spec import load_sweep
+    from tmsim.sweep.store import PointStore
+
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise TmsimError(f"--out {args.out}: not a folder")
     sweep = load_sweep(args.spec)
     if sweep.skipped:
         shown = "; ".join(sweep.skipped[:3]) + ("; ..." if len(sweep.skipped) > 3 else "")
@@ -143,22 +164,30 @@ def _sweep(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     c = report.counts
     where = f"-> {report.table}" if report.table else f"{c.pending} pending: run again to finish"
+    # points whose MILP stopped on its time limit are kept, marked, and computed again next run
+    stopped = f", {report.stopped} stopped on the time limit (rerun next time)"
     print(
         f"{sweep.name}: {c.total} points: {c.evaluated} computed now, {c.reused} reused, "
-        f"{c.failed} failed; {where}"
+        f"{c.failed} failed{stopped if report.stopped else ''}; {where}"
     )
     for line in report.failures[:SHOWN_FAILURES]:
         print(f"tmsim: failed: {line}", file=sys.stderr)
     if report.failures:
         more = len(report.failures) - SHOWN_FAILURES
-        extra = f"{more} more; " if more > 0 else ""
-        print(f"tmsim: {extra}tracebacks in {args.out}/failed/", file=sys.stderr)
+        extra = f" ({more} not shown)" if more > 0 else ""
+        print(
+            f"tmsim: error: {len(report.failures)} points failed{extra}; tracebacks in "
+            f"{args.out}/failed/",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     return 0
 
 
 def _describe(sweep: Sweep, store: PointStore) -> str:
-    done = store.finished()
+    from tmsim.sweep.engine import finished_points, plan_tasks
+
+    done = finished_points(sweep, store)
     todo = [p for p in sweep.points if p.key not in done]
     baselines = sum(p.role == "baseline" for p in sweep.points)
     return (

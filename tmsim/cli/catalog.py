@@ -1,0 +1,66 @@
+"""The names and defaults the argument parsers need, in a module that imports nothing heavy.
+
+``tmsim --help`` and ``tmsim --version`` build every parser, so what a parser shows (choices,
+defaults in help texts) must not import numpy, cvxpy, pandas or the simulator. The values here
+mirror the ones of the library, which stay the reference: ``tests/test_cli_startup.py`` checks
+that each mirror equals its source.
+
+- :data:`MODEL_NAMES`: :data:`tmsim.workload.zoo.MODELS`, in its order;
+- :data:`DTYPES`: the keys of :data:`tmsim.workload.tensors.DTYPE_BYTES`, sorted;
+- :data:`PLANNER_NAMES`: :data:`tmsim.planners.PLANNERS` (derived from :mod:`tmsim.strategies`,
+  which is light, as the planners derive it);
+- :data:`TABLE_FORMATS`: :data:`tmsim.sweep.engine.FORMATS`;
+- :data:`PLAN_DEFAULTS`: the defaults of :class:`tmsim.planners.PlanSettings` the command line
+  exposes (solver, time limit, gap, node limit, window).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tmsim.strategies import Kind, names
+
+#: The model zoo's names, in :data:`tmsim.workload.zoo.MODELS` order.
+MODEL_NAMES: tuple[str, ...] = (
+    "vgg19",
+    "vgg416",
+    "resnet50",
+    "resnet200",
+    "inception_v4",
+    "densenet121",
+    "densenet264",
+)
+
+#: Element types a graph may have (sorted keys of ``DTYPE_BYTES``).
+DTYPES: tuple[str, ...] = tuple(
+    sorted(("fp64", "fp32", "fp16", "bf16", "fp8", "int64", "int32", "int8", "uint8", "bool"))
+)
+
+#: Every planner strategy: the heuristics, then the MILP formulations.
+PLANNER_NAMES: tuple[str, ...] = names(Kind.HEURISTIC) + names(Kind.MILP)
+
+#: Formats of a sweep's results table.
+TABLE_FORMATS: tuple[str, ...] = ("parquet", "csv")
+
+
+@dataclass(frozen=True, slots=True)
+class PlanDefaults:
+    """Defaults of the planner settings the command line exposes, as in ``PlanSettings``."""
+
+    solver: str = "HIGHS"
+    time_limit_s: float = 300.0
+    gap: float = 0.01
+    node_limit: int | None = None
+    window: int = 15
+
+
+PLAN_DEFAULTS = PlanDefaults()
+
+__all__ = [
+    "DTYPES",
+    "MODEL_NAMES",
+    "PLANNER_NAMES",
+    "PLAN_DEFAULTS",
+    "TABLE_FORMATS",
+    "PlanDefaults",
+]
