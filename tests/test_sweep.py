@@ -1,6 +1,7 @@
-"""Declarative sweeps run: platform overrides take effect, MILP chains, resume after a
-limit, a failure or a kill, the Dask path, the CLI and its progress bar (specs:
-test_sweep_spec.py)."""
+"""Declarative sweeps run: platform overrides take effect, MILP chains and the limit that
+stopped them, resume after a limit, a failure or a kill, the Dask path, the CLI and its
+progress bar (specs: test_sweep_spec.py; time limits, workers and kills:
+test_sweep_resume.py)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from tmsim.sweep.engine import (
     Outcome,
     Task,
     evaluate_task,
+    milp_stop,
     plan_tasks,
     run_sweep,
 )
@@ -175,6 +177,74 @@ def test_milp_points_of_one_capacity_are_one_task_solved_as_a_chain() -> None:
         assert outcome.row["simulated_s"] == pytest.approx(row.simulated_s, rel=1e-9)
 
 
+#: What the MILP chain says when a limit left it without a plan (old and new wordings).
+RAN_OUT = "the time limit of 2.0 s ran out before the sync solve"
+NO_PLAN = "solver HIGHS found no sync plan (status {}) within 2.0 s"
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "time_limit_s", "node_limit", "chain_s", "stop"),
+    [
+        ("optimal", "", 60.0, None, 61.0, None),
+        ("user_limit", "", 60.0, None, 10.0, "time_limit"),
+        ("user_limit", "", 60.0, 100, 10.0, "node_limit"),  # the deadline was never reached
+        ("user_limit", "", 60.0, 100, 60.0, "time_limit"),
+        ("user_limit", "", None, 100, 99.0, "node_limit"),
+        ("time_limit", "", 60.0, 100, 10.0, "time_limit"),
+        ("time_limit (its warm start)", "", 60.0, None, 60.5, "time_limit"),
+        ("node_limit", "", 60.0, 100, 70.0, "node_limit"),
+        ("fallback to milp-sync (user_limit)", "", 60.0, None, 61.0, "time_limit"),
+        (
+            "fallback to milp-sync (fallback to milp-static (time_limit))",
+            "",
+            9,
+            None,
+            9,
+            "time_limit",
+        ),
+        ("fallback to milp-static (node_limit)", "", 60.0, 100, 30.0, "node_limit"),
+        # a fallback hides the formulation's own solve: the deadline decides
+        ("fallback to milp-static (node_limit)", "", 60.0, 100, 60.2, "time_limit"),
+        ("fallback to milp-static (optimal)", "", 60.0, None, 59.0, None),
+        ("fallback to milp-static (optimal)", "", 60.0, None, 60.0, "time_limit"),
+        ("fallback to milp-static (optimal)", "", None, 100, 999.0, None),
+        (
+            "fallback to milp-static (optimal); own solve: time_limit",
+            "",
+            60.0,
+            None,
+            9.0,
+            "time_limit",
+        ),
+        ("fallback to milp-static (optimal); own solve: optimal", "", 60.0, None, 60.0, None),
+        (
+            "fallback to milp-static (optimal); own solve: node_limit",
+            "",
+            60.0,
+            9,
+            60.0,
+            "node_limit",
+        ),
+        ("error", RAN_OUT, 2.0, None, 2.1, "time_limit"),
+        ("error", NO_PLAN.format("user_limit"), 2.0, None, 2.1, "time_limit"),
+        ("error", NO_PLAN.format("time_limit"), 2.0, 5, 2.1, "time_limit"),
+        ("error", NO_PLAN.format("node_limit"), 2.0, 5, 1.0, "node_limit"),
+        ("error", "no sync plan fits in 0.100 GB of fast memory", 60.0, None, 70.0, None),
+        ("error", "the fast-tier layout still overflows 10 bytes", 60.0, None, 70.0, None),
+    ],
+)
+def test_the_limit_that_stopped_a_milp_row(
+    status: str,
+    error: str,
+    time_limit_s: float | None,
+    node_limit: int | None,
+    chain_s: float,
+    stop: str | None,
+) -> None:
+    row = {"status": status, "error": error}
+    assert milp_stop(row, time_limit_s, node_limit, chain_s) == stop
+
+
 def test_a_limited_run_resumes_without_recomputing_anything(tmp_path: Path) -> None:
     sweep = load_sweep(write_spec(tmp_path, SMALL))
     log = tmp_path / "evaluated.log"
@@ -195,7 +265,7 @@ def test_a_limited_run_resumes_without_recomputing_anything(tmp_path: Path) -> N
     assert second.table is not None and whole.table is not None
     resumed, meta = read_table(second.table)
     pd.testing.assert_frame_equal(stable(resumed), stable(read_table(whole.table)[0]))
-    assert meta["counts"] == {"points": 7, "failed": 0, "error": 0}
+    assert meta["counts"] == {"points": 7, "failed": 0, "error": 0, "time_limit": 0}
     assert meta["sweep"]["name"] == "small" and "git_commit" in meta["provenance"]
     base = resumed[resumed.role == "baseline"].simulated_s.iloc[0]
     assert (resumed.slowdown == resumed.simulated_s / base).all()
@@ -294,8 +364,10 @@ def test_cli_reports_bad_input_in_one_line(
         "model, batch, dtype, platform, ratio, fast_bytes, strategy, overrides)\n"
     )
     good = write_spec(tmp_path, SMALL, "good.toml")
-    assert main(["sweep", str(good), "--out", str(tmp_path / "o"), "--workers", "0"]) == 2
-    assert "workers must be >= 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as usage:  # a usage error, refused while parsing
+        main(["sweep", str(good), "--out", str(tmp_path / "o"), "--workers", "0"])
+    assert usage.value.code == 2
+    assert "--workers" in capsys.readouterr().err
 
 
 def test_progress_bar_shows_done_failures_elapsed_and_eta() -> None:

@@ -29,6 +29,15 @@ def square_rows(params: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [{"n": n, "square": n * n, "half": n / 2, "odd": n % 2 == 1, "name": f"p{n}"}]
 
 
+def limited_rows(params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Two rows; the second says it stopped on the limit named in the file ``params["stop"]``
+    (none while the file is empty). Logs ``n`` as :func:`square_rows` does."""
+    with Path(params["log"]).open("a", encoding="utf-8") as f:
+        f.write(f"{params['n']} {os.getpid()}\n")
+    stop = Path(params["stop"]).read_text() or None
+    return [{"n": params["n"], "stopped_on": None}, {"n": -params["n"], "stopped_on": stop}]
+
+
 def nan_rows(params: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [{"x": math.nan}]
 
@@ -106,6 +115,43 @@ def test_a_failed_job_is_recorded_raised_after_the_others_and_retried(tmp_path: 
     rows = run_jobs(jobs, square_rows, store)
     assert _evaluated(tmp_path) == [2] and [r[0]["n"] for r in rows] == [1, 2, 3]
     assert not list(store.failed_dir.iterdir())
+
+
+def test_a_job_stopped_on_a_wall_clock_limit_is_kept_and_evaluated_again(
+    tmp_path: Path,
+) -> None:
+    store = PointStore(tmp_path / "store")
+    stop = tmp_path / "stop"
+    stop.write_text("time_limit")
+    jobs = [Job("g", {"n": n, "log": str(tmp_path / "log"), "stop": str(stop)}) for n in (1, 2)]
+    rows = run_jobs(jobs, limited_rows, store)
+    assert rows[0] == [{"n": 1, "stopped_on": None}, {"n": -1, "stopped_on": "time_limit"}]
+    record = json.loads((store.done_dir / f"{jobs[0].key}.json").read_text())
+    assert record["stopped_on"] == "time_limit" and store.finished() == set()
+    assert run_jobs(jobs, limited_rows, store) == rows
+    assert _evaluated(tmp_path) == [1, 2, 1, 2]  # evaluated again
+    stop.write_text("node_limit")  # a limit on work: the same answer on any machine
+    run_jobs(jobs, limited_rows, store)
+    assert store.finished() == {j.key for j in jobs}
+    run_jobs(jobs, limited_rows, store)
+    assert _evaluated(tmp_path) == [1, 2, 1, 2, 1, 2]
+
+
+def test_the_store_keeps_a_result_stopped_on_the_time_limit_until_another_replaces_it(
+    tmp_path: Path,
+) -> None:
+    store = PointStore(tmp_path)
+    store.write("a", {"rows": [1], "stopped_on": "time_limit"}, finished=True)
+    store.write("b", {"rows": [2], "stopped_on": "node_limit"}, finished=True)
+    store.write("c", {"rows": [3]}, finished=True)
+    assert store.finished() == {"b", "c"}
+    assert (store.read("a") or {})["rows"] == [1]
+    store.write("a", {"rows": None, "error": "lost worker"}, finished=False)
+    assert store.read("a") == {"key": "a", "rows": None, "error": "lost worker"}
+    store.write("c", {"rows": None, "error": "lost worker"}, finished=False)
+    assert (store.read("c") or {})["rows"] == [3]  # a finished result is never replaced so
+    store.write("a", {"rows": [4], "stopped_on": None}, finished=True)
+    assert store.finished() == {"a", "b", "c"} and not (store.failed_dir / "a.json").exists()
 
 
 @pytest.mark.parametrize(

@@ -10,10 +10,15 @@ job's rows. The figures of ``experiments/`` run their points this way; a sweep's
 
 A finished job's record: ``key``, ``group``, ``params``, ``rows``, ``columns`` (the rows' keys
 in the order evaluate gave them; records are written with sorted keys), ``elapsed_s`` (wall
-seconds of the evaluation), ``error`` and ``detail`` (empty) and ``provenance``; a failed
-job's has ``rows`` and ``columns`` null, the error in one line and the traceback. Keys depend
-on ``group`` and ``params`` only, not on the code: delete the store to recompute after
-changing the code.
+seconds of the evaluation), ``error`` and ``detail`` (empty), ``stopped_on`` and
+``provenance``; a failed job's has ``rows`` and ``columns`` null, the error in one line and
+the traceback. Keys depend on ``group`` and ``params`` only, not on the code: delete the store
+to recompute after changing the code.
+
+A row that a limit stopped short says so in a ``stopped_on`` column (``"time_limit"``,
+``"node_limit"``; null or absent where none did). The job's ``stopped_on`` is then its rows'
+(a wall-clock limit's first), and a job stopped on a wall-clock limit is kept but evaluated
+again by the next run (the rule of :mod:`tmsim.sweep.store`).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from functools import cached_property, partial
 from typing import Any
 
 from tmsim.sweep.pool import run_tasks
-from tmsim.sweep.store import Counts, PointStore, SweepError
+from tmsim.sweep.store import RERUN_STOPS, Counts, PointStore, SweepError
 
 #: One row of a job's result: column name to a JSON-ready value (NaN written as None).
 JsonRow = dict[str, Any]
@@ -74,8 +79,8 @@ def run_jobs(
     progress: JobProgress | None = None,
 ) -> list[list[JsonRow]]:
     """The rows of every job of ``jobs``, in order: read from ``store`` for jobs finished
-    before, evaluated for the others (once per key) and recorded as each ends, with ``meta``
-    as the record's ``provenance``.
+    before (a job stopped on a wall-clock limit is not finished), evaluated for the others
+    (once per key) and recorded as each ends, with ``meta`` as the record's ``provenance``.
 
     ``workers``/``dask_address``: as :func:`tmsim.sweep.pool.run_tasks`, except that
     ``workers`` defaults to 1 here. ``evaluate`` must return a list of dicts that JSON can
@@ -128,8 +133,10 @@ def _record(
         return {**record, **failed}, line
     rows, elapsed_s = result
     columns = list(dict.fromkeys(k for row in rows for k in row))
+    stops = [row["stopped_on"] for row in rows if row.get("stopped_on")]
+    stop = next((s for s in stops if s in RERUN_STOPS), stops[0] if stops else None)
     done = {"rows": rows, "columns": columns, "elapsed_s": elapsed_s, "error": "", "detail": ""}
-    return {**record, **done}, None
+    return {**record, **done, "stopped_on": stop}, None
 
 
 def _evaluate(evaluate: RowsEvaluator, job: Job) -> tuple[list[JsonRow], float]:

@@ -3,13 +3,38 @@
 :func:`run_tasks` is the one place that knows about executors; the sweep engine
 (:mod:`tmsim.sweep.engine`) and keyed jobs (:mod:`tmsim.sweep.jobs`) hand it picklable tasks
 and a module-level function and get each task back with its result, as tasks finish.
+
+Local workers are started fresh (the ``spawn`` start method), not forked: a process forked
+from one in which HiGHS has solved a MIP inherits HiGHS's thread pool without its threads,
+and its next MIP solve waits for them forever, time limit or not (seen with highspy 1.16: a
+1.6 s solve had not returned after 120 s); forking a process that runs threads is unsafe in
+general. A worker therefore imports ``evaluate``'s module afresh, and a script that runs a
+pool must guard its top level with ``if __name__ == "__main__":``.
+
+Local workers die with the process that started them. Each runs a watchdog thread
+(:func:`watch_parent`, the pool's initializer) that ends the worker as soon as its parent is
+gone, however the parent died (``kill -9``, a crash, the out-of-memory killer): it waits on
+multiprocessing's parent sentinel (a pipe that reaches end-of-file, or on Windows a process
+handle that is signalled, when the parent exits) and, every :data:`PARENT_POLL_S` seconds,
+checks ``os.getppid()``, which changes when a POSIX orphan is adopted (a second way, for a
+sentinel pipe that another child forked from the parent still holds open). It needs no
+platform call and works with every start method, unlike Linux's
+``prctl(PR_SET_PDEATHSIG)``, which is Linux-only and fires when the *thread* that started the
+worker ends, not its process. A worker busy in native code that holds the GIL exits when that
+call returns (HiGHS releases it while it solves). A run stopped early (an interrupt, the
+caller closing the iterator) kills its workers too: the tasks they were running could no
+longer be recorded.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from multiprocessing.connection import wait as wait_ready
 from typing import TypeVar
 
 from tmsim.sweep.store import SweepError
@@ -19,6 +44,33 @@ R = TypeVar("R")
 
 #: What :func:`run_tasks` yields: a task and its result, or the exception evaluating it raised.
 Finished = tuple[T, R | Exception]
+
+
+#: Seconds between a worker's checks of its parent's process id.
+PARENT_POLL_S = 1.0
+#: Exit status of a worker that ended because its parent was gone.
+ORPHAN_EXIT = 70
+
+
+def watch_parent() -> None:
+    """Start a daemon thread that ends this process, without cleanup, once the process that
+    started it is gone (see the module docstring). For a pool worker's initializer; in a
+    process that multiprocessing did not start it watches the process id alone."""
+    parent = multiprocessing.parent_process()
+    sentinel = None if parent is None else parent.sentinel
+    args = (sentinel, os.getppid())
+    threading.Thread(target=_exit_with_parent, args=args, name="watch-parent", daemon=True).start()
+
+
+def _exit_with_parent(sentinel: int | None, ppid: int) -> None:
+    while True:
+        if sentinel is None:
+            time.sleep(PARENT_POLL_S)
+        elif wait_ready([sentinel], PARENT_POLL_S):
+            break  # the parent's end of the pipe is closed, or its handle signalled: it exited
+        if os.getppid() != ppid:
+            break  # adopted by another process: the parent exited
+    os._exit(ORPHAN_EXIT)
 
 
 def check_options(workers: int | None, dask_address: str | None) -> None:
@@ -69,9 +121,14 @@ def _run_local(
                 result = exc
             yield t, result
         return
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)))
+    pool = ProcessPoolExecutor(
+        max_workers=min(workers, len(tasks)),
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=watch_parent,
+    )
+    pending: dict[Future[R], T] = {}
     try:
-        pending: dict[Future[R], T] = {pool.submit(evaluate, t): t for t in tasks}
+        pending = {pool.submit(evaluate, t): t for t in tasks}
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in finished:
@@ -81,8 +138,13 @@ def _run_local(
                 except Exception as exc:  # the task raised, a worker died (BrokenProcessPool)
                     yield task, exc
     finally:
-        # On an interrupt, queued tasks are dropped; their points stay pending for the next run.
-        pool.shutdown(wait=False, cancel_futures=True)
+        # Stopped early (an interrupt, the iterator closed): queued tasks are dropped and the
+        # workers killed, since what they run could not be recorded; their points stay
+        # pending for the next run. Otherwise the idle workers are joined.
+        if pending:
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.kill()
+        pool.shutdown(wait=not pending, cancel_futures=True)
 
 
 def _run_dask(
@@ -113,4 +175,4 @@ def _run_dask(
     return finished()
 
 
-__all__ = ["Finished", "check_options", "run_tasks"]
+__all__ = ["PARENT_POLL_S", "Finished", "check_options", "run_tasks", "watch_parent"]
