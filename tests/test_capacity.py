@@ -75,6 +75,7 @@ def test_a_ratio_above_the_fast_tier_is_capped_and_a_size_refused(mlp: Graph) ->
         ("1.5", "whole number"),
         ("0", "between 1 and"),
         ("1e30", "between 1 and"),
+        ("1e9999999", "between 1 and"),
         ("24 gib", "units"),
         ("24XB", "units"),
         ("", "neither a ratio"),

@@ -185,3 +185,19 @@ def test_rows_are_values() -> None:
     row = Row("sync", "milp-sync", "optimal", simulated_s=2.0)
     assert replace(row, slowdown=2.0).slowdown == 2.0
     assert math.isnan(row.predicted_s)
+
+
+def test_all_fast_on_a_fast_tier_too_small_grows_it_and_says_so() -> None:
+    """The slowdowns' reference stays the oracle; the plan itself would not fit the machine."""
+    graph = training_graph_of("vgg19", 2)
+    small = CPU.with_tier_capacity("DRAM", graph.peak_live_bytes // 2)
+    settings = CompareSettings(plan=PlanSettings(capacity=Capacity.parse("4:1")))
+    rows = by_name(compare(graph, small, replace(settings, strategies=("all-fast", "greedy"))))
+    fast = rows["all-fast"]
+    assert fast.valid and fast.slowdown == 1.0
+    assert (
+        fast.status == f"heuristic; tier 'DRAM' grown to the step's peak, {graph.peak_live_bytes} B"
+    )
+    assert rows["greedy"].valid and rows["greedy"].slowdown > 1.0
+    roomy = by_name(compare(graph, CPU, replace(settings, strategies=("all-fast",))))["all-fast"]
+    assert roomy.status == "heuristic" and roomy.simulated_s == pytest.approx(fast.simulated_s)

@@ -13,7 +13,7 @@ from tiny_graphs import MB, F, random_graph, tiny_graphs, tiny_step
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
-from tmsim.errors import InfeasibleError
+from tmsim.errors import InfeasibleError, TmsimError
 from tmsim.plan.validate import validate
 from tmsim.planners.milp.chain import plan_milp
 from tmsim.planners.settings import PlanSettings
@@ -146,7 +146,7 @@ def test_a_solve_stopped_without_a_start_says_so() -> None:
 def test_a_node_limit_is_named_in_the_status() -> None:
     from tmsim.workload.zoo import training_graph_of
 
-    graph = training_graph_of("resnet50", 2)
+    graph = training_graph_of("vgg19", 2)
     plat = load_preset("cascadelake-optane")
     opts = PlanSettings(capacity=Capacity.parse("4:1"), node_limit=1, gap=0.0, window=1)
     result = plan_milp(graph, plat, opts, "sync")
@@ -251,3 +251,18 @@ def test_warm_starts_refuse_untested_solver_internals() -> None:
     for found in ({"cvxpy": "1.10.0"}, {"highspy": "1.15.1"}, {"cvxpy": "nightly"}):
         with pytest.raises(TmsimError, match="warm_start=False"):
             check_warm_start_versions(found)
+
+
+def test_a_window_wider_than_the_step_is_the_whole_step() -> None:
+    from tmsim.planners.settings import MAX_NODE_LIMIT
+
+    plat = load_preset("cascadelake-optane")
+    wide = [
+        plan_milp(
+            tiny_step(), plat, PlanSettings(capacity=Capacity.of_bytes(60 * MB), window=w), "async"
+        )
+        for w in (4, 10**12)
+    ]
+    assert wide[0].predicted_s == wide[1].predicted_s
+    with pytest.raises(TmsimError, match="node_limit must be an integer from 0 to 2147483647"):
+        PlanSettings(node_limit=MAX_NODE_LIMIT + 1)

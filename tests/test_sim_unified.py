@@ -109,7 +109,8 @@ def test_chain_timing_and_records_by_hand() -> None:
     assert (c.device_bytes, c.final_resident_bytes) == (5 * M, 3 * M)  # w1, w2, c
     # The kernels take what they take with every operand on the device; on top come five
     # 1 ms faults and 5.5 MiB over PCIe at 12 GB/s.
-    device = replay(plan("all-fast", graph, platform, PlanSettings()), graph, platform, False)
+    roomy = platform.with_tier_capacity("device", graph.peak_live_bytes)  # the 6 MiB peak
+    device = replay(plan("all-fast", graph, roomy, PlanSettings()), graph, roomy, False)
     extra_s = 5e-3 + 11 * M / 2 / PCIE_BYTES_PER_S
     assert c.simulated_s == pytest.approx(device.simulated_s + extra_s, rel=1e-12)
     assert c.predicted_s == pytest.approx(c.simulated_s, rel=1e-12)

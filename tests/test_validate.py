@@ -323,8 +323,8 @@ def test_an_input_starts_in_one_tier_and_a_weight_may_start_in_two(cpu: Platform
     both = {"x": (0, 1), "w": (0, 1)}
     plan = build(g, cpu, {}, initial=both)
     text = errors_of(plan, g, cpu)
-    assert "input 'x' starts in 2 tiers (DRAM, PMM); an input starts in one" in text
-    assert text.count("tiers (DRAM, PMM)") == 1  # a weight may (it ends stale: another rule)
+    assert "input 'x' starts in 2 tiers ('DRAM', 'PMM'); an input starts in one" in text
+    assert text.count("tiers ('DRAM', 'PMM')") == 1  # a weight may (it ends stale: another rule)
     assert validate(build(g, cpu, {}), g, cpu).ok
 
 

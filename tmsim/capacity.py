@@ -131,8 +131,8 @@ def parse_bytes(text: str) -> int:
         )
     try:
         value = Decimal(m.group(1)) * UNITS[unit or "B"]
-    except InvalidOperation:
-        raise CapacityError(f"capacity {text!r}: not a number") from None
+    except (InvalidOperation, ArithmeticError):  # decimal.Overflow for 1e9999999
+        raise CapacityError(f"capacity {text!r} must be between 1 and {MAX_BYTES} bytes") from None
     if value != value.to_integral_value():
         raise CapacityError(f"capacity {text!r} is not a whole number of bytes")
     if not 1 <= value <= MAX_BYTES:

@@ -4,7 +4,8 @@
 that apply to the platform:
 
 - the heuristic planners (``all-fast``, the oracle with as much fast memory as the step
-  needs; ``all-slow``; ``first-touch``, the NUMA baseline; ``greedy``; ``vdnn``);
+  needs: where the fastest tier is smaller, on the same machine with that tier grown to the
+  step's peak; ``all-slow``; ``first-touch``, the NUMA baseline; ``greedy``; ``vdnn``);
 - ``static``, ``sync``, ``async``: AutoTM's MILP formulations, solved once as a chain
   (:func:`tmsim.planners.milp.plan_milp_chain`);
 - ``2lm``: the hardware DRAM cache (:func:`tmsim.sim.cache.replay_cache`), on a platform
@@ -163,6 +164,8 @@ def _run(
         return _run_2lm(graph, platform, s, limit)
     if name == "unified-memory":
         return _run_unified(graph, platform, s, limit)
+    if name == "all-fast":
+        return _run_all_fast(graph, platform, s, cost)
     if STRATEGIES[name].kind is Kind.HEURISTIC:
         result = plan(name, graph, platform, s.plan)
     else:
@@ -173,6 +176,26 @@ def _run(
             raise got
         result = got
     return plan_row(name, result, graph, platform, s.contention, cost)
+
+
+def _run_all_fast(graph: Graph, platform: Platform, s: CompareSettings, cost: CostModel) -> Row:
+    """The all-fast row, the reference of every slowdown: on ``platform``, or, where the step
+    does not fit its fastest tier, on the same machine with that tier as large as the step's
+    peak (an oracle no real plan reaches; its status says so)."""
+    fast = platform.tiers[0]
+    if graph.peak_live_bytes <= fast.capacity_bytes:
+        return plan_row(
+            "all-fast",
+            plan("all-fast", graph, platform, s.plan),
+            graph,
+            platform,
+            s.contention,
+            cost,
+        )
+    ideal = platform.with_tier_capacity(fast.name, graph.peak_live_bytes)
+    row = plan_row("all-fast", plan("all-fast", graph, ideal, s.plan), graph, ideal, s.contention)
+    grown = f"heuristic; tier {fast.name!r} grown to the step's peak, {graph.peak_live_bytes} B"
+    return replace(row, status=grown)
 
 
 def plan_row(

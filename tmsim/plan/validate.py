@@ -174,9 +174,10 @@ def _check_inputs(plan: Plan, graph: Graph, errors: Errors) -> None:
             except KeyError:
                 continue  # parse_plan names the unknown tensor
             if role not in PERSISTENT_ROLES:
+                listed = ", ".join(map(repr, tiers))
                 errors.add(
-                    f"input {name!r} starts in {len(tiers)} tiers ({', '.join(tiers)}); an "
-                    "input starts in one, and a copy in another is a move of the plan"
+                    f"input {name!r} starts in {len(tiers)} tiers ({listed}); an input "
+                    "starts in one, and a copy in another is a move of the plan"
                 )
 
 

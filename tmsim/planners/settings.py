@@ -16,6 +16,8 @@ from tmsim.errors import TmsimError
 
 #: AutoTM's asynchronous window: kernels either side of a user where a copy may run.
 AUTOTM_WINDOW = 15
+#: The largest node limit: HiGHS holds it in a 32-bit integer.
+MAX_NODE_LIMIT = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -88,9 +90,12 @@ class PlanSettings:
         if self.node_limit is not None and (
             isinstance(self.node_limit, bool)
             or not isinstance(self.node_limit, int)
-            or self.node_limit < 0
+            or not 0 <= self.node_limit <= MAX_NODE_LIMIT
         ):
-            raise TmsimError(f"node_limit must be an integer >= 0 or None, got {self.node_limit!r}")
+            raise TmsimError(
+                f"node_limit must be an integer from 0 to {MAX_NODE_LIMIT} or None, "
+                f"got {self.node_limit!r}"
+            )
         for name, low in (
             ("window", 0),
             ("max_rounds", 1),
@@ -108,4 +113,4 @@ class PlanSettings:
         return out
 
 
-__all__ = ["AUTOTM_WINDOW", "PlanSettings"]
+__all__ = ["AUTOTM_WINDOW", "MAX_NODE_LIMIT", "PlanSettings"]

@@ -40,6 +40,7 @@ from tmsim.planners.milp.solve import (
     solve_within,
     solver_options,
     start_stats,
+    stop_status,
 )
 from tmsim.planners.milp.starts import best_heuristic_tiers, lift, static_start
 from tmsim.planners.milp.states import MAX_TIERS
@@ -217,6 +218,7 @@ def _solve_formulation(
     previous: int | None = None  # the worst overflow of the last round
     result: _Solved | None = None
     failure: TmsimError | None = None
+    own = "not solved"  # how this formulation's own last solve ended
     for rounds in range(1, opts.max_rounds + 1):
         started = time.perf_counter()
         model = build_model(cost, opts.window, formulation, limits, relax=False)
@@ -242,11 +244,12 @@ def _solve_formulation(
         except SolveStopped as exc:
             stopped = exc  # without a solution of its own: its start is the plan, if any
         except TmsimError as exc:
-            failure = exc
+            failure, own = exc, "error"
             break
         finally:
             solve_total += time.perf_counter() - started
         seconds = (build_total, solve_total)
+        own = stopped.status if stopped is not None else stop_status(model.problem, opts.node_limit)
         if stopped is None:
             size = (model.variables, model.constraints)
             stats = solve_stats(model.problem, opts.solver, opts.node_limit, seconds, size)
@@ -280,7 +283,7 @@ def _solve_formulation(
             limits = np.minimum(limits, peak - int(margin.max()))
         previous = worst
     if base is not None and (result is None or base.plan.predicted_s < result.plan.predicted_s):
-        return _relabel(base, opts, formulation, build_total, solve_total)
+        return _relabel(base, opts, formulation, (build_total, solve_total), own)
     if result is not None:
         return result
     if failure is not None:
@@ -293,15 +296,22 @@ def _solve_formulation(
 
 
 def _relabel(
-    base: _Solved, opts: PlanSettings, formulation: Formulation, build_s: float, solve_s: float
+    base: _Solved,
+    opts: PlanSettings,
+    formulation: Formulation,
+    seconds: tuple[float, float],
+    own: str,
 ) -> _Solved:
-    """``base``'s plan as a plan of ``formulation`` (which contains it), with the total time."""
+    """``base``'s plan as a plan of ``formulation`` (which contains it), with the total
+    (build, solve) ``seconds`` and a status naming both solves' ends (``own``: how this
+    formulation's solve ended, e.g. ``time_limit``, so that a limit it hit is not hidden)."""
+    build_s, solve_s = seconds
     stats = base.plan.stats
     assert stats is not None
     # The smaller problem's status, bound and gap say nothing about this one's optimum.
     fallback = replace(
         stats,
-        status=f"fallback to {base.plan.planner} ({stats.status})",
+        status=f"fallback to {base.plan.planner} ({stats.status}); own solve: {own}",
         bound=math.nan,
         gap=math.nan,
         build_s=build_s,

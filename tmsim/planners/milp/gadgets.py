@@ -76,6 +76,7 @@ def build_gadgets(cost: CostModel, formulation: Formulation, window: int) -> Gad
     k_parts = [op_k[keep]]
     kind_parts = [np.where(produced[keep], GadgetKind.CREATE, GadgetKind.USER)]
     flag_parts = [np.where(upd[keep] & (not static), _UPDATE, 0)]
+    window = min(window, n_k)  # a wider window reaches no further kernel
     if formulation is Formulation.ASYNC and window > 0:
         lo, hi = graph.live_first, graph.live_last
         offsets = np.concatenate((np.arange(-window, 0), np.arange(1, window + 1)))
