@@ -371,3 +371,24 @@ def test_a_sweep_killed_halfway_resumes_to_the_table_of_an_uninterrupted_run(
     got, want = read_table(resumed.table)[0], read_table(whole.table)[0]
     assert (got.stopped_on == "").all() and (want.stopped_on == "").all()
     pd.testing.assert_frame_equal(stable(got), stable(want))
+
+
+def test_a_node_limit_in_the_spec_reaches_the_solver_and_its_stop_is_final(
+    tmp_path: Path,
+) -> None:
+    spec = (
+        MILP.replace("batch = [1]", "batch = [2]")
+        .replace('["4:1", "1:1"]', '["4:1"]')
+        .replace('["first-touch", "static"]', '["sync"]')
+        .replace("time_limit_s = 120", "time_limit_s = 120\nnode_limit = 1\ngap = 0.0\nwindow = 1")
+    )
+    sweep = load_sweep(write_spec(tmp_path, spec))
+    evaluate = LoggingEvaluate(tmp_path / "log")
+    first = run_sweep(sweep, tmp_path / "out", workers=1, evaluate=evaluate)
+    assert first.table is not None and first.stopped == 0
+    frame = read_table(first.table)[0].set_index("strategy")
+    assert (frame.at["sync", "status"], frame.at["sync", "stopped_on"]) == ("node_limit",) * 2
+    assert frame.at["sync", "node_limit"] == 1
+    evaluate.taken()
+    run_sweep(sweep, tmp_path / "out", workers=1, evaluate=evaluate)
+    assert evaluate.taken() == []  # a limit on work gives the same answer again: not rerun

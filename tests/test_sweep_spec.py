@@ -91,6 +91,29 @@ def test_keys_are_stable_and_only_what_matters_changes_them() -> None:
     assert keys(bw="read_bw_bytes_per_s = [3e10]") == base
     assert keys(bw="read_bw_GBps = [31.0]")["first-touch"] != base["first-touch"]
     assert keys("time_limit_s = 300") == keys("time_limit_s = 300.0") == base
+    nodes = keys("node_limit = 100")
+    assert nodes["first-touch"] == base["first-touch"] and nodes["static"] != base["static"]
+
+
+def test_keys_of_points_without_a_node_limit_are_those_stores_hold() -> None:
+    """Recorded before node limits were a setting: an old output folder resumes as it was."""
+    text = """
+    [grid]
+    model = "vgg19"
+    batch = 1
+    platform = "cascadelake-optane"
+    ratio = "4:1"
+    strategy = ["first-touch", "static"]
+    """
+    keys = {p.strategy: p.key for p in sweep_from_dict(tomllib.loads(text), "x").points}
+    assert keys == {
+        "first-touch": "ed02cab779adce95",
+        "static": "075c2fb8a431e5bc",
+        "all-fast": "9782f259abbd0b74",
+    }
+    limited = sweep_from_dict(tomllib.loads(text + "[settings]\nnode_limit = 5\n"), "x")
+    static = next(p for p in limited.points if p.strategy == "static")
+    assert static.node_limit == 5 and static.config()["node_limit"] == 5
 
 
 def test_inapplicable_grid_points_are_skipped_and_listed() -> None:

@@ -179,7 +179,12 @@ def _plan_settings(p: Point) -> PlanSettings:
     if p.solver is None or p.target_gap is None or p.window is None:
         return plan  # not a MILP point: the heuristics and simulations ignore the rest
     return replace(
-        plan, solver=p.solver, time_limit_s=p.time_limit_s, gap=p.target_gap, window=p.window
+        plan,
+        solver=p.solver,
+        time_limit_s=p.time_limit_s,
+        node_limit=p.node_limit,
+        gap=p.target_gap,
+        window=p.window,
     )
 
 
@@ -282,7 +287,9 @@ def _stop_of(point: Point, record: dict[str, Any]) -> str | None:
         return stop
     if point.strategy not in MILP_STRATEGIES or record.get("row") is None:
         return None
-    return milp_stop(record["row"], point.time_limit_s, None, _nan(record.get("elapsed_s")))
+    return milp_stop(
+        record["row"], point.time_limit_s, point.node_limit, _nan(record.get("elapsed_s"))
+    )
 
 
 def _record(point: Point, outcome: Outcome, meta: dict[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from tmsim.compare import CompareSettings
 from tmsim.planners import PlanSettings
+from tmsim.planners.settings import MAX_NODE_LIMIT
 from tmsim.sweep.overrides import Fail
 
 
@@ -23,6 +24,7 @@ class SweepSettings:
     :class:`CompareSettings`); ``cache_block_bytes`` None: the 2LM simulator's default."""
 
     time_limit_s: float | None = PlanSettings.time_limit_s
+    node_limit: int | None = PlanSettings.node_limit
     gap: float = PlanSettings.gap
     window: int = PlanSettings.window
     solver: str = PlanSettings.solver
@@ -46,6 +48,7 @@ def read_settings(raw: Mapping[str, Any], fail: Fail) -> SweepSettings:
     only(raw, tuple(asdict(base)), "settings", fail)
     kinds: dict[str, type | tuple[type, ...]] = {
         "time_limit_s": (int, float),
+        "node_limit": int,
         "gap": (int, float),
         "window": int,
         "solver": str,
@@ -55,6 +58,8 @@ def read_settings(raw: Mapping[str, Any], fail: Fail) -> SweepSettings:
     for key, value in raw.items():
         typed(value, kinds[key], f"settings.{key}", fail)
         positive = key in ("time_limit_s", "cache_block_bytes")
+        if key == "node_limit" and not 0 <= value <= MAX_NODE_LIMIT:
+            fail(f"settings.{key}", f"must be from 0 to {MAX_NODE_LIMIT}, got {value!r}")
         if key in ("time_limit_s", "gap", "window", "cache_block_bytes") and (
             value < 0 or (positive and value == 0) or not math.isfinite(value)
         ):

@@ -67,6 +67,7 @@ class Point:
     contention: bool
     solver: str | None
     time_limit_s: float | None
+    node_limit: int | None
     target_gap: float | None
     window: int | None
     cache_block_bytes: int | None
@@ -87,6 +88,8 @@ class Point:
         units in place of the overrides: overrides that make the same platform (``30`` and
         ``30.0``, GBps and bytes_per_s) make the same point."""
         ident = {k: v for k, v in asdict(self).items() if k not in ("overrides", "role")}
+        if ident["node_limit"] is None:
+            del ident["node_limit"]  # the key of points from before node limits
         text = json.dumps(ident, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -275,6 +278,7 @@ def _strategy_settings(strategy: str, s: SweepSettings | None) -> dict[str, Any]
     return {
         "solver": milp.solver if milp else None,
         "time_limit_s": milp.time_limit_s if milp else None,
+        "node_limit": milp.node_limit if milp else None,
         "target_gap": milp.gap if milp else None,
         "window": milp.window if milp else None,
         "cache_block_bytes": s.cache_block_bytes if s is not None and strategy == "2lm" else None,
