@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import example, given, settings
@@ -17,6 +18,7 @@ from tmsim.errors import InfeasibleError, TmsimError
 from tmsim.plan.validate import validate
 from tmsim.planners.milp.chain import plan_milp
 from tmsim.planners.settings import PlanSettings
+from tmsim.sim import replay
 from tmsim.workload.graph import Graph, Kernel, Role, Tensor
 
 # Limits chosen so that static, sync and async differ (brute force at 60 MB on the CPU:
@@ -266,3 +268,18 @@ def test_a_window_wider_than_the_step_is_the_whole_step() -> None:
     assert wide[0].predicted_s == wide[1].predicted_s
     with pytest.raises(TmsimError, match="node_limit must be an integer from 0 to 2147483647"):
         PlanSettings(node_limit=MAX_NODE_LIMIT + 1)
+
+
+@pytest.mark.parametrize("formulation", ["sync", "async"])
+def test_a_gpu_solve_stopped_before_any_plan_returns_the_offload_start(formulation: str) -> None:
+    """Nothing fits statically (180 MB live, 160 MB device), so there is no static plan to
+    start from: the plan is every tensor visiting the device to be used, valid and labelled."""
+    gpu = load_preset("rtx2080ti-pcie3")
+    opts = PlanSettings(capacity=Capacity.of_bytes(160 * MB), time_limit_s=1e-9, window=1)
+    result = plan_milp(tiny_step(), gpu, opts, formulation)
+    assert result.stats is not None and result.stats.status == "time_limit (its warm start)"
+    assert validate(result, tiny_step(), gpu).ok
+    uncontended = replay(result, tiny_step(), gpu, contention=False).simulated_s
+    assert uncontended == pytest.approx(result.predicted_s, rel=1e-9)
+    solved = plan_milp(tiny_step(), gpu, replace(opts, time_limit_s=None, gap=1e-9), formulation)
+    assert solved.predicted_s <= result.predicted_s

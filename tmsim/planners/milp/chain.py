@@ -31,7 +31,7 @@ from tmsim.plan.layout import overflow_bytes, resident_bytes, resident_overflow_
 from tmsim.plan.values import Plan
 from tmsim.planners.assemble import check_operands_fit
 from tmsim.planners.milp.build import Model, build_model, extract_plan
-from tmsim.planners.milp.gadgets import Formulation
+from tmsim.planners.milp.gadgets import Formulation, GadgetKind
 from tmsim.planners.milp.overlap import overlap_copies
 from tmsim.planners.milp.solve import (
     SolveStopped,
@@ -42,11 +42,11 @@ from tmsim.planners.milp.solve import (
     start_stats,
     stop_status,
 )
-from tmsim.planners.milp.starts import best_heuristic_tiers, lift, static_start
+from tmsim.planners.milp.starts import best_heuristic_tiers, lift, offload_start, static_start
 from tmsim.planners.milp.states import MAX_TIERS
 from tmsim.planners.settings import PlanSettings
 from tmsim.strategies import kernels_reach_slow
-from tmsim.workload.graph import Graph
+from tmsim.workload.graph import PERSISTENT_ROLES, Graph
 
 GB = 1e9
 
@@ -253,7 +253,7 @@ def _solve_formulation(
         if stopped is None:
             size = (model.variables, model.constraints)
             stats = solve_stats(model.problem, opts.solver, opts.node_limit, seconds, size)
-        elif start is not None:
+        elif (start := start if start is not None else _offload(cost, model, gpu)) is not None:
             stats = start_stats(model, start, opts.solver, stopped.status, seconds)
         else:
             failure = stopped
@@ -293,6 +293,19 @@ def _solve_formulation(
         f"{what} still overflows {limit} bytes of fast memory after {opts.max_rounds} "
         "rounds of lowering the limit where it overflowed"
     )
+
+
+def _offload(cost: CostModel, model: Model, gpu: bool) -> np.ndarray | None:
+    """For a synchronous GPU model without a start (nothing fits statically), the plan in
+    which every tensor visits the device only to be used (:func:`offload_start`): what a
+    solve a limit stopped before its first solution returns. None elsewhere."""
+    if not gpu or model.gadgets.kind.max(initial=0) == GadgetKind.WINDOW:
+        return None
+    tiers = range(1, len(cost.platform.tiers))
+    away = next((i for i in tiers if cost.has_path(0, i) and cost.has_path(i, 0)), 0)
+    roles = [t.role for t in cost.graph.tensors]
+    persistent = np.array([r in PERSISTENT_ROLES for r in roles], dtype=bool)
+    return offload_start(model, away, persistent) if away else None
 
 
 def _relabel(

@@ -17,6 +17,7 @@ from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.planners.heuristics import plan_first_touch, plan_greedy
 from tmsim.planners.milp.build import Model
+from tmsim.planners.milp.gadgets import GadgetKind
 from tmsim.planners.milp.network import Variables
 from tmsim.planners.milp.states import Catalogue, Kind
 from tmsim.planners.settings import PlanSettings
@@ -135,6 +136,65 @@ def static_start(model: Model, tier: IntArray) -> BoolArray | None:
     return out
 
 
+def offload_start(model: Model, away: int, persistent: BoolArray) -> BoolArray | None:
+    """Binaries of a synchronous model in which every tensor lives on tier ``away`` and
+    visits tier 0 for the kernels that use it: fetched before a use (an update keeps only the
+    fetched copy), its tier-0 copy dropped after the use (written back first if the kernel
+    produced or updated it) unless the next kernel uses it too, or it dies there
+    (``persistent[t]``: tensor ``t`` lives on after the step, so it ends where it started);
+    pre-existing tensors start on ``away``. Tier 0 then holds little beyond the operands of
+    one kernel at a time (a GPU plan when nothing fits statically). None if the model lacks
+    one of these edges (e.g. no copy path) or has asynchronous gadgets."""
+    cat, g, v = model.catalogue, model.gadgets, model.vars
+    if np.any(g.kind == GadgetKind.WINDOW):
+        return None
+    a, d = frozenset({away}), frozenset({0})
+    picked: list[int] = []
+
+    def take(gadget: int, kind: Kind, src: frozenset[int], dst: frozenset[int]) -> bool:
+        edge = cat.edge(kind, cat.state(sorted(src)), cat.state(sorted(dst)))
+        column = int(v.edge_index[gadget, edge]) if edge >= 0 else -1
+        picked.append(column)
+        return column >= 0
+
+    before: frozenset[int] | None = None
+    for i in range(g.tensor.size):
+        t = int(g.tensor[i])
+        if g.first[i]:
+            before = None if g.kind[i] == GadgetKind.CREATE else a
+        if before is None:
+            during, kind = d, Kind.STAY
+            src = d
+        elif 0 in before:
+            during = d if g.updates[i] and len(before) > 1 else before
+            kind, src = (Kind.INVAL if during != before else Kind.STAY), before
+        else:
+            during = d if g.updates[i] else before | d
+            kind, src = (Kind.FETCH_INVAL if g.updates[i] else Kind.FETCH), before
+        ok = take(i, kind, src, during)
+        last = bool(g.last[i])
+        if (not last and g.kernel[i + 1] == g.kernel[i] + 1) or (last and not persistent[t]):
+            after = during
+            ok = take(i, Kind.KEEP, during, after) and ok
+        elif away in during:
+            after = a
+            ok = take(i, Kind.DROP, during, after) and ok
+        else:
+            after = a
+            ok = take(i, Kind.WRITE_DROP, during, after) and ok
+        if not ok:
+            return None
+        before = after
+    starts = np.flatnonzero(v.init_index.max(axis=1) >= 0)
+    init = v.init_index[starts, cat.state([away])]
+    if np.any(init < 0):
+        return None
+    out = np.zeros(v.count, dtype=bool)
+    out[np.asarray(picked, dtype=np.int64)] = True
+    out[init] = True
+    return out
+
+
 def _init_states(v: Variables, x: BoolArray) -> npt.NDArray[np.int64]:
     """Initial state (a catalogue index) of every tensor, -1 where it has none."""
     n_t = v.init_index.shape[0]
@@ -145,4 +205,4 @@ def _init_states(v: Variables, x: BoolArray) -> npt.NDArray[np.int64]:
     return out
 
 
-__all__ = ["best_heuristic_tiers", "lift", "static_start"]
+__all__ = ["best_heuristic_tiers", "lift", "offload_start", "static_start"]
