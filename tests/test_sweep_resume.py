@@ -51,7 +51,7 @@ time_limit_s = 120
 VOLATILE = ["elapsed_s", "git_commit", "solve_s"]
 
 #: Generous bound on how long a process may take to notice that it should exit.
-LIVENESS_S = 20.0
+LIVENESS_S = 60.0
 
 
 def write_spec(tmp_path: Path, text: str) -> Path:
