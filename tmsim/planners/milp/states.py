@@ -113,7 +113,10 @@ class Catalogue:
 
     def state(self, tiers: Sequence[int]) -> int:
         """Index of the state holding exactly ``tiers``; raises ``KeyError`` if there is none."""
-        return self.states.index(frozenset(tiers))
+        try:
+            return self.states.index(frozenset(tiers))
+        except ValueError:
+            raise KeyError(f"no state holds exactly tiers {sorted(tiers)}") from None
 
     def edge(self, kind: Kind, src: int, dst: int) -> int:
         """Index of the edge of ``kind`` from state ``src`` to ``dst``, or -1 if there is none
