@@ -45,7 +45,7 @@ from experiments.common import (
     async_not_better,
     capacity_of,
     insert_labels,
-    label,
+    point_labels,
     read_data,
     run_figure_points,
     save_figure,
@@ -190,23 +190,7 @@ def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
         conditions.append(("controller", True, replace(platform, shared_controllers=groups)))
     parts = [_replayed(graph, chain, limit, *condition) for condition in conditions]
     out = pd.concat(parts, ignore_index=True)
-    if ratio is not None:
-        capacity = ratio
-    elif fraction is not None:
-        capacity = f"{fraction:g} of footprint"
-    else:
-        capacity = f"{limit / 2**30:.3g} GiB"
-    leading = {
-        "platform": preset,
-        "kind": params["kind"],
-        "capacity": capacity,
-        "workload": label(model, batch),
-        "model": model,
-        "batch": batch,
-        "kernels": len(graph.kernels),
-        "footprint_bytes": graph.peak_live_bytes,
-    }
-    insert_labels(out, leading)
+    insert_labels(out, point_labels(params, graph, limit))
     out["fallback"] = out["status"].str.startswith("fallback")
     has_async = bool((out["strategy"] == "async").any())
     out["improved"] = has_async and not bool(async_not_better(out).any())

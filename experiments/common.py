@@ -188,6 +188,38 @@ def capacity_of(ratio: str | None, fast_bytes: int | None) -> Capacity | None:
     return None if ratio is None else Capacity.parse(ratio)
 
 
+def point_labels(params: Mapping[str, Any], graph: Graph, limit_bytes: int) -> dict[str, object]:
+    """The leading columns of a figure point on one preset (``params``: ``platform``,
+    ``kind``, ``ratio``, ``device_fraction``, ``model``, ``batch``) planned for ``graph`` at a
+    fast-tier limit of ``limit_bytes``: its capacity as the point states it (the ratio, the
+    share of the footprint, or the limit in GiB), the workload's label and size."""
+    ratio, fraction = params["ratio"], params["device_fraction"]
+    if ratio is not None:
+        capacity = ratio
+    elif fraction is not None:
+        capacity = f"{fraction:g} of footprint"
+    else:
+        capacity = f"{limit_bytes / 2**30:.3g} GiB"
+    return {
+        "platform": params["platform"],
+        "kind": params["kind"],
+        "capacity": capacity,
+        **workload_labels(params["model"], params["batch"], graph),
+    }
+
+
+def workload_labels(model: str, batch: int, graph: Graph) -> dict[str, object]:
+    """The columns that name a workload in a figure's table: its label, model, batch, and
+    ``graph``'s kernel count and footprint (peak live bytes)."""
+    return {
+        "workload": label(model, batch),
+        "model": model,
+        "batch": batch,
+        "kernels": len(graph.kernels),
+        "footprint_bytes": graph.peak_live_bytes,
+    }
+
+
 def solver_params(strategies: Iterable[str], **settings: Any) -> dict[str, Any]:
     """``settings`` (the MILP's time limit, gap, ...) if any of ``strategies`` is a MILP
     strategy, else an empty dict: heuristics and simulations ignore them, so a point without

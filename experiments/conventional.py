@@ -34,11 +34,11 @@ from experiments.common import (
     capacity_of,
     compare_frame,
     geomean,
-    label,
     read_data,
     run_figure_points,
     save_figure,
     solver_params,
+    workload_labels,
     write_data,
 )
 from hwmodels.presets import load_preset
@@ -127,11 +127,7 @@ def point_frame(params: Mapping[str, Any]) -> pd.DataFrame:
         graph,
         load_preset(params["platform"]),
         settings,
-        workload=label(model, batch),
-        model=model,
-        batch=batch,
-        kernels=len(graph.kernels),
-        footprint_bytes=graph.peak_live_bytes,
+        **workload_labels(model, batch, graph),
         ratio=ratio or "",
     )
     if ratio is None:

@@ -30,11 +30,11 @@ from experiments.common import (
     Progress,
     capacity_of,
     compare_frame,
-    label,
     read_data,
     run_figure_points,
     save_figure,
     solver_params,
+    workload_labels,
     write_data,
 )
 from hwmodels.presets import load_preset
@@ -127,11 +127,7 @@ def point_frame(params: Mapping[str, Any]) -> pd.DataFrame:
         graph,
         hw,
         settings,
-        workload=label(model, batch),
-        model=model,
-        batch=batch,
-        kernels=len(graph.kernels),
-        footprint_bytes=graph.peak_live_bytes,
+        **workload_labels(model, batch, graph),
     )
     twolm = frame.loc[frame["strategy"] == "2lm", "simulated_s"]
     base = float(twolm.iloc[0]) if len(twolm) else np.nan

@@ -37,7 +37,7 @@ from experiments.common import (
     async_not_better,
     capacity_of,
     insert_labels,
-    label,
+    point_labels,
     read_data,
     run_figure_points,
     save_figure,
@@ -163,23 +163,7 @@ def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     settings = CompareSettings(plan=plan, strategies=strategies, contention=True)
     frame = rows_frame(compare(graph, platform, settings))
     limit = fast_limit_bytes(graph, platform, plan.capacity)
-    if ratio is not None:
-        capacity = ratio
-    elif fraction is not None:
-        capacity = f"{fraction:g} of footprint"
-    else:
-        capacity = f"{limit / 2**30:.3g} GiB"
-    leading = {
-        "platform": preset,
-        "kind": params["kind"],
-        "capacity": capacity,
-        "workload": label(model, batch),
-        "model": model,
-        "batch": batch,
-        "kernels": len(graph.kernels),
-        "footprint_bytes": graph.peak_live_bytes,
-    }
-    insert_labels(frame, leading)
+    insert_labels(frame, point_labels(params, graph, limit))
     frame["rel_error"] = (frame["simulated_s"] - frame["predicted_s"]) / frame["predicted_s"]
     frame["fallback"] = frame["status"].str.startswith("fallback")
     frame["same_as_sync"] = async_not_better(frame)
