@@ -106,6 +106,10 @@ def test_the_catalog_mirrors_the_library() -> None:
     assert tuple(sorted(DTYPE_BYTES)) == catalog.DTYPES
     assert catalog.PLANNER_NAMES == PLANNERS
     assert catalog.TABLE_FORMATS == FORMATS
+    from tmsim.cli.args import MAX_NODES
+    from tmsim.planners.settings import MAX_NODE_LIMIT
+
+    assert MAX_NODES == MAX_NODE_LIMIT
     defaults = PlanSettings()
     for f in fields(catalog.PLAN_DEFAULTS):
         assert getattr(catalog.PLAN_DEFAULTS, f.name) == getattr(defaults, f.name), f.name

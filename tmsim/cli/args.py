@@ -29,7 +29,8 @@ DEFAULT_PLATFORM = "cascadelake-optane"
 #: The largest count an option takes: what the library's int64 arrays hold.
 MAX_COUNT = 2**63 - 1
 #: The most branch-and-bound nodes a solve may be limited to (HiGHS's ``mip_max_nodes`` is a
-#: 32-bit integer; a larger limit is no limit on any graph the planners can solve).
+#: 32-bit integer; a larger limit is no limit on any graph the planners can solve). A light
+#: mirror of :data:`tmsim.planners.settings.MAX_NODE_LIMIT` (``tests/test_cli_startup.py``).
 MAX_NODES = 2**31 - 1
 #: The widest asynchronous window: more kernels either side of a use than any zoo step has
 #: (DenseNet-264's 3052), and the MILP's window gadgets grow with it.

@@ -31,7 +31,7 @@ from tmsim.plan.layout import overflow_bytes, resident_bytes, resident_overflow_
 from tmsim.plan.values import Plan
 from tmsim.planners.assemble import check_operands_fit
 from tmsim.planners.milp.build import Model, build_model, extract_plan
-from tmsim.planners.milp.gadgets import Formulation, GadgetKind
+from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.milp.overlap import overlap_copies
 from tmsim.planners.milp.solve import (
     SolveStopped,
@@ -299,7 +299,7 @@ def _offload(cost: CostModel, model: Model, gpu: bool) -> np.ndarray | None:
     """For a synchronous GPU model without a start (nothing fits statically), the plan in
     which every tensor visits the device only to be used (:func:`offload_start`): what a
     solve a limit stopped before its first solution returns. None elsewhere."""
-    if not gpu or model.gadgets.kind.max(initial=0) == GadgetKind.WINDOW:
+    if not gpu:
         return None
     tiers = range(1, len(cost.platform.tiers))
     away = next((i for i in tiers if cost.has_path(0, i) and cost.has_path(i, 0)), 0)

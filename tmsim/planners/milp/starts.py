@@ -162,9 +162,8 @@ def offload_start(model: Model, away: int, persistent: BoolArray) -> BoolArray |
         t = int(g.tensor[i])
         if g.first[i]:
             before = None if g.kind[i] == GadgetKind.CREATE else a
-        if before is None:
-            during, kind = d, Kind.STAY
-            src = d
+        if before is None:  # the producer writes it on tier 0
+            during, kind, src = d, Kind.STAY, d
         elif 0 in before:
             during = d if g.updates[i] and len(before) > 1 else before
             kind, src = (Kind.INVAL if during != before else Kind.STAY), before
