@@ -251,8 +251,7 @@ def _solve_formulation(
         seconds = (build_total, solve_total)
         own = stopped.status if stopped is not None else stop_status(model.problem, opts.node_limit)
         if stopped is None:
-            size = (model.variables, model.constraints)
-            stats = solve_stats(model.problem, opts.solver, opts.node_limit, seconds, size)
+            stats = solve_stats(model, opts.solver, opts.node_limit, seconds)
         elif (start := start if start is not None else _offload(cost, model, gpu)) is not None:
             stats = start_stats(model, start, opts.solver, stopped.status, seconds)
         else:
@@ -321,12 +320,16 @@ def _relabel(
     build_s, solve_s = seconds
     stats = base.plan.stats
     assert stats is not None
-    # The smaller problem's status, bound and gap say nothing about this one's optimum.
+    # The smaller problem's bound says nothing about this one's optimum; the kernel-time
+    # bound holds for every formulation.
+    bound = base.model.lower_bound_s
+    objective = stats.objective
+    gap = max(0.0, objective - bound) / objective if objective > 0 else math.nan
     fallback = replace(
         stats,
         status=f"fallback to {base.plan.planner} ({stats.status}); own solve: {own}",
-        bound=math.nan,
-        gap=math.nan,
+        bound=bound,
+        gap=gap,
         build_s=build_s,
         solve_s=solve_s,
     )

@@ -61,17 +61,16 @@ def stop_status(problem: cp.Problem, node_limit: int | None) -> str:
 
 
 def solve_stats(
-    problem: cp.Problem,
+    model: Model,
     solver: str,
     node_limit: int | None,
     seconds: tuple[float, float],
-    size: tuple[int, int],
 ) -> SolverStats:
-    """Statistics of a solved problem (status as :func:`stop_status` gives it, the bound
-    :func:`dual_bound`'s); ``seconds`` are (build, solve), ``size`` (variables, constraints)."""
-    return _stats(
-        problem, solver, stop_status(problem, node_limit), float(problem.value), seconds, size
-    )
+    """Statistics of a solved ``model`` (status as :func:`stop_status` gives it, the bound
+    :func:`proven_bound`'s); ``seconds`` are (build, solve)."""
+    problem = model.problem
+    status = stop_status(problem, node_limit)
+    return _stats(model, solver, status, float(problem.value), seconds)
 
 
 def start_stats(
@@ -83,25 +82,29 @@ def start_stats(
 ) -> SolverStats:
     """Set ``model``'s binaries to ``start`` and return its statistics: for a solve that a
     limit (``status``) stopped before it had a solution of its own, so that its warm start is
-    the plan; the bound is the solver's where it has one."""
+    the plan; the bound is :func:`proven_bound`'s."""
     model.x.value = start.astype(np.float64)
-    size = (model.variables, model.constraints)
-    objective = model.objective(start)
-    return _stats(model.problem, solver, status + FROM_START, objective, seconds, size)
+    return _stats(model, solver, status + FROM_START, model.objective(start), seconds)
+
+
+def proven_bound(model: Model, status: str) -> float:
+    """The best lower bound of ``model``'s optimum at hand after a solve that ended with
+    ``status``: the solver's dual bound (:func:`dual_bound`, the objective itself where it
+    calls the problem optimal without one) or the model's own kernel-time bound
+    (:attr:`Model.lower_bound_s`), whichever is higher."""
+    problem = model.problem
+    solver_bound = dual_bound(problem) if problem.solver_stats is not None else math.nan
+    if status == cp.OPTIMAL and math.isnan(solver_bound) and problem.value is not None:
+        solver_bound = float(problem.value)
+    own = model.lower_bound_s
+    return own if math.isnan(solver_bound) else max(solver_bound, own)
 
 
 def _stats(
-    problem: cp.Problem,
-    solver: str,
-    status: str,
-    objective: float,
-    seconds: tuple[float, float],
-    size: tuple[int, int],
+    model: Model, solver: str, status: str, objective: float, seconds: tuple[float, float]
 ) -> SolverStats:
-    bound = dual_bound(problem) if problem.solver_stats is not None else math.nan
-    if status == cp.OPTIMAL and math.isnan(bound):
-        bound = objective
-    finite = objective != 0 and math.isfinite(bound)
+    bound = proven_bound(model, status)
+    finite = objective != 0 and math.isfinite(bound) and math.isfinite(objective)
     gap = max(0.0, objective - bound) / abs(objective) if finite else math.nan
     return SolverStats(
         solver=solver,
@@ -111,8 +114,8 @@ def _stats(
         gap=gap,
         build_s=seconds[0],
         solve_s=seconds[1],
-        variables=size[0],
-        constraints=size[1],
+        variables=model.variables,
+        constraints=model.constraints,
     )
 
 
