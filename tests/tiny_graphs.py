@@ -29,7 +29,7 @@ def tiny_step(scale: int = 1) -> Graph:
     return Graph("tiny", tensors, kernels)
 
 
-def spill_step() -> Graph:
+def spill_step(conv_flops: int = 10**11) -> Graph:
     """An activation ``a`` made first and used last, with a 200 MB tensor ``c`` between
     whose kernels leave no room for it: on a 250 MB device ``a`` goes to the host and back.
     The kernels either side of ``c`` are long convolutions the copies can hide behind."""
@@ -44,10 +44,10 @@ def spill_step() -> Graph:
     ]
     kernels = [
         Kernel("make_a", "relu", ("x",), ("a",), F, 10**6),
-        Kernel("conv1", "conv2d", ("x",), ("b",), F, 10**11),
+        Kernel("conv1", "conv2d", ("x",), ("b",), F, conv_flops),
         Kernel("make_c", "relu", ("b",), ("c",), F, 10**6),
         Kernel("use_c", "add", ("c",), ("d",), F, 10**6),
-        Kernel("conv2", "conv2d", ("d",), ("e",), F, 10**11),
+        Kernel("conv2", "conv2d", ("d",), ("e",), F, conv_flops),
         Kernel("use_a", "add", ("a", "e"), ("f",), F, 10**6),
     ]
     return Graph("spill", tensors, kernels)

@@ -135,6 +135,29 @@ class CostModel:
         out = np.bincount(k, weights=per_op, minlength=len(self.graph.kernels))
         return out.astype(np.float64)
 
+    def kernel_time_range_s(self) -> tuple[FloatArray, FloatArray]:
+        """The least and the most time (seconds) the roofline gives each kernel over every
+        placement of its operands on tiers kernels may access: each operand on the tier it
+        is read and written fastest, resp. slowest (measured entries aside)."""
+        k = self.op_kernel
+        reach = np.flatnonzero(self.tier_allowed)
+        per_op = np.stack(
+            [
+                self.op_read_bytes * self.read_s_per_byte[k, t]
+                + self.op_write_bytes * self.write_s_per_byte[k, t]
+                for t in reach
+            ]
+        )
+        n_k = len(self.graph.kernels)
+        out = []
+        for mem_per_op in (per_op.min(axis=0), per_op.max(axis=0)):
+            mem = np.bincount(k, weights=mem_per_op, minlength=n_k).astype(np.float64)
+            if self.overlap is Overlap.MAX:
+                out.append(np.maximum(self.compute_s, mem) + self.launch_s)
+            else:
+                out.append(self.compute_s + mem + self.launch_s)
+        return out[0], out[1]
+
     def kernel_times_s(self, op_tiers: npt.ArrayLike) -> FloatArray:
         """Time of every kernel (seconds) under the operand placement ``op_tiers`` [n_ops].
 

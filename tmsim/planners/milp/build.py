@@ -38,6 +38,7 @@ from tmsim.planners.milp.network import (
     build_variables,
     move_costs,
 )
+from tmsim.planners.milp.prune import prune_windows
 from tmsim.planners.milp.states import Catalogue, build_catalogue
 
 
@@ -137,7 +138,7 @@ def build_model(
     n_k = len(graph.kernels)
     cat = catalogue_of(cost)
     tiers = modelled_tiers(cost)
-    gad = build_gadgets(cost, formulation, window)
+    gad = prune_windows(cost, build_gadgets(cost, formulation, window), tiers)
     var = build_variables(cost, cat, gad, formulation)
     flow = build_flow(cost, cat, gad, var)
     seg = build_segments(cost, cat, gad, var, tiers)
@@ -250,7 +251,6 @@ def _time_rows(
         return [(only, None)], only
     ref = reach[-1]
     ref_s = operand_s(ref)
-    fastest_s = np.minimum.reduce([operand_s(tier) for tier in reach])
     to_kernel = sp.csr_matrix((np.ones(k.size), (k, np.arange(k.size))), shape=(n_k, k.size))
     mem0 = to_kernel @ ref_s
     gains = [
@@ -258,11 +258,10 @@ def _time_rows(
     ]
     gain = sp.csr_matrix(gains[0] if len(gains) == 1 else sum(gains[1:], gains[0]))
     base_s = cost.compute_s + cost.launch_s
-    least_mem = to_kernel @ fastest_s
+    floor = cost.kernel_time_range_s()[0]
     if cost.overlap is Overlap.MAX:
-        floor = np.maximum(base_s, least_mem + cost.launch_s)
         return [(base_s, None), (mem0 + cost.launch_s, gain)], floor
-    return [(base_s + mem0, gain)], base_s + least_mem
+    return [(base_s + mem0, gain)], floor
 
 
 def extract_plan(
