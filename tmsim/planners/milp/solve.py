@@ -188,12 +188,16 @@ def solve(
     options: dict[str, Any],
     verbose: bool,
     start: BoolArray | None = None,
+    deadline: float | None = None,
 ) -> None:
     """Solve ``model.problem`` in place, from incumbent ``start`` when the solver is HiGHS.
 
     A warm-started solve HiGHS calls optimal whose solution is not within the gap of the
     bound (:func:`dual_bound`) is not trusted: the problem is solved again without the start.
-    Raises ``cvxpy.error.SolverError`` as cvxpy does.
+    With a ``deadline`` (a ``time.perf_counter()`` reading) a warm-started HiGHS solve gets
+    what is left of it once cvxpy has compiled the problem (seconds on a million variables)
+    as its time limit, instead of ``options``' own. Raises ``cvxpy.error.SolverError`` as
+    cvxpy does.
     """
     if start is None or solver.upper() != "HIGHS":
         with _quiet_inaccuracy():
@@ -216,6 +220,7 @@ def solve(
     incumbent.col_value = values.tolist()
     incumbent.value_valid = True
     cache = {cp.HIGHS: (None, None, {"model_status": "kOptimal", "solution": incumbent})}
+    options = _until(options, deadline)
     raw = chain.solver.solve_via_data(data, True, verbose, dict(options), solver_cache=cache)
     with _quiet_inaccuracy():
         model.problem.unpack_results(raw, chain, inverse)
@@ -224,7 +229,19 @@ def solve(
         # HiGHS (seen with 1.16) can score a start wrongly in its presolved space, take it for
         # optimal and stop; its solution's own objective then lies beyond the gap it claims
         with _quiet_inaccuracy():
-            model.problem.solve(solver=solver, verbose=verbose, **options)
+            model.problem.solve(solver=solver, verbose=verbose, **_until(options, deadline))
+
+
+#: The least time limit handed to HiGHS once a deadline has passed: it then stops at once.
+MIN_TIME_LIMIT_S = 1e-3
+
+
+def _until(options: dict[str, Any], deadline: float | None) -> dict[str, Any]:
+    """``options`` with HiGHS's time limit set to what is left until ``deadline``."""
+    if deadline is None:
+        return options
+    left = max(deadline - time.perf_counter(), MIN_TIME_LIMIT_S)
+    return {**options, "time_limit": left}
 
 
 class SolveStopped(TmsimError):
@@ -259,7 +276,7 @@ def solve_within(
         )
     options = solver_options(opts.solver, opts.gap, remaining, opts.node_limit)
     try:
-        solve(model, opts.solver, options, opts.verbose, start)
+        solve(model, opts.solver, options, opts.verbose, start, deadline)
     except cp.error.SolverError as exc:
         raise TmsimError(f"solver {opts.solver} failed: {exc}") from None
     if model.x.value is None or not has_solution(model.problem):
