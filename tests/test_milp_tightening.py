@@ -156,3 +156,18 @@ def test_a_slow_copy_beside_short_kernels_is_pruned() -> None:
     kinds = pruned.kind[pruned.tensor == a]
     assert (full.kind[full.tensor == a] == GadgetKind.WINDOW).any()
     assert not (kinds == GadgetKind.WINDOW).any()
+
+
+def test_a_plan_at_the_kernel_time_bound_ends_the_chain() -> None:
+    # everything fits the device: the static plan runs every kernel at its fastest, which no
+    # formulation can beat, so sync and async return it without building their models
+    graph = spill_step()
+    plat = load_preset("rtx2080ti-pcie3")
+    opts = PlanSettings(capacity=Capacity.of_bytes(graph.peak_live_bytes), window=2)
+    static = plan_milp(graph, plat, opts, "static")
+    result = plan_milp(graph, plat, opts, "async")
+    assert result.planner == "milp-async" and result.stats is not None
+    assert result.stats.status.startswith("optimal (within the gap of the kernel-time bound")
+    assert result.stats.variables == static.stats.variables  # type: ignore[union-attr]
+    assert result.predicted_s == pytest.approx(plan_all_fast(graph, plat).predicted_s)
+    assert result.stats.gap <= 0.01

@@ -214,6 +214,11 @@ def _solve_formulation(
             base = None  # e.g. nothing fits statically on a GPU: start cold
     build_total = base.build_s if base else 0.0
     solve_total = base.solve_s if base else 0.0
+    if base is not None and _at_floor(base, opts.gap):
+        # no plan of any formulation beats the kernel-time bound, which the smaller
+        # formulation's plan is already within the gap of: nothing to solve
+        proven = f"optimal (within the gap of the kernel-time bound: {base.plan.planner}'s plan)"
+        return _relabel(base, opts, formulation, (build_total, solve_total), status=proven)
     limits = np.full(len(cost.graph.kernels), limit, dtype=np.int64)
     previous: int | None = None  # the worst overflow of the last round
     result: _Solved | None = None
@@ -282,7 +287,8 @@ def _solve_formulation(
             limits = np.minimum(limits, peak - int(margin.max()))
         previous = worst
     if base is not None and (result is None or base.plan.predicted_s < result.plan.predicted_s):
-        return _relabel(base, opts, formulation, (build_total, solve_total), own)
+        status = f"fallback to {base.plan.planner} ({_base_status(base)}); own solve: {own}"
+        return _relabel(base, opts, formulation, (build_total, solve_total), status)
     if result is not None:
         return result
     if failure is not None:
@@ -307,16 +313,31 @@ def _offload(cost: CostModel, model: Model, gpu: bool) -> np.ndarray | None:
     return offload_start(model, away, persistent) if away else None
 
 
+def _base_status(base: _Solved) -> str:
+    """The status of ``base``'s own solve."""
+    assert base.plan.stats is not None
+    return base.plan.stats.status
+
+
+def _at_floor(base: _Solved, gap: float) -> bool:
+    """Whether ``base``'s plan is within relative ``gap`` of the kernel-time bound
+    (:attr:`Model.lower_bound_s`), which holds for every formulation."""
+    stats = base.plan.stats
+    if stats is None or not stats.objective > 0:
+        return False
+    return (stats.objective - base.model.lower_bound_s) / stats.objective <= gap
+
+
 def _relabel(
     base: _Solved,
     opts: PlanSettings,
     formulation: Formulation,
     seconds: tuple[float, float],
-    own: str,
+    status: str,
 ) -> _Solved:
     """``base``'s plan as a plan of ``formulation`` (which contains it), with the total
-    (build, solve) ``seconds`` and a status naming both solves' ends (``own``: how this
-    formulation's solve ended, e.g. ``time_limit``, so that a limit it hit is not hidden)."""
+    (build, solve) ``seconds`` and ``status`` (saying why, and, for a fallback, how this
+    formulation's own solve ended, so that a limit it hit is not hidden)."""
     build_s, solve_s = seconds
     stats = base.plan.stats
     assert stats is not None
@@ -325,19 +346,14 @@ def _relabel(
     bound = base.model.lower_bound_s
     objective = stats.objective
     gap = max(0.0, objective - bound) / objective if objective > 0 else math.nan
-    fallback = replace(
-        stats,
-        status=f"fallback to {base.plan.planner} ({stats.status}); own solve: {own}",
-        bound=bound,
-        gap=gap,
-        build_s=build_s,
-        solve_s=solve_s,
+    relabelled = replace(
+        stats, status=status, bound=bound, gap=gap, build_s=build_s, solve_s=solve_s
     )
     plan = replace(
         base.plan,
         planner=f"milp-{formulation.value}",
         options=opts.to_dict(),
-        stats=fallback,
+        stats=relabelled,
     )
     return _Solved(plan, base.model, base.limits, build_s, solve_s)
 
