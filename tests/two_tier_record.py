@@ -3,7 +3,11 @@
 ``tests/data/two_tier_record.json`` was first recorded with the code of commit be5cfb8 (two
 tiers hard-wired, ``FAST, SLOW = 0, 1``), and the K-tier planners gave the same record (commit
 612c2c8). It was then recorded again (``python tests/two_tier_record.py``) when copies began
-to pay their per-transfer latency, which changed the MILP's costs and so some of its plans.
+to pay their per-transfer latency, which changed the MILP's costs and so some of its plans,
+and again when the asynchronous model gained its copy cut and left out the window copies that
+can never pay off (its problem changed; its optimum did not, as the exhaustive search of
+tests/test_milp_tightening.py checks, but a solve stopped at the 1% gap may pick another plan
+within it).
 Each record holds, by the same measurements as :func:`measure`, for each
 case of :data:`CASES`: the AutoTM paper's conventional and GPU models at batch 2, on the
 Optane preset at 4:1 (PMM:DRAM) and on the RTX 2080 Ti with device memory at three quarters
