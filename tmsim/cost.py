@@ -120,8 +120,9 @@ class CostModel:
                 )
 
     # ------------------------------------------------------------------ kernels
-    def memory_s(self, op_tiers: npt.ArrayLike) -> FloatArray:
-        """Memory time of every kernel when operand ``j`` is on tier ``op_tiers[j]``."""
+    def operand_s(self, op_tiers: npt.ArrayLike) -> FloatArray:
+        """Seconds each operand's reads and writes take when operand ``j`` is on tier
+        ``op_tiers[j]`` (``inf`` on a tier kernels may not access, where it moves bytes)."""
         tiers = np.asarray(op_tiers, dtype=np.int64)
         k = self.op_kernel
         # Multiply only where bytes move: 0 bytes x inf (a tier kernels may not access) would
@@ -131,32 +132,34 @@ class CostModel:
         read, written = self.op_read_bytes, self.op_write_bytes
         np.multiply(read, self.read_s_per_byte[k, tiers], out=per_op, where=read > 0)
         np.multiply(written, self.write_s_per_byte[k, tiers], out=writes, where=written > 0)
-        per_op += writes
-        out = np.bincount(k, weights=per_op, minlength=len(self.graph.kernels))
-        return out.astype(np.float64)
+        return per_op + writes
+
+    def memory_s(self, op_tiers: npt.ArrayLike) -> FloatArray:
+        """Memory time of every kernel when operand ``j`` is on tier ``op_tiers[j]``."""
+        return self._per_kernel(self.operand_s(op_tiers))
+
+    def _per_kernel(self, per_op: FloatArray) -> FloatArray:
+        """Per-operand seconds summed per kernel."""
+        n_k = len(self.graph.kernels)
+        return np.bincount(self.op_kernel, weights=per_op, minlength=n_k).astype(np.float64)
+
+    def _roofline_s(self, memory_s: FloatArray) -> FloatArray:
+        """Kernel times from their memory times: compute and memory overlapped (``max``) or
+        added, plus the launch overhead."""
+        if self.overlap is Overlap.MAX:
+            return np.maximum(self.compute_s, memory_s) + self.launch_s
+        return self.compute_s + memory_s + self.launch_s
 
     def kernel_time_range_s(self) -> tuple[FloatArray, FloatArray]:
         """The least and the most time (seconds) the roofline gives each kernel over every
         placement of its operands on tiers kernels may access: each operand on the tier it
         is read and written fastest, resp. slowest (measured entries aside)."""
-        k = self.op_kernel
+        n_ops = self.op_kernel.size
         reach = np.flatnonzero(self.tier_allowed)
-        per_op = np.stack(
-            [
-                self.op_read_bytes * self.read_s_per_byte[k, t]
-                + self.op_write_bytes * self.write_s_per_byte[k, t]
-                for t in reach
-            ]
-        )
-        n_k = len(self.graph.kernels)
-        out = []
-        for mem_per_op in (per_op.min(axis=0), per_op.max(axis=0)):
-            mem = np.bincount(k, weights=mem_per_op, minlength=n_k).astype(np.float64)
-            if self.overlap is Overlap.MAX:
-                out.append(np.maximum(self.compute_s, mem) + self.launch_s)
-            else:
-                out.append(self.compute_s + mem + self.launch_s)
-        return out[0], out[1]
+        per_op = np.stack([self.operand_s(np.full(n_ops, t)) for t in reach])
+        least = self._roofline_s(self._per_kernel(per_op.min(axis=0)))
+        most = self._roofline_s(self._per_kernel(per_op.max(axis=0)))
+        return least, most
 
     def kernel_times_s(self, op_tiers: npt.ArrayLike) -> FloatArray:
         """Time of every kernel (seconds) under the operand placement ``op_tiers`` [n_ops].
@@ -167,11 +170,7 @@ class CostModel:
         tiers = np.asarray(op_tiers, dtype=np.int64)
         if tiers.shape != self.op_tensor.shape:
             raise TmsimError(f"op_tiers needs {self.op_tensor.size} entries, got {tiers.size}")
-        mem = self.memory_s(tiers)
-        if self.overlap is Overlap.MAX:
-            times = np.maximum(self.compute_s, mem) + self.launch_s
-        else:
-            times = self.compute_s + mem + self.launch_s
+        times = self._roofline_s(self.memory_s(tiers))
         for (k, placement), seconds in self.measured.items():
             lo, hi = int(self.op_ptr[k]), int(self.op_ptr[k + 1])
             if tuple(int(x) for x in tiers[lo:hi]) == placement:

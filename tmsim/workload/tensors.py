@@ -117,20 +117,30 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _check_count(where: str, field: str, value: object, low: int, bound: int, what: str) -> None:
+    """Raise :class:`GraphError` unless ``value`` is an integer from ``low`` to below ``bound``
+    (``what``: of what the bound is, for the message)."""
+    integer = isinstance(value, int) and not isinstance(value, bool)
+    if not isinstance(value, int) or not integer or value < low:
+        shown = show_int(value) if isinstance(value, int) and integer else repr(value)
+        kind = "a positive" if low == 1 else "a non-negative"
+        raise GraphError(f"{where}: {field} must be {kind} integer, got {shown}")
+    if value >= bound:
+        raise GraphError(
+            f"{where}: {field} {show_int(value)} is not below the bound of "
+            f"2**{bound.bit_length() - 1} {what}"
+        )
+
+
 def check_tensor(t: Tensor) -> None:
     """Raise :class:`GraphError` naming ``t`` if a field of it is invalid, or if it alone holds
     :data:`MAX_GRAPH_BYTES` bytes or more."""
     where = f"tensor {t.name!r}"
     if not isinstance(t.name, str) or not t.name:
         raise GraphError(f"tensor {t.name!r}: name must be a non-empty string")
-    if not _is_int(t.size_bytes) or t.size_bytes <= 0:
-        shown = show_int(t.size_bytes) if _is_int(t.size_bytes) else repr(t.size_bytes)
-        raise GraphError(f"{where}: size_bytes must be a positive integer, got {shown}")
-    if t.size_bytes >= MAX_GRAPH_BYTES:
-        raise GraphError(
-            f"{where}: size_bytes {show_int(t.size_bytes)} is not below the bound of 2**62 "
-            "bytes a graph may hold in all"
-        )
+    _check_count(
+        where, "size_bytes", t.size_bytes, 1, MAX_GRAPH_BYTES, "bytes a graph may hold in all"
+    )
     if not isinstance(t.role, Role):
         raise GraphError(f"{where}: unknown role {t.role!r}; expected one of {_names(Role)}")
     if t.dtype not in DTYPE_BYTES:
@@ -162,14 +172,7 @@ def check_kernel_fields(k: Kernel) -> None:
         raise GraphError(f"kernel {k.name!r}: name must be a non-empty string")
     if not isinstance(k.phase, Phase):
         raise GraphError(f"{where}: unknown phase {k.phase!r}; expected one of {_names(Phase)}")
-    if not _is_int(k.flops) or k.flops < 0:
-        shown = show_int(k.flops) if _is_int(k.flops) else repr(k.flops)
-        raise GraphError(f"{where}: flops must be a non-negative integer, got {shown}")
-    if k.flops >= MAX_GRAPH_FLOPS:
-        raise GraphError(
-            f"{where}: flops {show_int(k.flops)} is not below the bound of 2**62 FLOPs a "
-            "graph may do in all"
-        )
+    _check_count(where, "flops", k.flops, 0, MAX_GRAPH_FLOPS, "FLOPs a graph may do in all")
     if len(set(k.outputs)) != len(k.outputs):
         raise GraphError(f"{where}: lists an output twice")
     if set(k.outputs) & (set(k.inputs) | set(k.updates)):

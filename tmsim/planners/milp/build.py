@@ -138,7 +138,8 @@ def build_model(
     n_k = len(graph.kernels)
     cat = catalogue_of(cost)
     tiers = modelled_tiers(cost)
-    gad = prune_windows(cost, build_gadgets(cost, formulation, window), tiers)
+    floor_s, ceiling_s = cost.kernel_time_range_s()
+    gad = prune_windows(cost, build_gadgets(cost, formulation, window), tiers, ceiling_s)
     var = build_variables(cost, cat, gad, formulation)
     flow = build_flow(cost, cat, gad, var)
     seg = build_segments(cost, cat, gad, var, tiers)
@@ -168,7 +169,7 @@ def build_model(
 
     op_seg = seg.covering(cost.op_tensor, cost.op_kernel, n_k)
     constraints = [flow.a_eq @ x == flow.b_eq, diff @ u == delta @ x, u >= 0, u <= capacity]
-    rows, floor_s = _time_rows(cost, seg.access, op_seg)
+    rows, floor_s = _time_rows(cost, seg.access, op_seg, floor_s)
     sync_cost = np.where(copies.asynchronous, 0.0, copies.seconds)
     if copies.asynchronous.any():
         rows += _copy_rows(copies, floor_s, n)
@@ -233,18 +234,18 @@ def _copy_rows(copies: Copies, floor_s: np.ndarray, n: int) -> Rows:
 
 
 def _time_rows(
-    cost: CostModel, access: dict[int, sp.csr_matrix], op_seg: np.ndarray
+    cost: CostModel, access: dict[int, sp.csr_matrix], op_seg: np.ndarray, floor_s: np.ndarray
 ) -> tuple[Rows, np.ndarray]:
     """The lower bounds of the kernel costs ``c`` from the roofline (see the module doc), and
-    the least time each kernel can take (every operand on the kernel tier where it is
-    accessed fastest): a floor of ``c`` whatever the binaries."""
+    the least value they allow ``c`` whatever the binaries: ``floor_s`` (every operand on the
+    kernel tier where it is accessed fastest), or, where kernels reach one tier only, the
+    one row itself (measured times included)."""
     n_k = len(cost.graph.kernels)
     k = cost.op_kernel
     reach = [i for i, ok in enumerate(cost.platform.kernel_tier_mask()) if ok]
 
     def operand_s(tier: int) -> np.ndarray:
-        read = cost.op_read_bytes * cost.read_s_per_byte[k, tier]
-        return np.asarray(read + cost.op_write_bytes * cost.write_s_per_byte[k, tier])
+        return cost.operand_s(np.full(k.size, tier, dtype=np.int64))
 
     if len(reach) == 1:
         only = cost.kernel_times_s(np.full(k.size, reach[0], dtype=np.int64))
@@ -258,10 +259,9 @@ def _time_rows(
     ]
     gain = sp.csr_matrix(gains[0] if len(gains) == 1 else sum(gains[1:], gains[0]))
     base_s = cost.compute_s + cost.launch_s
-    floor = cost.kernel_time_range_s()[0]
     if cost.overlap is Overlap.MAX:
-        return [(base_s, None), (mem0 + cost.launch_s, gain)], floor
-    return [(base_s + mem0, gain)], floor
+        return [(base_s, None), (mem0 + cost.launch_s, gain)], floor_s
+    return [(base_s + mem0, gain)], floor_s
 
 
 def extract_plan(

@@ -287,7 +287,8 @@ def _solve_formulation(
             limits = np.minimum(limits, peak - int(margin.max()))
         previous = worst
     if base is not None and (result is None or base.plan.predicted_s < result.plan.predicted_s):
-        status = f"fallback to {base.plan.planner} ({_base_status(base)}); own solve: {own}"
+        assert base.plan.stats is not None
+        status = f"fallback to {base.plan.planner} ({base.plan.stats.status}); own solve: {own}"
         return _relabel(base, opts, formulation, (build_total, solve_total), status)
     if result is not None:
         return result
@@ -311,12 +312,6 @@ def _offload(cost: CostModel, model: Model, gpu: bool) -> np.ndarray | None:
     roles = [t.role for t in cost.graph.tensors]
     persistent = np.array([r in PERSISTENT_ROLES for r in roles], dtype=bool)
     return offload_start(model, away, persistent) if away else None
-
-
-def _base_status(base: _Solved) -> str:
-    """The status of ``base``'s own solve."""
-    assert base.plan.stats is not None
-    return base.plan.stats.status
 
 
 def _at_floor(base: _Solved, gap: float) -> bool:

@@ -23,9 +23,10 @@ drop beside a window kernel then goes too, which loses nothing either: on two ti
 copy it frees could have been dropped after the previous user (or not fetched).
 
 Optane's copy thread is ~14x slower than its synchronous copies, so on ``cascadelake-optane``
-this leaves out about a third of the window gadgets (ResNet-50: 7,055 of 28,264 at a window of
-15); on a GPU copies run at the same speed either way and nothing is left out. With more
-than two tiers a copy may be one hop of a staged move, and nothing is left out either.
+this leaves out a quarter to a third of the window gadgets at a window of 15 (ResNet-50 b8:
+7,055 of 28,264; Inception v4 b16: 16,256 of 47,674); on a GPU copies run at the same speed
+either way and nothing is left out. With more than two tiers a copy may be one hop of a staged
+move, and nothing is left out either.
 """
 
 from __future__ import annotations
@@ -37,19 +38,22 @@ from tmsim.cost import CostModel
 from tmsim.planners.milp.gadgets import GadgetKind, Gadgets
 
 
-def prune_windows(cost: CostModel, gadgets: Gadgets, modelled: tuple[int, ...]) -> Gadgets:
+def prune_windows(
+    cost: CostModel, gadgets: Gadgets, modelled: tuple[int, ...], ceiling_s: np.ndarray
+) -> Gadgets:
     """``gadgets`` without the window copies that can never pay off (see the module doc);
-    unchanged on platforms with other than two tiers or with a slow tier kernels may not
-    reach the fast one from."""
+    ``modelled``: the tiers whose capacity the model limits; ``ceiling_s`` [n_kernels]: the
+    most time each kernel can take (:meth:`CostModel.kernel_time_range_s`). Unchanged on
+    platforms with other than two tiers or without copy paths both ways."""
     platform = cost.platform
     if len(platform.tiers) != 2 or not (cost.has_path(0, 1) and cost.has_path(1, 0)):
         return gadgets
     window = gadgets.kind == GadgetKind.WINDOW
     t, k = gadgets.tensor, gadgets.kernel
-    ceiling_s = cost.kernel_time_range_s()[1][k]
+    most_s = ceiling_s[k]
 
     def pays(src: int, dst: int) -> np.ndarray:
-        hidden = cost.move_s(src, dst, MoveMode.ASYNC)[t] - ceiling_s
+        hidden = cost.move_s(src, dst, MoveMode.ASYNC)[t] - most_s
         return np.asarray(hidden < cost.move_s(src, dst, MoveMode.SYNC)[t])
 
     may_fetch = gadgets.may_fetch & (~window | pays(1, 0))
