@@ -165,8 +165,11 @@ def test_fallback_to_the_contained_formulation_is_labelled() -> None:
     graph = training_graph_of("resnet50", 2)
     plat = load_preset("cascadelake-optane")
     limit = graph.peak_live_bytes // 3
-    # one round only: if sync's own layout overflows, the static plan (laid out) is kept
-    opts = PlanSettings(capacity=Capacity.of_bytes(limit), max_rounds=1, window=1)
+    # one round only: if sync's own layout overflows, the static plan (laid out) is kept;
+    # HiGHS's branch and bound alone (no LP first) gives a static plan that lays out at once
+    opts = PlanSettings(
+        capacity=Capacity.of_bytes(limit), max_rounds=1, window=1, lp_iterations=None
+    )
     result = plan_milp(graph, plat, opts, "sync")
     assert validate(result, graph, plat).ok
     assert result.planner == "milp-sync" and result.stats is not None
@@ -249,15 +252,15 @@ def test_layout_loop_cuts_the_peak_when_cutting_limits_does_not_help() -> None:
     assert not overflow_bytes(result, graph, plat, result.fast_limit_bytes).any()
 
 
-def test_warm_starts_refuse_untested_solver_internals() -> None:
+def test_the_highs_path_refuses_untested_cvxpy_internals() -> None:
     from tmsim.errors import TmsimError
-    from tmsim.planners.milp.solve import check_warm_start_versions
+    from tmsim.planners.milp.highs import check_cvxpy_version
 
-    check_warm_start_versions()  # what the suite runs with is tested
-    check_warm_start_versions({"cvxpy": "1.9.0", "highspy": "1.16.2"})
-    for found in ({"cvxpy": "1.10.0"}, {"highspy": "1.15.1"}, {"cvxpy": "nightly"}):
-        with pytest.raises(TmsimError, match="warm_start=False"):
-            check_warm_start_versions(found)
+    check_cvxpy_version()  # what the suite runs with is tested
+    check_cvxpy_version("1.9.0")
+    for found in ("1.10.0", "1.8.2", "nightly"):
+        with pytest.raises(TmsimError, match="another solver"):
+            check_cvxpy_version(found)
 
 
 def test_a_window_wider_than_the_step_is_the_whole_step() -> None:

@@ -63,6 +63,8 @@ batch_arg = whole_number(1)
 workers_arg = whole_number(1)
 #: ``--node-limit``: branch-and-bound nodes per solve (0: the root only).
 node_limit_arg = whole_number(0, MAX_NODES)
+#: ``--lp-iterations``: simplex iterations of the LP relaxation before each MILP solve.
+lp_iterations_arg = whole_number(1, MAX_NODES)
 #: ``--window``: kernels either side of a use where an asynchronous copy may run.
 window_arg = whole_number(
     1, MAX_WINDOW, "with no kernel either side the asynchronous formulation is the synchronous"
@@ -186,6 +188,13 @@ def add_plan_arguments(
         "not time)",
     )
     p.add_argument(
+        "--lp-iterations",
+        type=lp_iterations_arg,
+        default=d.lp_iterations,
+        help=f"most simplex iterations of the LP relaxation solved before each MILP, 1 to "
+        f"{MAX_NODES} (a limit on work, not time; {d.lp_iterations})",
+    )
+    p.add_argument(
         "--window",
         type=window_arg,
         default=d.window,
@@ -215,6 +224,7 @@ def settings_from_args(args: argparse.Namespace) -> PlanSettings:
             time_limit_s=args.time_limit,
             gap=args.gap,
             node_limit=args.node_limit,
+            lp_iterations=args.lp_iterations,
             window=args.window,
         )
     except TmsimError as exc:

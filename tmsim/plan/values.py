@@ -120,6 +120,9 @@ class SolverStats:
 
     ``gap`` is relative: ``|objective - bound| / |objective|``. Seconds are wall time;
     ``build_s`` covers building the model and its warm start, ``solve_s`` the solver.
+    ``nodes`` counts branch-and-bound nodes; ``trace`` is the last solve's progress as
+    (seconds since it began, primal bound, dual bound) points, in time order (empty where the
+    solver reports none).
     """
 
     solver: str
@@ -133,6 +136,8 @@ class SolverStats:
     variables: int = 0
     constraints: int = 0
     rounds: int = 1
+    nodes: int = 0
+    trace: tuple[tuple[float, float, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -202,6 +207,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         stats = {
             k: _floats_out(v) if isinstance(v, float) else v for k, v in asdict(plan.stats).items()
         }
+        stats["trace"] = [[_floats_out(v) for v in point] for point in plan.stats.trace]
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -360,6 +366,11 @@ def _stats(value: object) -> SolverStats:
             out[key] = _number(item, where)
         elif kind == "int":
             out[key] = _count(item, where)
+        elif key == "trace":
+            rows = [_row(p, f"{where}[{i}]", 3) for i, p in enumerate(_list(item, where))]
+            out[key] = tuple(
+                tuple(_number(v, f"{where}[{i}]") for v in row) for i, row in enumerate(rows)
+            )
         else:
             out[key] = _name(item, where)
     try:

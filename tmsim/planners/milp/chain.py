@@ -19,7 +19,6 @@ import math
 import time
 from dataclasses import dataclass, replace
 
-import cvxpy as cp
 import numpy as np
 
 from hwmodels.platform import Platform
@@ -35,12 +34,11 @@ from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.milp.overlap import overlap_copies
 from tmsim.planners.milp.solve import (
     SolveStopped,
-    has_solution,
+    solve,
     solve_stats,
     solve_within,
     solver_options,
     start_stats,
-    stop_status,
 )
 from tmsim.planners.milp.starts import best_heuristic_tiers, lift, offload_start, static_start
 from tmsim.planners.milp.states import MAX_TIERS
@@ -76,13 +74,13 @@ def plan_milp(
     solved = _plan(cost, opts, top, limit, gpu, deadline, {})
     plan = solved.plan
     if opts.lp_bound and plan.stats is not None:
-        relaxed = build_model(cost, opts.window, top, solved.limits, relax=True).problem
+        relaxed = build_model(cost, opts.window, top, solved.limits, relax=True)
         lp = math.nan
         try:
-            relaxed.solve(solver=opts.solver, **solver_options(opts.solver, 0.0, None))
-            if relaxed.value is not None and has_solution(relaxed):
-                lp = float(relaxed.value)
-        except cp.error.SolverError:
+            outcome = solve(relaxed, opts.solver, solver_options(opts.solver, 0.0, None), False)
+            if outcome.solved:
+                lp = outcome.objective
+        except TmsimError:
             pass  # the bound is optional: an unknown one is reported as nan
         plan = replace(plan, stats=replace(plan.stats, lp_bound=lp))
     return plan
@@ -245,20 +243,21 @@ def _solve_formulation(
         started = time.perf_counter()
         stopped: SolveStopped | None = None
         try:
-            solve_within(model, opts, formulation, limits, deadline, start)
+            outcome = solve_within(model, opts, formulation, limits, deadline, start)
         except SolveStopped as exc:
             stopped = exc  # without a solution of its own: its start is the plan, if any
+            outcome = exc.outcome
         except TmsimError as exc:
             failure, own = exc, "error"
             break
         finally:
             solve_total += time.perf_counter() - started
         seconds = (build_total, solve_total)
-        own = stopped.status if stopped is not None else stop_status(model.problem, opts.node_limit)
+        own = outcome.status
         if stopped is None:
-            stats = solve_stats(model, opts.solver, opts.node_limit, seconds)
+            stats = solve_stats(model, opts.solver, outcome, seconds)
         elif (start := start if start is not None else _offload(cost, model, gpu)) is not None:
-            stats = start_stats(model, start, opts.solver, stopped.status, seconds)
+            stats = start_stats(model, start, opts.solver, outcome, seconds)
         else:
             failure = stopped
             break

@@ -1,0 +1,170 @@
+"""HiGHS run through highspy's public API: optima against brute force, bounds on the right
+side in both senses, the progress trace, warm starts kept at a limit, and clean errors."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tmsim.errors import TmsimError
+from tmsim.planners.milp.highs import NODE_LIMIT, TIME_LIMIT, WORK_LIMIT, _status, run_highs
+
+
+def _knapsack(values: list[int], weights: list[int], room: int) -> float:
+    """The best total value of items whose weights fit in ``room``, by enumeration."""
+    best = 0
+    for pick in itertools.product((0, 1), repeat=len(values)):
+        if np.dot(pick, weights) <= room:
+            best = max(best, int(np.dot(pick, values)))
+    return float(best)
+
+
+items = st.lists(st.tuples(st.integers(1, 40), st.integers(1, 40)), min_size=1, max_size=9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    items=items,
+    share=st.floats(0.0, 1.0),
+    maximise=st.booleans(),
+    lp_first=st.booleans(),
+    start=st.booleans(),
+)
+def test_optimum_bound_and_trace_match_brute_force(
+    items: list[tuple[int, int]], share: float, maximise: bool, lp_first: bool, start: bool
+) -> None:
+    values, weights = [v for v, _ in items], [w for _, w in items]
+    room = int(share * sum(weights))
+    x = cp.Variable(len(items), boolean=True)
+    sign = 1.0 if maximise else -1.0
+    objective = (cp.Maximize if maximise else cp.Minimize)(sign * (np.array(values) @ x) + 7)
+    problem = cp.Problem(objective, [np.array(weights) @ x <= room])
+    # nothing picked is a point of every instance: the LP, RINS and the whole MIP in turn
+    point = {x: np.zeros(len(items))} if start else None
+    options = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0}
+    outcome = run_highs(problem, options, False, point, 10**6 if lp_first else None)
+    best = sign * _knapsack(values, weights, room) + 7  # the constant term is kept
+    assert outcome.status == cp.OPTIMAL and outcome.solved
+    assert outcome.objective == pytest.approx(best, abs=1e-6)
+    assert float(problem.objective.value) == pytest.approx(best, abs=1e-6)  # values written
+    assert np.dot(weights, np.round(x.value)) <= room
+    # the bound is on the optimum's far side: below a minimum, above a maximum
+    assert sign * (outcome.bound - best) >= -1e-6
+    if outcome.trace:  # empty where presolve alone solved it
+        assert outcome.trace[-1][1] == pytest.approx(best, abs=1e-6)
+    times = [t for t, _, _ in outcome.trace]
+    assert times == sorted(times)
+    for (_, p0, d0), (_, p1, d1) in itertools.pairwise(outcome.trace):
+        # the primal bound only improves, the dual bound only tightens
+        assert p0 == p1 or sign * (p1 - p0) >= -1e-9
+        assert d0 == d1 or sign * (d0 - d1) >= -1e-9
+
+
+def test_a_warm_start_is_kept_when_the_time_limit_stops_the_solve_at_once() -> None:
+    rng = np.random.default_rng(1)
+    weights = rng.integers(10, 60, 40)
+    x = cp.Variable(40, boolean=True)
+    problem = cp.Problem(cp.Minimize(-(weights @ x)), [weights @ x <= 701])
+    start = np.zeros(40)
+    start[:3] = 1
+    outcome = run_highs(problem, {"time_limit": 1e-9}, False, {x: start})
+    assert outcome.status == TIME_LIMIT and outcome.solved
+    assert outcome.objective <= -float(weights[:3].sum()) + 1e-9
+    cold = run_highs(problem, {"mip_rel_gap": 0.0}, False)
+    assert cold.status == cp.OPTIMAL and cold.objective == pytest.approx(-701.0)
+
+
+def test_infeasible_lp_and_refused_options() -> None:
+    x = cp.Variable(3, boolean=True)
+    infeasible = run_highs(cp.Problem(cp.Minimize(cp.sum(x)), [cp.sum(x) >= 4]), {}, False)
+    assert infeasible.status == cp.INFEASIBLE and not infeasible.solved
+    assert math.isnan(infeasible.objective) and x.value is None
+    y = cp.Variable(2)
+    lp = run_highs(cp.Problem(cp.Minimize(cp.sum(y)), [y >= 1.5]), {}, False)
+    # an LP's bound is its optimum, not HiGHS's MIP dual bound of 0
+    assert lp.status == cp.OPTIMAL and lp.objective == lp.bound == pytest.approx(3.0)
+    with pytest.raises(TmsimError, match="refused option mip_rel_gap"):
+        run_highs(cp.Problem(cp.Minimize(cp.sum(y)), [y >= 0]), {"mip_rel_gap": -1.0}, False)
+    with pytest.raises(TmsimError, match="linear problems only"):
+        run_highs(cp.Problem(cp.Minimize(cp.norm(y, 2)), [y >= 1]), {}, False)
+
+
+def test_statuses_tell_a_node_limit_from_other_work_limits() -> None:
+    assert _status("kSolutionLimit", 5, 5) == NODE_LIMIT
+    assert _status("kSolutionLimit", 4, 5).startswith("solver_error")
+    assert _status("kSolutionLimit", 5, None).startswith("solver_error")
+    assert _status("kTimeLimit", 0, None) == TIME_LIMIT
+    assert _status("kOptimal", 0, None) == cp.OPTIMAL
+    assert _status("kSomethingNew", 0, None) == "solver_error (kSomethingNew)"
+
+
+def test_a_milp_plan_carries_its_progress_and_keeps_it_through_json() -> None:
+    from tiny_graphs import spill_step
+
+    from hwmodels.presets import load_preset
+    from tmsim.capacity import Capacity
+    from tmsim.plan.values import plan_from_dict, plan_to_dict
+    from tmsim.planners.milp.chain import plan_milp
+    from tmsim.planners.settings import PlanSettings
+    from tmsim.workload.identity import identity_of
+
+    graph = spill_step()
+    settings = PlanSettings(capacity=Capacity.parse("4:1"), time_limit_s=None, gap=0.0)
+    plan = plan_milp(graph, load_preset("cascadelake-optane"), settings, "sync")
+    stats = plan.stats
+    assert stats is not None and stats.trace and stats.status == cp.OPTIMAL
+    # every point's bound is at least the kernel-time bound, and the last one is the plan
+    floor = min(d for _, _, d in stats.trace)
+    assert all(d >= floor for _, _, d in stats.trace)
+    assert stats.trace[-1][1] == pytest.approx(stats.objective, rel=1e-9)
+    assert stats.trace[-1][2] <= stats.objective + 1e-12
+    back = plan_from_dict(plan_to_dict(plan.with_identity(identity_of(graph))))
+    assert back.stats == stats
+
+
+def test_a_rins_point_within_the_gap_of_the_lp_ends_the_solve() -> None:
+    rng = np.random.default_rng(3)
+    weights = rng.integers(10, 60, 60)
+    values = weights + rng.integers(0, 9, 60)
+    x = cp.Variable(60, boolean=True)
+    problem = cp.Problem(cp.Minimize(-(values @ x)), [weights @ x <= int(0.4 * weights.sum())])
+    exact = run_highs(problem, {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0}, False)
+    options = {"mip_rel_gap": 0.05}
+    outcome = run_highs(problem, options, False, {x: np.zeros(60)}, 10**6)
+    # nothing picked is 100% from the LP bound; RINS finds a point within 5% of it, so the
+    # whole MIP never runs (no nodes, no progress trace)
+    assert outcome.status == cp.OPTIMAL and outcome.nodes == 0 and outcome.trace == ()
+    assert outcome.bound <= exact.objective + 1e-9  # the LP bound holds
+    assert (outcome.objective - outcome.bound) / abs(outcome.objective) <= 0.05
+    assert float(problem.objective.value) == pytest.approx(outcome.objective)
+
+
+def test_the_lp_iteration_limit_stops_at_the_same_place_every_time() -> None:
+    from tiny_graphs import spill_step
+
+    from hwmodels.presets import load_preset
+    from tmsim.capacity import Capacity
+    from tmsim.planners.milp.chain import plan_milp
+    from tmsim.planners.settings import PlanSettings
+
+    graph, platform = spill_step(), load_preset("cascadelake-optane")
+    settings = PlanSettings(capacity=Capacity.parse("4:1"), time_limit_s=None, lp_iterations=1)
+    first = plan_milp(graph, platform, settings, "sync")
+    again = plan_milp(graph, platform, settings, "sync")
+    assert first.stats is not None and again.stats is not None
+    # the LP needs more than one iteration: the plan is the warm start, and says so
+    assert first.stats.status == again.stats.status == f"{WORK_LIMIT} (its warm start)"
+    assert first.moves == again.moves and first.operand_tiers == again.operand_tiers
+    assert first.stats.objective == again.stats.objective
+    assert first.stats.bound <= first.stats.objective
+    enough = plan_milp(
+        graph, platform, settings.__class__(capacity=settings.capacity, time_limit_s=None), "sync"
+    )
+    assert enough.stats is not None and enough.stats.status == cp.OPTIMAL
+    assert enough.stats.objective <= first.stats.objective + 1e-12

@@ -1,0 +1,353 @@
+"""Running HiGHS on a cvxpy problem through highspy's public API.
+
+cvxpy compiles the problem (``Problem.get_problem_data``); this module hands the matrices to
+``highspy.Highs`` itself, so that a warm start goes in through ``Highs.setSolution`` and the
+solver's progress comes out through its callbacks: every improving solution and every limit
+check of the branch and bound adds a point to the solve's :class:`Trace` (seconds since the
+run began, primal bound, dual bound), from which the time to any gap can be read after one
+run. The solution is written back into the problem's variables.
+
+The one internal piece of cvxpy read here is the column each variable was given
+(``ParamConeProg.var_id_to_col``); :func:`check_cvxpy_version` guards it by the releases it
+was tested with.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+import numpy.typing as npt
+from cvxpy import settings as cps
+
+from tmsim.errors import TmsimError
+
+#: Status of a solve the wall-clock limit stopped: where it stops depends on the machine's load.
+TIME_LIMIT = "time_limit"
+#: Status of a solve the node limit stopped: a limit on work, the same on any load.
+NODE_LIMIT = "node_limit"
+#: Status of a solve whose LP relaxation needed more simplex iterations than allowed: a
+#: limit on work, the same on any load.
+WORK_LIMIT = "work_limit"
+
+#: The cvxpy releases (major, minor) whose problem data (``var_id_to_col``) has been tested.
+CVXPY_TESTED = ((1, 9), (1, 9))
+
+FloatArray = npt.NDArray[np.float64]
+
+#: A point of a solve's progress: (seconds since the run began, primal bound, dual bound);
+#: a bound not known yet is ``inf`` (primal) or ``-inf`` (dual).
+TracePoint = tuple[float, float, float]
+
+_STATUS = {
+    "kOptimal": cp.OPTIMAL,
+    "kInfeasible": cp.INFEASIBLE,
+    "kUnboundedOrInfeasible": "infeasible_or_unbounded",
+    "kUnbounded": cp.UNBOUNDED,
+    "kTimeLimit": TIME_LIMIT,
+    "kInterrupt": "interrupted",
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a solve ended.
+
+    ``status``: ``optimal`` (within the gap), ``infeasible``, ``infeasible_or_unbounded``,
+    ``unbounded``, :data:`TIME_LIMIT`, :data:`NODE_LIMIT`, or ``solver_error (...)``;
+    ``solved``: whether it ended with a feasible point, which the problem's variables then
+    hold; ``objective``: that point's objective (nan without); ``bound``: the solver's dual
+    bound in the problem's own sense (a bound from above for a maximisation; nan where it
+    gave none); ``nodes``: branch-and-bound nodes; ``iterations``: simplex iterations (of
+    every LP the solve ran); ``trace``: the progress points, in time order.
+    """
+
+    status: str
+    solved: bool
+    objective: float = math.nan
+    bound: float = math.nan
+    nodes: int = 0
+    iterations: int = 0
+    trace: tuple[TracePoint, ...] = field(default_factory=tuple)
+
+
+def check_cvxpy_version(found: str | None = None) -> None:
+    """Raise :class:`TmsimError` unless the installed cvxpy (or version ``found``) is a
+    release in :data:`CVXPY_TESTED`; the message says how to go on."""
+    from importlib.metadata import version
+
+    text = found or version("cvxpy")
+    parts = [int(p) for p in text.split(".")[:2] if p.isdigit()]
+    low, high = CVXPY_TESTED
+    if len(parts) < 2 or not low <= (parts[0], parts[1]) <= high:
+        tested = f"{low[0]}.{low[1]}" + ("" if low == high else f" to {high[0]}.{high[1]}")
+        raise TmsimError(
+            f"the HiGHS path reads cvxpy's problem data, tested with cvxpy {tested}.x, not "
+            f"{text}: install the tested versions (pip install -c constraints.txt) or plan "
+            "with another solver"
+        )
+
+
+def run_highs(
+    problem: cp.Problem,
+    options: Mapping[str, Any],
+    verbose: bool,
+    start: Mapping[cp.Variable, FloatArray] | None = None,
+    lp_iterations: int | None = None,
+) -> Outcome:
+    """Solve the linear (mixed-integer) ``problem`` with HiGHS and write its solution into
+    the problem's variables (left unset without one).
+
+    ``options`` are HiGHS option names and values (``mip_max_nodes`` is read back to tell a
+    node limit from other stops, ``mip_rel_gap`` is the gap every phase below aims at,
+    ``time_limit`` covers them all); ``start`` maps variables to values of a feasible point,
+    handed to HiGHS as its first incumbent (variables it does not name start at 0).
+
+    With ``lp_iterations``, a mixed-integer problem is solved in up to three phases:
+
+    1. its LP relaxation, within that many simplex iterations (a limit on work, which stops
+       at the same place on any load; HiGHS's branch and bound has none for its root LP). If
+       the LP needs more, the solve ends with status :data:`WORK_LIMIT` and no solution;
+       otherwise the LP's optimum is a bound every later phase keeps;
+    2. with a ``start`` not within the gap of that bound: the MIP restricted to the binaries
+       the LP leaves fractional or sets unlike the start (the rest fixed as both have them:
+       RINS, Danna, Rothberg and Le Pape, Math. Prog. 2005), from the start. The start is a
+       point of it, so its optimum is no worse;
+    3. with the best point so far still not within the gap of the bound: the whole MIP from
+       that point, in what is left of the time limit.
+
+    A phase whose point is within the gap of the LP's bound ends the solve (``optimal``).
+    Raises :class:`TmsimError` for an option HiGHS refuses or a problem that is not linear.
+    """
+    import highspy
+
+    data, columns, lp = _compile(highspy, problem)
+    mip = bool(data[cps.BOOL_IDX] or data[cps.INT_IDX])
+    cost = np.asarray(data[cps.C], dtype=np.float64)
+    best = None if start is None else _columns(start, columns, lp.num_col_)
+    gap = float(options.get("mip_rel_gap", 0.0))
+    # HiGHS minimises c x; the problem's objective is sign * c x + shift
+    sign = -1.0 if isinstance(problem.objective, cp.Maximize) else 1.0
+    lp_bound, iterations, spent_s = -math.inf, 0, 0.0
+
+    def done(x: FloatArray, bound: float, status: str = cp.OPTIMAL, nodes: int = 0) -> Outcome:
+        objective, shift = _write(problem, columns, x, data, sign)
+        return Outcome(status, True, objective, sign * bound + shift, nodes, iterations)
+
+    def within(x: FloatArray | None) -> bool:
+        return x is not None and float(cost @ x) - lp_bound <= gap * abs(float(cost @ x)) + 1e-12
+
+    if lp_iterations is not None and mip:
+        relaxed = _run(highspy, lp, options, verbose, None, relax=True, lp_iterations=lp_iterations)
+        name = relaxed.getModelStatus().name
+        iterations += max(int(relaxed.getInfo().simplex_iteration_count), 0)
+        spent_s += float(relaxed.getRunTime())
+        if name != "kOptimal":
+            status = WORK_LIMIT if name == "kIterationLimit" else _status(name, 0, None)
+            return Outcome(status, solved=False, iterations=iterations)
+        lp_bound = float(relaxed.getInfo().objective_function_value)
+        if best is not None and within(best):
+            return done(best, lp_bound)
+        x_lp = np.asarray(relaxed.getSolution().col_value)
+        sub_options = {**options, "mip_rel_gap": gap * RINS_GAP_SHARE}
+        for _ in range(RINS_ROUNDS if best is not None else 0):
+            assert best is not None
+            bounds = lp.col_lower_, lp.col_upper_
+            lp.col_lower_, lp.col_upper_ = _fixed(x_lp, best, data, bounds)
+            try:
+                sub = _run(highspy, lp, sub_options, verbose, best, spent_s=spent_s)
+            finally:
+                lp.col_lower_, lp.col_upper_ = bounds
+            iterations += max(int(sub.getInfo().simplex_iteration_count), 0)
+            spent_s += float(sub.getRunTime())
+            if int(sub.getInfo().primal_solution_status) != 2:  # kSolutionStatusFeasible
+                break
+            x_sub = np.asarray(sub.getSolution().col_value)
+            if not float(cost @ x_sub) < float(cost @ best) - 1e-12:
+                break  # the same neighbourhood again: nothing more to find there
+            best = x_sub
+            if within(best):
+                return done(best, lp_bound)
+    trace: list[TracePoint] = []
+
+    def record(event: Any) -> None:
+        out = event.data_out
+        dual = max(float(out.mip_dual_bound), lp_bound)
+        point = (spent_s + float(out.running_time), float(out.mip_primal_bound), dual)
+        if not trace or trace[-1][1:] != point[1:]:
+            trace.append(point)
+
+    highs = _run(highspy, lp, options, verbose, best, spent_s=spent_s, record=record)
+    info = highs.getInfo()
+    nodes = max(int(info.mip_node_count), 0)
+    iterations += max(int(info.simplex_iteration_count), 0)
+    status = _status(highs.getModelStatus().name, nodes, options.get("mip_max_nodes"))
+    objective, shift = math.nan, 0.0
+    solved = int(info.primal_solution_status) == 2  # kSolutionStatusFeasible
+    if solved:
+        objective, shift = _write(
+            problem, columns, np.asarray(highs.getSolution().col_value), data, sign
+        )
+    dual = sign * max(float(info.mip_dual_bound), lp_bound) + shift
+    bound = dual if math.isfinite(dual) and mip else math.nan
+    if status == cp.OPTIMAL and math.isnan(bound):
+        bound = objective  # an LP, or a MIP solved at presolve: the optimum is the bound
+    points = tuple((t, sign * p + shift, sign * d + shift) for t, p, d in trace)
+    return Outcome(status, solved, objective, bound, nodes, iterations, points)
+
+
+def _run(
+    highspy: Any,
+    lp: Any,
+    options: Mapping[str, Any],
+    verbose: bool,
+    start: FloatArray | None,
+    relax: bool = False,
+    spent_s: float = 0.0,
+    record: Any = None,
+    lp_iterations: int | None = None,
+) -> Any:
+    """A HiGHS instance that has run on model ``lp`` with ``options`` (its time limit less
+    ``spent_s``), from ``start``; ``relax``: without integrality, within ``lp_iterations``
+    simplex iterations; ``record``: a callback of every improving solution and limit check."""
+    highs = highspy.Highs()
+    highs.setOptionValue("output_flag", bool(verbose))
+    for name, value in options.items():
+        if highs.setOptionValue(name, value) == highspy.HighsStatus.kError:
+            raise TmsimError(f"HiGHS refused option {name} = {value!r}")
+    if "time_limit" in options:
+        highs.setOptionValue("time_limit", max(float(options["time_limit"]) - spent_s, 1e-3))
+    if relax:
+        integrality = lp.integrality_
+        lp.integrality_ = []
+        highs.passModel(lp)
+        lp.integrality_ = integrality
+        if lp_iterations is not None:
+            highs.setOptionValue("simplex_iteration_limit", int(lp_iterations))
+    else:
+        highs.passModel(lp)
+    if start is not None:
+        solution = highspy.HighsSolution()
+        solution.col_value = start.tolist()
+        solution.value_valid = True
+        highs.setSolution(solution)
+    if record is not None:
+        highs.cbMipImprovingSolution.subscribe(record)
+        highs.cbMipInterrupt.subscribe(record)
+    highs.run()
+    return highs
+
+
+def _compile(highspy: Any, problem: cp.Problem) -> tuple[dict[str, Any], Mapping[int, int], Any]:
+    """cvxpy's problem data for HiGHS, each variable's first column, and the HiGHS model.
+    Raises :class:`TmsimError` for a problem that is not linear."""
+    check_cvxpy_version()
+    try:
+        data, _, _ = problem.get_problem_data(cp.HIGHS)
+    except cp.error.SolverError as exc:
+        raise TmsimError(f"HiGHS solves linear problems only: {exc}") from None
+    dims = data[cps.DIMS]
+    if dims.exp or dims.soc or dims.psd or dims.p3d:
+        raise TmsimError("HiGHS solves linear problems only")
+    inf = highspy.Highs().inf
+    return data, data[cps.PARAM_PROB].var_id_to_col, _lp(highspy, data, dims.zero, dims.nonneg, inf)
+
+
+#: Most RINS sub-MIPs in a row (each around the point the last one found).
+RINS_ROUNDS = 3
+#: The gap a RINS sub-MIP aims at, as a share of the solve's: it is small, and a point well
+#: inside the gap of the sub-MIP's own bound is what may end the whole solve.
+RINS_GAP_SHARE = 0.25
+#: How far from 0 or 1 an LP value may be and still count as integral when fixing.
+INTEGRAL_TOL = 1e-6
+
+
+def _fixed(
+    x_lp: FloatArray, start: FloatArray, data: Mapping[str, Any], bounds: tuple[Any, Any]
+) -> tuple[FloatArray, FloatArray]:
+    """Column bounds ``bounds`` with every boolean column fixed where the LP point ``x_lp``
+    is integral and agrees with ``start`` (RINS's neighbourhood of ``start``)."""
+    booleans = np.asarray(data[cps.BOOL_IDX], dtype=np.int64)
+    lower = np.array(bounds[0], dtype=np.float64)
+    upper = np.array(bounds[1], dtype=np.float64)
+    value = np.round(x_lp[booleans])
+    agree = (np.abs(x_lp[booleans] - value) <= INTEGRAL_TOL) & (value == np.round(start[booleans]))
+    lower[booleans[agree]] = value[agree]
+    upper[booleans[agree]] = value[agree]
+    return lower, upper
+
+
+def _columns(
+    values: Mapping[cp.Variable, FloatArray], columns: Mapping[int, int], n: int
+) -> FloatArray:
+    """The column vector of ``values`` (columns of variables not named: 0)."""
+    out = np.zeros(n)
+    for var, value in values.items():
+        if var.id in columns:  # cvxpy drops a variable the problem does not use
+            out[columns[var.id] : columns[var.id] + var.size] = np.ravel(value, "F")
+    return out
+
+
+def _write(
+    problem: cp.Problem,
+    columns: Mapping[int, int],
+    x: FloatArray,
+    data: Mapping[str, Any],
+    sign: float,
+) -> tuple[float, float]:
+    """Store column vector ``x`` in ``problem``'s variables; return the problem's objective
+    there and its shift from ``sign * c x`` (the constant term)."""
+    for var in problem.variables():
+        value = np.zeros(var.shape)  # empty, or unused by the problem: cvxpy dropped it
+        if var.id in columns:
+            first = columns[var.id]
+            value = np.reshape(x[first : first + var.size], var.shape, "F")
+        var.save_value(value)  # as cvxpy stores a solver's values: no rounding
+    objective = float(problem.objective.value)
+    return objective, objective - sign * float(np.dot(data[cps.C], x))
+
+
+def _lp(
+    highspy: Any, data: Mapping[str, Any], equalities: int, inequalities: int, inf: float
+) -> Any:
+    """The HiGHS model of cvxpy's ``data``: ``A x = b`` on its first ``equalities`` rows,
+    ``A x <= b`` on the next ``inequalities``; boolean columns bounded to [0, 1]."""
+    a = data[cps.A].tocsc()
+    n = a.shape[1]
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n, a.shape[0]
+    lp.offset_ = 0.0
+    lp.col_cost_ = np.asarray(data[cps.C], dtype=np.float64)
+    b = np.asarray(data[cps.B], dtype=np.float64)
+    lp.row_upper_ = b
+    lp.row_lower_ = np.concatenate([b[:equalities], np.full(inequalities, -inf)])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = a.indptr
+    lp.a_matrix_.index_ = a.indices
+    lp.a_matrix_.value_ = a.data
+    low, high = data[cps.LOWER_BOUNDS], data[cps.UPPER_BOUNDS]
+    col_lower = np.full(n, -inf) if low is None else np.array(low, dtype=np.float64)
+    col_upper = np.full(n, inf) if high is None else np.array(high, dtype=np.float64)
+    booleans = np.asarray(data[cps.BOOL_IDX], dtype=np.int64)
+    integers = np.concatenate([booleans, np.asarray(data[cps.INT_IDX], dtype=np.int64)])
+    col_lower[booleans] = np.maximum(col_lower[booleans], 0.0)
+    col_upper[booleans] = np.minimum(col_upper[booleans], 1.0)
+    lp.col_lower_, lp.col_upper_ = col_lower, col_upper
+    if integers.size:
+        kinds = [highspy.HighsVarType.kContinuous] * n
+        for i in integers.tolist():
+            kinds[i] = highspy.HighsVarType.kInteger
+        lp.integrality_ = kinds
+    return lp
+
+
+def _status(name: str, nodes: int, node_limit: object) -> str:
+    """The outcome status of HiGHS's model status ``name`` (a node limit ends as
+    ``kSolutionLimit``, which HiGHS also uses for its other work limits)."""
+    if name == "kSolutionLimit" and isinstance(node_limit, int) and nodes >= node_limit:
+        return NODE_LIMIT
+    return str(_STATUS.get(name, f"solver_error ({name})"))
