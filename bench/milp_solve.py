@@ -50,7 +50,7 @@ def main() -> None:
     print(
         f"{'platform':18s} {'workload':18s} {'ratio':>5s} {'kernels':>7s} {'form':>6s} "
         f"{'vars':>7s} {'rows':>7s} {'time s':>7s} {'gap %':>6s} {'bound':>9s} "
-        f"{'objective':>9s}  status"
+        f"{'objective':>9s} {'nodes':>6s}  status"
     )
     for preset, model, batch, ratio in _cases(sets):
         graph = training_graph_of(model, batch)
@@ -76,7 +76,7 @@ def main() -> None:
             assert s is not None
             print(
                 f"{head} {s.variables:7d} {s.constraints:7d} {s.build_s + s.solve_s:7.1f} "
-                f"{100 * s.gap:6.2f} {s.bound:9.4f} {s.objective:9.4f}  {s.status}",
+                f"{100 * s.gap:6.2f} {s.bound:9.4f} {s.objective:9.4f} {s.nodes:6d}  {s.status}",
                 flush=True,
             )
         print(f"  (chain wall {wall:.1f} s)", flush=True)

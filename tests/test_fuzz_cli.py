@@ -78,6 +78,7 @@ RULES: dict[str, Callable[[str], bool]] = {
     "--batch": parses(int, lambda v: 1 <= v < 2**63),
     "--window": parses(int, lambda v: 1 <= v <= 10_000),
     "--node-limit": parses(int, lambda v: 0 <= v < 2**31),
+    "--lp-iterations": parses(int, lambda v: 1 <= v < 2**31),
     "--gap": parses(float, lambda v: 0 <= v <= 1),
     "--time-limit": parses(float, lambda v: math.isfinite(v) and v > 0),
     "--workers": parses(int, lambda v: 1 <= v < 2**63),
@@ -157,6 +158,7 @@ def solver_options() -> list[Any]:
         option("--gap", ["0", "0.01", "1"]),
         option("--time-limit", ["5", "0.5", "1e-9"]),
         option("--node-limit", ["0", "20", str(2**31 - 1)]),
+        option("--lp-iterations", ["0", "1", "50", str(2**31 - 1), str(2**31)]),
         option("--window", ["1", "2", "15", "10000", "10001"]),
         option("--solver", ["HIGHS", "NOPE"], NAME_GARBAGE),
     ]

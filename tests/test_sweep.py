@@ -229,17 +229,6 @@ NO_PLAN = "solver HIGHS found no sync plan (status {}) within 2.0 s"
         ("error", NO_PLAN.format("user_limit"), 2.0, None, 2.1, "time_limit"),
         ("error", NO_PLAN.format("time_limit"), 2.0, 5, 2.1, "time_limit"),
         ("error", NO_PLAN.format("node_limit"), 2.0, 5, 1.0, "node_limit"),
-        # the LP iteration limit is a limit on work too: finished, whatever the clock says
-        ("work_limit (its warm start)", "", 60.0, None, 30.0, "work_limit"),
-        ("error", NO_PLAN.format("work_limit"), 2.0, None, 1.0, "work_limit"),
-        (
-            "fallback to milp-static (optimal); own solve: work_limit",
-            "",
-            60.0,
-            None,
-            60.0,
-            "work_limit",
-        ),
         ("error", "no sync plan fits in 0.100 GB of fast memory", 60.0, None, 70.0, None),
         ("error", "the fast-tier layout still overflows 10 bytes", 60.0, None, 70.0, None),
     ],

@@ -191,8 +191,8 @@ def add_plan_arguments(
         "--lp-iterations",
         type=lp_iterations_arg,
         default=d.lp_iterations,
-        help=f"most simplex iterations of the LP relaxation solved before each MILP, 1 to "
-        f"{MAX_NODES} (a limit on work, not time; {d.lp_iterations})",
+        help=f"most simplex iterations of the LP relaxation solved (with RINS) before HiGHS's "
+        f"branch and bound, 1 to {MAX_NODES} ({d.lp_iterations})",
     )
     p.add_argument(
         "--window",

@@ -18,10 +18,11 @@ from tmsim.errors import TmsimError
 AUTOTM_WINDOW = 15
 #: The largest node limit: HiGHS holds it in a 32-bit integer.
 MAX_NODE_LIMIT = 2**31 - 1
-#: Default of ``lp_iterations``: above the 37k-42k iterations of the async LPs of Inception v4
-#: b16 (Optane, 4:1) and ResNet-50 b64 (RTX 2080 Ti), and reached well before the default
-#: time limit by LPs that would outlast it (ResNet-200 b64 on the 2080 Ti: unsolved in 13 min).
-DEFAULT_LP_ITERATIONS = 200_000
+#: Default of ``lp_iterations``: above the 37k-42k iterations the async LPs of Inception v4
+#: b16 (Optane, 4:1) and ResNet-50 b64 (RTX 2080 Ti) took, below the 100k of Inception v4
+#: b128 on the 2080 Ti (106 s, about as long as the root LP inside HiGHS's branch and bound,
+#: which then goes on from it).
+DEFAULT_LP_ITERATIONS = 50_000
 
 
 @dataclass(frozen=True)
@@ -43,10 +44,10 @@ class PlanSettings:
     - ``node_limit``: most branch-and-bound nodes per solve (a limit on work: the solver
       stops at the same incumbent on a loaded machine as on an idle one); None: no limit;
     - ``lp_iterations``: most simplex iterations of the LP relaxation HiGHS solves before
-      each MILP (:func:`~tmsim.planners.milp.highs.run_highs`): a limit on work for the part
-      of a solve no node limit reaches; a solve whose LP needs more stops there (status
-      ``work_limit``) with its warm start; a start within the gap of the LP's optimum ends
-      the solve. None: no LP first, and only ``time_limit_s`` stops a long root LP;
+      each MILP of up to 600k columns, then RINS around the warm start
+      (:func:`~tmsim.planners.milp.highs.run_highs`); a point within the gap of the LP's
+      optimum ends the solve, and an LP that needs more iterations is left to HiGHS's
+      branch and bound. None: the branch and bound alone;
     - ``window``: kernels either side of a user where asynchronous copies may run (>= 0);
     - ``lp_bound``: also solve the LP relaxation and report its bound;
     - ``warm_start``: start each formulation from the solution of the one it contains,

@@ -23,9 +23,8 @@ Layout of the output folder ``DIR``:
 Limits (the rule of :mod:`tmsim.sweep.store`): a MILP point whose solve a wall-clock time
 limit cut short holds whatever incumbent the machine's load let the solver reach, so it is
 stored with ``stopped_on`` ``"time_limit"``, shown so in the table, and evaluated again by the
-next run; one stopped by a node limit or the LP iteration limit (limits on work, which stop
-at the same place on any machine) is stored with ``"node_limit"`` or ``"work_limit"`` and is
-finished. :func:`milp_stop` tells them apart.
+next run; one stopped by a node limit (a limit on work, which stops at the same place on any
+machine) is stored with ``"node_limit"`` and is finished. :func:`milp_stop` tells them apart.
 
 A task evaluates one point, or the MILP points of one workload, platform and capacity, which
 :func:`tmsim.compare.compare` solves as one chain (static, then sync from it, then async).
@@ -138,7 +137,7 @@ def milp_stop(
     row: Mapping[str, Any], time_limit_s: float | None, node_limit: int | None, chain_s: float
 ) -> str | None:
     """The limit that stopped the solve behind MILP ``row`` short: ``"time_limit"``,
-    ``"node_limit"``, ``"work_limit"``, or None where it ran to the end (to the gap, or to a proof).
+    ``"node_limit"``, or None where it ran to the end (to the gap, or to a proof).
 
     ``row`` is a :class:`~tmsim.compare.Row` as data; ``time_limit_s`` and ``node_limit`` the
     chain's limits; ``chain_s`` at least the wall seconds the chain ran (NaN: unknown). The
@@ -148,8 +147,7 @@ def milp_stop(
 
     - an error saying the time limit ran out before a solve, or a status (or an error's
       ``(status ...)``) ``time_limit``: the time limit;
-    - ``node_limit`` or ``work_limit`` (LP iterations): that limit on work (unless it is a
-      fallback's, below);
+    - ``node_limit``: the node limit (unless it is a fallback's, below);
     - ``user_limit`` (cvxpy's word for any limit): the node limit if there is one and the
       chain never reached its deadline, else the time limit;
     - a ``fallback to ...`` status without ``own solve: ...`` (records written before
@@ -169,9 +167,8 @@ def milp_stop(
     fallback = status.startswith("fallback to") and "own solve:" not in status
     if ("time limit of" in error and "ran out before" in error) or "time_limit" in said:
         return "time_limit"
-    for work in ("node_limit", "work_limit"):
-        if work in said:
-            return "time_limit" if fallback and reached else work
+    if "node_limit" in said:
+        return "time_limit" if fallback and reached else "node_limit"
     if "user_limit" in said:
         return "node_limit" if node_limit is not None and not reached else "time_limit"
     return "time_limit" if fallback and reached else None

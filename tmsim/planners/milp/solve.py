@@ -19,7 +19,7 @@ import numpy.typing as npt
 from tmsim.errors import InfeasibleError, TmsimError
 from tmsim.plan.values import SolverStats
 from tmsim.planners.milp.build import Model
-from tmsim.planners.milp.highs import NODE_LIMIT, TIME_LIMIT, WORK_LIMIT, Outcome, run_highs
+from tmsim.planners.milp.highs import NODE_LIMIT, TIME_LIMIT, Outcome, run_highs
 from tmsim.planners.settings import PlanSettings
 
 GB = 1e9
@@ -242,12 +242,11 @@ def solve_within(
         raise InfeasibleError(
             f"no {formulation} plan fits in {limits.min() / GB:.3f} GB of fast memory"
         )
-    if outcome.status not in (TIME_LIMIT, NODE_LIMIT, WORK_LIMIT):
+    if outcome.status not in (TIME_LIMIT, NODE_LIMIT):
         raise TmsimError(f"solver {opts.solver} failed on the {formulation} MILP: {outcome.status}")
     raise SolveStopped(
         f"solver {opts.solver} found no {formulation} plan (status {outcome.status}) within "
-        f"{opts.time_limit_s} s, {opts.node_limit} nodes and {opts.lp_iterations} LP "
-        "iterations; raise the limits or the gap",
+        f"{opts.time_limit_s} s and {opts.node_limit} nodes; raise the limits or the gap",
         outcome,
     )
 
