@@ -11,8 +11,8 @@ import pytest
 
 from hwmodels.presets import load_preset
 from tmsim.cli.main import main
+from tmsim.plan.files import load_plan
 from tmsim.plan.validate import validate
-from tmsim.plan.values import load_plan
 from tmsim.workload.zoo import training_graph_of
 
 KEYS = ("predicted_s", "status", "gap", "solve_s", "valid", "moved_bytes", "fast_peak_bytes")

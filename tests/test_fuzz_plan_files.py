@@ -31,8 +31,8 @@ from tmsim.capacity import Capacity
 from tmsim.cli.main import main
 from tmsim.cli.simulate import plan_graph
 from tmsim.errors import TmsimError
+from tmsim.plan.files import load_plan, plan_to_dict
 from tmsim.plan.validate import validate
-from tmsim.plan.values import load_plan, plan_to_dict
 from tmsim.planners import plan
 from tmsim.planners.settings import PlanSettings
 from tmsim.workload.files import graph_to_dict, save_graph

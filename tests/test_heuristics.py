@@ -16,8 +16,8 @@ from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity, fast_limit_bytes
 from tmsim.cost import CostModel
 from tmsim.errors import InfeasibleError, NoPlanError, TmsimError
+from tmsim.plan.files import plan_from_dict, plan_to_dict
 from tmsim.plan.validate import validate
-from tmsim.plan.values import plan_from_dict, plan_to_dict
 from tmsim.planners.heuristics import (
     REGISTRY,
     plan_all_fast,

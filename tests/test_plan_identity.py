@@ -14,15 +14,8 @@ import pytest
 from hwmodels.presets import load_preset
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
-from tmsim.plan.values import (
-    VERSION,
-    Plan,
-    PlanFileError,
-    load_plan,
-    plan_from_dict,
-    plan_to_dict,
-    save_plan,
-)
+from tmsim.plan.files import VERSION, load_plan, plan_from_dict, plan_to_dict, save_plan
+from tmsim.plan.values import Plan, PlanFileError
 from tmsim.planners import plan
 from tmsim.planners.assemble import assemble_plan
 from tmsim.workload.files import graph_from_dict, graph_to_dict, save_graph

@@ -12,7 +12,7 @@ import pytest
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.cli.main import main
-from tmsim.plan.values import save_plan
+from tmsim.plan.files import save_plan
 from tmsim.planners import plan
 from tmsim.planners.heuristics import plan_vdnn
 from tmsim.planners.settings import PlanSettings

@@ -64,9 +64,9 @@ def plan_summary(
 def _plan(args: argparse.Namespace) -> int:
     from hwmodels.presets import load_platform
     from tmsim.capacity import resolve_fast_limit
+    from tmsim.plan.files import save_plan
     from tmsim.plan.layout import fast_layout
     from tmsim.plan.validate import validate
-    from tmsim.plan.values import save_plan
     from tmsim.planners import plan
     from tmsim.workload.identity import file_identity
 

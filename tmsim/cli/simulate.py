@@ -18,8 +18,9 @@ from typing import Any
 
 from hwmodels.presets import load_platform
 from tmsim.errors import TmsimError
+from tmsim.plan.files import load_plan
 from tmsim.plan.validate import validate
-from tmsim.plan.values import Plan, load_plan
+from tmsim.plan.values import Plan
 from tmsim.sim import CacheTrace, Trace, replay, replay_cache, save_trace
 from tmsim.sim.cache.walk import DEFAULT_BLOCK_BYTES
 from tmsim.sim.trace import ASYNC, SYNC

@@ -148,7 +148,7 @@ def run_highs(
         spent_s += float(relaxed.getRunTime())
         if name not in ("kOptimal", "kIterationLimit"):
             return Outcome(_status(name, 0, None), solved=False, iterations=iterations)
-    if relaxed is not None and relaxed.getModelStatus().name == "kOptimal":
+    if relaxed is not None and name == "kOptimal":
         lp_bound = float(relaxed.getInfo().objective_function_value)
         if best is not None and within(best):
             return done(best, lp_bound)

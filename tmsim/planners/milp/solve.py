@@ -163,31 +163,25 @@ def solve(
 def _solve_cvxpy(
     problem: cp.Problem, solver: str, options: dict[str, Any], verbose: bool
 ) -> Outcome:
-    """Solve ``problem`` through cvxpy with ``solver``: the outcome from cvxpy's status
-    (a ``user_limit`` told apart as :data:`NODE_LIMIT` where the node count reached a limit
-    in ``options``, else :data:`TIME_LIMIT`, the only other limit the planner sets)."""
+    """Solve ``problem`` through cvxpy with ``solver``: the outcome from cvxpy's status, its
+    ``user_limit`` called :data:`TIME_LIMIT` (cvxpy does not say which limit it was, nor
+    the node count; a node limit must not pass for finished)."""
     try:
         with _quiet_inaccuracy():
             problem.solve(solver=solver, verbose=verbose, **options)
     except cp.error.SolverError as exc:
         raise TmsimError(f"solver {solver} failed: {exc}") from None
-    stats = problem.solver_stats
-    nodes = getattr(stats, "num_iters", None) if stats is not None else None
     status = str(problem.status)
     if status == cp.USER_LIMIT:
-        limit = options.get("NodeLimit", options.get("scip_params", {}).get("limits/nodes"))
-        reached = limit is not None and nodes is not None and nodes >= limit
-        status = NODE_LIMIT if reached else TIME_LIMIT
-    solved = status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or (
-        status in (NODE_LIMIT, TIME_LIMIT)
-        and problem.value is not None
-        and math.isfinite(float(problem.value))
-    )
-    objective = float(problem.value) if solved else math.nan
-    bound = objective if status == cp.OPTIMAL else math.nan
+        status = TIME_LIMIT
+    value = problem.value
+    finite = value is not None and math.isfinite(float(value))
+    solved = status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or (status == TIME_LIMIT and finite)
+    objective = float(value) if solved and value is not None else math.nan
     if status == cp.OPTIMAL_INACCURATE:
         status = cp.OPTIMAL
-    return Outcome(status, solved, objective, bound, int(nodes or 0))
+    bound = objective if status == cp.OPTIMAL else math.nan
+    return Outcome(status, solved, objective, bound)
 
 
 #: The least time limit handed to HiGHS once a deadline has passed: it then stops at once.
