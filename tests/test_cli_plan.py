@@ -88,6 +88,18 @@ def test_sizes_with_units_are_capacities(capsys: pytest.CaptureFixture[str]) -> 
     assert json.loads(capsys.readouterr().out)["fast_limit_bytes"] == 200_000_000
 
 
+def test_no_time_limit_leaves_the_node_limit_to_stop_the_solve(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["plan", "vgg19", "--batch", "2", "--ratio", "4:1", "--mode", "sync", "--gap", "0"]
+    out = tmp_path / "plan.json"
+    limits = ["--time-limit", " None", "--node-limit", "1", "--window", "1"]
+    assert main([*argv, *limits, "--out", str(out), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["status"] == "node_limit" and info["valid"] is True
+    assert load_plan(out).options["time_limit_s"] is None
+
+
 def test_ratio_and_fast_bytes_exclude_each_other(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["plan", "resnet50", "--ratio", "4:1", "--fast-bytes", "100"])

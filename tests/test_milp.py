@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import replace
 
 import pytest
@@ -146,17 +147,38 @@ def test_a_solve_stopped_without_a_start_says_so() -> None:
         plan_milp(tiny_step(), plat, opts, "sync")
 
 
-def test_a_node_limit_is_named_in_the_status() -> None:
+def test_a_node_limit_is_named_in_the_status_and_stops_at_the_same_plan_under_load() -> None:
+    import subprocess
+    import sys
+
     from tmsim.workload.zoo import training_graph_of
 
     graph = training_graph_of("vgg19", 2)
     plat = load_preset("cascadelake-optane")
-    opts = PlanSettings(capacity=Capacity.parse("4:1"), node_limit=1, gap=0.0, window=1)
-    result = plan_milp(graph, plat, opts, "sync")
-    assert result.stats is not None
-    assert result.stats.status == "node_limit"  # a limit on work: the same on any load
-    assert result.stats.gap > 0
-    assert validate(result, graph, plat).ok
+    # limits on work alone (no wall clock): where the solve stops cannot depend on the load
+    opts = PlanSettings(
+        capacity=Capacity.parse("4:1"), time_limit_s=None, node_limit=1, gap=0.0, window=1
+    )
+    idle = plan_milp(graph, plat, opts, "sync")
+    assert idle.stats is not None
+    assert idle.stats.status == "node_limit"
+    assert idle.stats.gap > 0
+    assert validate(idle, graph, plat).ok
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(os.cpu_count() or 2)
+    ]
+    try:
+        loaded = plan_milp(graph, plat, opts, "sync")
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert loaded.stats is not None
+    untimed = [replace(s, build_s=0.0, solve_s=0.0, trace=()) for s in (idle.stats, loaded.stats)]
+    assert untimed[0] == untimed[1]
+    assert [p[1:] for p in loaded.stats.trace] == [p[1:] for p in idle.stats.trace]
+    assert replace(loaded, stats=None) == replace(idle, stats=None)
 
 
 def test_fallback_to_the_contained_formulation_is_labelled() -> None:

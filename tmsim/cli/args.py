@@ -82,8 +82,11 @@ def fraction_arg(text: str) -> float:
     return value
 
 
-def seconds_arg(text: str) -> float:
-    """An argparse type: a finite number of seconds > 0."""
+def seconds_arg(text: str) -> float | None:
+    """An argparse type: a finite number of seconds > 0, or ``none`` (no wall-clock limit:
+    the solve stops on the gap or a limit on work alone, the same on any load)."""
+    if text.strip().lower() == "none":
+        return None
     try:
         value = float(text)
     except ValueError:
@@ -175,7 +178,8 @@ def add_plan_arguments(
         "--time-limit",
         type=seconds_arg,
         default=time_limit_s,
-        help=f"MILP seconds, > 0 ({time_limit_s:g})",
+        help=f"MILP seconds, > 0, or none: stop on the gap and the node limit alone, the same "
+        f"on any load ({time_limit_s:g})",
     )
     p.add_argument(
         "--gap", type=fraction_arg, default=d.gap, help=f"MILP relative gap, 0 to 1 ({d.gap})"
