@@ -80,8 +80,9 @@ RULES: dict[str, Callable[[str], bool]] = {
     "--node-limit": parses(int, lambda v: 0 <= v < 2**31),
     "--lp-iterations": parses(int, lambda v: 1 <= v < 2**31),
     "--gap": parses(float, lambda v: 0 <= v <= 1),
-    "--time-limit": lambda v: v.strip().lower() == "none"
-    or parses(float, lambda t: math.isfinite(t) and t > 0)(v),
+    "--time-limit": lambda v: (
+        v.strip().lower() == "none" or parses(float, lambda t: math.isfinite(t) and t > 0)(v)
+    ),
     "--workers": parses(int, lambda v: 1 <= v < 2**63),
     "--limit": parses(int, lambda v: 1 <= v < 2**63),
     "--strategies": lambda v: text(v) and all(p.strip() for p in v.split(",")),

@@ -173,3 +173,30 @@ def test_an_lp_beyond_its_iteration_budget_is_left_to_the_branch_and_bound() -> 
     assert objectives[1] == pytest.approx(objectives[None], rel=1e-9)
     assert objectives[10**6] == pytest.approx(objectives[None], rel=1e-9)
     assert all(p.stats is not None and p.stats.status == cp.OPTIMAL for p in plans.values())
+
+
+def test_an_lp_basis_starts_the_next_rounds_lp_and_changes_nothing_but_the_work() -> None:
+    rng = np.random.default_rng(5)
+    weights = rng.integers(10, 100, (5, 40))
+    values = rng.integers(10, 100, 40)
+    x = cp.Variable(40, boolean=True)
+
+    def problem(scale: float, room: float, cost: np.ndarray = values) -> cp.Problem:
+        # a row scaled anew and its bound lowered, as a layout round's capacity rows are
+        return cp.Problem(cp.Minimize(-(cost @ x)), [(scale * weights) @ x <= scale * room])
+
+    start = {x: np.zeros(40)}
+    options = {"mip_rel_gap": 1.0}  # any point is within the gap: the solve ends at its LP
+    room = 0.5 * weights.sum(axis=1)
+    first = run_highs(problem(1.0, room), options, False, start, 10**6)
+    assert first.lp_basis is not None and first.iterations > 0
+    tighter = problem(0.5, room - 40)
+    cold = run_highs(tighter, options, False, start, 10**6)
+    warm = run_highs(tighter, options, False, start, 10**6, first.lp_basis)
+    assert cold.status == warm.status == cp.OPTIMAL
+    assert warm.bound == pytest.approx(cold.bound, rel=1e-9)  # the same LP optimum
+    assert warm.iterations < cold.iterations
+    # a basis of other costs is not offered: the same work as without one
+    other = run_highs(problem(0.5, room - 40, values[::-1].copy()), options, False, start, 10**6)
+    foreign = run_highs(tighter, options, False, start, 10**6, other.lp_basis)
+    assert foreign.iterations == cold.iterations and foreign.bound == cold.bound

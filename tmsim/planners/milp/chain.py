@@ -222,6 +222,7 @@ def _solve_formulation(
     result: _Solved | None = None
     failure: TmsimError | None = None
     own = "not solved"  # how this formulation's own last solve ended
+    basis = None  # the last round's LP basis: the next round differs in its limits only
     for rounds in range(1, opts.max_rounds + 1):
         started = time.perf_counter()
         model = build_model(cost, opts.window, formulation, limits, relax=False)
@@ -243,7 +244,7 @@ def _solve_formulation(
         started = time.perf_counter()
         stopped: SolveStopped | None = None
         try:
-            outcome = solve_within(model, opts, formulation, limits, deadline, start)
+            outcome = solve_within(model, opts, formulation, limits, deadline, start, basis)
         except SolveStopped as exc:
             stopped = exc  # without a solution of its own: its start is the plan, if any
             outcome = exc.outcome
@@ -254,6 +255,7 @@ def _solve_formulation(
             solve_total += time.perf_counter() - started
         seconds = (build_total, solve_total)
         own = outcome.status
+        basis = outcome.lp_basis or basis
         if stopped is None:
             stats = solve_stats(model, opts.solver, outcome, seconds)
         elif (start := start if start is not None else _offload(cost, model, gpu)) is not None:

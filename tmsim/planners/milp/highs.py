@@ -16,6 +16,7 @@ tested with.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -53,6 +54,18 @@ _STATUS = {
 
 
 @dataclass(frozen=True)
+class LpBasis:
+    """An optimal basis of a problem's LP relaxation (``basis``: a ``highspy.HighsBasis``)
+    and the ``key`` of the problem it belongs to (its matrix's pattern and its costs): it is
+    offered only to a problem with the same pattern and costs, such as a layout round's with
+    lowered limits (its capacity rows scaled anew and their bounds lowered), where the
+    simplex goes on from it. A basis is only a start: the LP's optimum does not depend on it."""
+
+    key: str
+    basis: Any = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True)
 class Outcome:
     """How a solve ended.
 
@@ -62,7 +75,8 @@ class Outcome:
     hold; ``objective``: that point's objective (nan without); ``bound``: the solver's dual
     bound in the problem's own sense (a bound from above for a maximisation; nan where it
     gave none); ``nodes``: branch-and-bound nodes; ``iterations``: simplex iterations (of
-    every LP the solve ran); ``trace``: the progress points, in time order.
+    every LP the solve ran); ``trace``: the progress points, in time order; ``lp_basis``:
+    the optimal basis of its LP relaxation where the solve ran one to its optimum.
     """
 
     status: str
@@ -72,6 +86,7 @@ class Outcome:
     nodes: int = 0
     iterations: int = 0
     trace: tuple[TracePoint, ...] = field(default_factory=tuple)
+    lp_basis: LpBasis | None = field(default=None, compare=False)
 
 
 def check_cvxpy_version(found: str | None = None) -> None:
@@ -97,6 +112,7 @@ def run_highs(
     verbose: bool,
     start: Mapping[cp.Variable, FloatArray] | None = None,
     lp_iterations: int | None = None,
+    lp_basis: LpBasis | None = None,
 ) -> Outcome:
     """Solve the linear (mixed-integer) ``problem`` with HiGHS and write its solution into
     the problem's variables (left unset without one).
@@ -120,6 +136,8 @@ def run_highs(
        that point, in what is left of the time limit.
 
     A phase whose point is within the gap of the LP's bound ends the solve (``optimal``).
+    ``lp_basis`` (an earlier outcome's) starts phase 1 where its key is this problem's, and
+    is ignored otherwise.
     Raises :class:`TmsimError` for an option HiGHS refuses or a problem that is not linear.
     """
     import highspy
@@ -132,17 +150,24 @@ def run_highs(
     # HiGHS minimises c x; the problem's objective is sign * c x + shift
     sign = -1.0 if isinstance(problem.objective, cp.Maximize) else 1.0
     lp_bound, iterations, spent_s = -math.inf, 0, 0.0
+    basis: LpBasis | None = None
 
-    def done(x: FloatArray, bound: float, status: str = cp.OPTIMAL, nodes: int = 0) -> Outcome:
+    def done(x: FloatArray, bound: float) -> Outcome:
         objective, shift = _write(problem, columns, x, data, sign)
-        return Outcome(status, True, objective, sign * bound + shift, nodes, iterations)
+        return Outcome(
+            cp.OPTIMAL, True, objective, sign * bound + shift, 0, iterations, lp_basis=basis
+        )
 
     def within(x: FloatArray | None) -> bool:
         return x is not None and float(cost @ x) - lp_bound <= gap * abs(float(cost @ x)) + 1e-12
 
     relaxed = None
     if lp_iterations is not None and mip and lp.num_col_ <= LP_FIRST_MAX_COLUMNS:
-        relaxed = _run(highspy, lp, options, verbose, None, relax=True, lp_iterations=lp_iterations)
+        key = _key(data)
+        offered = lp_basis.basis if lp_basis is not None and lp_basis.key == key else None
+        relaxed = _run(
+            highspy, lp, options, verbose, None, True, lp_iterations=lp_iterations, basis=offered
+        )
         name = relaxed.getModelStatus().name
         iterations += max(int(relaxed.getInfo().simplex_iteration_count), 0)
         spent_s += float(relaxed.getRunTime())
@@ -150,6 +175,7 @@ def run_highs(
             return Outcome(_status(name, 0, None), solved=False, iterations=iterations)
     if relaxed is not None and name == "kOptimal":
         lp_bound = float(relaxed.getInfo().objective_function_value)
+        basis = LpBasis(key, relaxed.getBasis())
         if best is not None and within(best):
             return done(best, lp_bound)
         x_lp = np.asarray(relaxed.getSolution().col_value)
@@ -197,7 +223,7 @@ def run_highs(
     if status == cp.OPTIMAL and math.isnan(bound):
         bound = objective  # an LP, or a MIP solved at presolve: the optimum is the bound
     points = tuple((t, sign * p + shift, sign * d + shift) for t, p, d in trace)
-    return Outcome(status, solved, objective, bound, nodes, iterations, points)
+    return Outcome(status, solved, objective, bound, nodes, iterations, points, basis)
 
 
 def _run(
@@ -210,10 +236,12 @@ def _run(
     spent_s: float = 0.0,
     record: Any = None,
     lp_iterations: int | None = None,
+    basis: Any = None,
 ) -> Any:
     """A HiGHS instance that has run on model ``lp`` with ``options`` (its time limit less
-    ``spent_s``), from ``start``; ``relax``: without integrality, within ``lp_iterations``
-    simplex iterations; ``record``: a callback of every improving solution and limit check."""
+    ``spent_s``), from ``start`` (column values) or ``basis`` (a ``HighsBasis``); ``relax``:
+    without integrality, within ``lp_iterations`` simplex iterations; ``record``: a callback
+    of every improving solution and limit check."""
     highs = highspy.Highs()
     highs.setOptionValue("output_flag", bool(verbose))
     for name, value in options.items():
@@ -230,6 +258,8 @@ def _run(
             highs.setOptionValue("simplex_iteration_limit", int(lp_iterations))
     else:
         highs.passModel(lp)
+    if basis is not None:
+        highs.setBasis(basis)
     if start is not None:
         solution = highspy.HighsSolution()
         solution.col_value = start.tolist()
@@ -240,6 +270,16 @@ def _run(
         highs.cbMipInterrupt.subscribe(record)
     highs.run()
     return highs
+
+
+def _key(data: Mapping[str, Any]) -> str:
+    """The key of cvxpy's problem ``data`` an LP basis is kept under: its matrix's shape and
+    pattern, and its costs."""
+    a = data[cps.A].tocsc()
+    digest = hashlib.sha256()
+    for part in (np.asarray(a.shape), a.indptr, a.indices, data[cps.C]):
+        digest.update(np.ascontiguousarray(part).tobytes())
+    return digest.hexdigest()
 
 
 def _compile(highspy: Any, problem: cp.Problem) -> tuple[dict[str, Any], Mapping[int, int], Any]:

@@ -19,7 +19,7 @@ import numpy.typing as npt
 from tmsim.errors import InfeasibleError, TmsimError
 from tmsim.plan.values import SolverStats
 from tmsim.planners.milp.build import Model
-from tmsim.planners.milp.highs import NODE_LIMIT, TIME_LIMIT, Outcome, run_highs
+from tmsim.planners.milp.highs import NODE_LIMIT, TIME_LIMIT, LpBasis, Outcome, run_highs
 from tmsim.planners.settings import PlanSettings
 
 GB = 1e9
@@ -133,13 +133,14 @@ def solve(
     start: BoolArray | None = None,
     deadline: float | None = None,
     lp_iterations: int | None = None,
+    lp_basis: LpBasis | None = None,
 ) -> Outcome:
     """Solve ``model.problem`` in place (its variables hold the solution), from incumbent
     ``start`` when the solver is HiGHS, and say how it ended.
 
     ``options`` are :func:`solver_options`'. With a ``deadline`` (a ``time.perf_counter()``
     reading) HiGHS gets what is left of it once cvxpy has compiled the problem (seconds on a
-    million variables) as its time limit; ``lp_iterations`` is
+    million variables) as its time limit; ``lp_iterations`` and ``lp_basis`` are
     :func:`~tmsim.planners.milp.highs.run_highs`' (HiGHS only). A warm-started solve HiGHS
     calls optimal whose solution is not within the gap of its bound is not trusted (HiGHS
     1.16 can score a start wrongly in its presolved space and stop): it is solved again
@@ -153,10 +154,13 @@ def solve(
         u0, c0 = model.complete(x0)
         values = {model.x: x0, model.u: u0, model.c: c0}
     problem = model.problem
-    outcome = run_highs(problem, _until(options, deadline), verbose, values, lp_iterations)
+    outcome = run_highs(
+        problem, _until(options, deadline), verbose, values, lp_iterations, lp_basis
+    )
     gap = float(options.get("mip_rel_gap", 0.0))
     if start is not None and outcome.status == cp.OPTIMAL and not _gap_holds(outcome, gap):
-        outcome = run_highs(problem, _until(options, deadline), verbose, None, lp_iterations)
+        basis = outcome.lp_basis or lp_basis
+        outcome = run_highs(problem, _until(options, deadline), verbose, None, lp_iterations, basis)
     return outcome
 
 
@@ -213,9 +217,11 @@ def solve_within(
     limits: npt.NDArray[np.int64],
     deadline: float | None,
     start: BoolArray | None,
+    lp_basis: LpBasis | None = None,
 ) -> Outcome:
     """Solve ``model`` in place from ``start`` with ``opts``, within what is left until
-    ``deadline`` (a ``time.perf_counter()`` reading, None for none), and say how it ended.
+    ``deadline`` (a ``time.perf_counter()`` reading, None for none), and say how it ended;
+    ``lp_basis``: an earlier round's (:func:`solve`).
 
     Raises :class:`InfeasibleError` if the solver proves there is no plan (``limits``: the
     fastest tier's per-kernel limits, for the message), :class:`SolveStopped` if a limit
@@ -229,7 +235,9 @@ def solve_within(
             Outcome(TIME_LIMIT, solved=False),
         )
     options = solver_options(opts.solver, opts.gap, remaining, opts.node_limit)
-    outcome = solve(model, opts.solver, options, opts.verbose, start, deadline, opts.lp_iterations)
+    outcome = solve(
+        model, opts.solver, options, opts.verbose, start, deadline, opts.lp_iterations, lp_basis
+    )
     if outcome.solved:
         return outcome
     if outcome.status in (cp.INFEASIBLE, "infeasible_or_unbounded"):
