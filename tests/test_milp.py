@@ -276,7 +276,7 @@ def test_layout_loop_cuts_the_peak_when_cutting_limits_does_not_help() -> None:
 
 def test_the_highs_path_refuses_untested_cvxpy_internals() -> None:
     from tmsim.errors import TmsimError
-    from tmsim.planners.milp.highs import check_cvxpy_version
+    from tmsim.planners.milp.highs_model import check_cvxpy_version
 
     check_cvxpy_version()  # what the suite runs with is tested
     check_cvxpy_version("1.9.0")

@@ -3,20 +3,14 @@
 cvxpy compiles the problem (``Problem.get_problem_data``); this module hands the matrices to
 ``highspy.Highs`` itself, so that a warm start goes in through ``Highs.setSolution`` and the
 solver's progress comes out through its callbacks: every improving solution and every limit
-check of the branch and bound adds a point to the solve's :class:`Trace` (seconds since the
+check of the branch and bound adds a :data:`TracePoint` to the solve's trace (seconds since the
 run began, primal bound, dual bound), from which the time to any gap can be read after one
-run. The solution is written back into the problem's variables.
-
-Two pieces of cvxpy used here are not its documented API: the column each variable was
-given (``ParamConeProg.var_id_to_col``) and ``Leaf.save_value``, which stores a solver's
-values as cvxpy's own solve does (the public setter rejects values of an empty boolean
-variable in cvxpy 1.9); :func:`check_cvxpy_version` guards both by the releases they were
-tested with.
+run. The solution is written back into the problem's variables
+(:mod:`tmsim.planners.milp.highs_model` makes the model and moves values between the two).
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,20 +18,20 @@ from typing import Any
 
 import cvxpy as cp
 import numpy as np
-import numpy.typing as npt
 from cvxpy import settings as cps
 
 from tmsim.errors import TmsimError
+from tmsim.planners.milp.highs_model import (
+    FloatArray,
+    column_vector,
+    compile_problem,
+    write_values,
+)
 
 #: Status of a solve the wall-clock limit stopped: where it stops depends on the machine's load.
 TIME_LIMIT = "time_limit"
 #: Status of a solve the node limit stopped: a limit on work, the same on any load.
 NODE_LIMIT = "node_limit"
-
-#: The cvxpy releases (major, minor) whose problem data (``var_id_to_col``) has been tested.
-CVXPY_TESTED = ((1, 9), (1, 9))
-
-FloatArray = npt.NDArray[np.float64]
 
 #: A point of a solve's progress: (seconds since the run began, primal bound, dual bound);
 #: a bound not known yet is ``inf`` (primal) or ``-inf`` (dual).
@@ -56,10 +50,11 @@ _STATUS = {
 @dataclass(frozen=True)
 class LpBasis:
     """An optimal basis of a problem's LP relaxation (``basis``: a ``highspy.HighsBasis``)
-    and the ``key`` of the problem it belongs to (its matrix's pattern and its costs): it is
-    offered only to a problem with the same pattern and costs, such as a layout round's with
-    lowered limits (its capacity rows scaled anew and their bounds lowered), where the
-    simplex goes on from it. A basis is only a start: the LP's optimum does not depend on it."""
+    and the key of the problem it belongs to (:attr:`~.highs_model.Compiled.key`: its
+    matrix's pattern and its costs). It is offered only to a problem with the same key, such
+    as the next layout round's (its capacity rows scaled anew and their bounds lowered),
+    where the simplex goes on from it. A basis is only a start: the LP's optimum does not
+    depend on it."""
 
     key: str
     basis: Any = field(repr=False, compare=False)
@@ -87,23 +82,6 @@ class Outcome:
     iterations: int = 0
     trace: tuple[TracePoint, ...] = field(default_factory=tuple)
     lp_basis: LpBasis | None = field(default=None, compare=False)
-
-
-def check_cvxpy_version(found: str | None = None) -> None:
-    """Raise :class:`TmsimError` unless the installed cvxpy (or version ``found``) is a
-    release in :data:`CVXPY_TESTED`; the message says how to go on."""
-    from importlib.metadata import version
-
-    text = found or version("cvxpy")
-    parts = [int(p) for p in text.split(".")[:2] if p.isdigit()]
-    low, high = CVXPY_TESTED
-    if len(parts) < 2 or not low <= (parts[0], parts[1]) <= high:
-        tested = f"{low[0]}.{low[1]}" + ("" if low == high else f" to {high[0]}.{high[1]}")
-        raise TmsimError(
-            f"the HiGHS path reads cvxpy's problem data, tested with cvxpy {tested}.x, not "
-            f"{text}: install the tested versions (pip install -c constraints.txt) or plan "
-            "with another solver"
-        )
 
 
 def run_highs(
@@ -142,10 +120,11 @@ def run_highs(
     """
     import highspy
 
-    data, columns, lp = _compile(highspy, problem)
+    compiled = compile_problem(highspy, problem)
+    data, columns, lp = compiled.data, compiled.columns, compiled.lp
     mip = bool(data[cps.BOOL_IDX] or data[cps.INT_IDX])
     cost = np.asarray(data[cps.C], dtype=np.float64)
-    best = None if start is None else _columns(start, columns, lp.num_col_)
+    best = None if start is None else column_vector(start, columns, lp.num_col_)
     gap = float(options.get("mip_rel_gap", 0.0))
     # HiGHS minimises c x; the problem's objective is sign * c x + shift
     sign = -1.0 if isinstance(problem.objective, cp.Maximize) else 1.0
@@ -153,7 +132,7 @@ def run_highs(
     basis: LpBasis | None = None
 
     def done(x: FloatArray, bound: float) -> Outcome:
-        objective, shift = _write(problem, columns, x, data, sign)
+        objective, shift = write_values(problem, columns, x, data, sign)
         return Outcome(
             cp.OPTIMAL, True, objective, sign * bound + shift, 0, iterations, lp_basis=basis
         )
@@ -163,7 +142,7 @@ def run_highs(
 
     relaxed = None
     if lp_iterations is not None and mip and lp.num_col_ <= LP_FIRST_MAX_COLUMNS:
-        key = _key(data)
+        key = compiled.key
         offered = lp_basis.basis if lp_basis is not None and lp_basis.key == key else None
         relaxed = _run(
             highspy, lp, options, verbose, None, True, lp_iterations=lp_iterations, basis=offered
@@ -215,7 +194,7 @@ def run_highs(
     objective, shift = math.nan, 0.0
     solved = int(info.primal_solution_status) == 2  # kSolutionStatusFeasible
     if solved:
-        objective, shift = _write(
+        objective, shift = write_values(
             problem, columns, np.asarray(highs.getSolution().col_value), data, sign
         )
     dual = sign * max(float(info.mip_dual_bound), lp_bound) + shift
@@ -272,31 +251,6 @@ def _run(
     return highs
 
 
-def _key(data: Mapping[str, Any]) -> str:
-    """The key of cvxpy's problem ``data`` an LP basis is kept under: its matrix's shape and
-    pattern, and its costs."""
-    a = data[cps.A].tocsc()
-    digest = hashlib.sha256()
-    for part in (np.asarray(a.shape), a.indptr, a.indices, data[cps.C]):
-        digest.update(np.ascontiguousarray(part).tobytes())
-    return digest.hexdigest()
-
-
-def _compile(highspy: Any, problem: cp.Problem) -> tuple[dict[str, Any], Mapping[int, int], Any]:
-    """cvxpy's problem data for HiGHS, each variable's first column, and the HiGHS model.
-    Raises :class:`TmsimError` for a problem that is not linear."""
-    check_cvxpy_version()
-    try:
-        data, _, _ = problem.get_problem_data(cp.HIGHS)
-    except cp.error.SolverError as exc:
-        raise TmsimError(f"HiGHS solves linear problems only: {exc}") from None
-    dims = data[cps.DIMS]
-    if dims.exp or dims.soc or dims.psd or dims.p3d:
-        raise TmsimError("HiGHS solves linear problems only")
-    inf = highspy.Highs().inf
-    return data, data[cps.PARAM_PROB].var_id_to_col, _lp(highspy, data, dims.zero, dims.nonneg, inf)
-
-
 #: Largest model (columns) solved LP first. Above it HiGHS's own branch and bound goes
 #: first: its root LP, after its MIP presolve, beat the standalone LP there (DenseNet-264
 #: b512 at 1:1 on Optane, async window 15, 1.0M columns: dual simplex 172 s and 228k
@@ -327,70 +281,6 @@ def _fixed(
     lower[booleans[agree]] = value[agree]
     upper[booleans[agree]] = value[agree]
     return lower, upper
-
-
-def _columns(
-    values: Mapping[cp.Variable, FloatArray], columns: Mapping[int, int], n: int
-) -> FloatArray:
-    """The column vector of ``values`` (columns of variables not named: 0)."""
-    out = np.zeros(n)
-    for var, value in values.items():
-        if var.id in columns:  # cvxpy drops a variable the problem does not use
-            out[columns[var.id] : columns[var.id] + var.size] = np.ravel(value, "F")
-    return out
-
-
-def _write(
-    problem: cp.Problem,
-    columns: Mapping[int, int],
-    x: FloatArray,
-    data: Mapping[str, Any],
-    sign: float,
-) -> tuple[float, float]:
-    """Store column vector ``x`` in ``problem``'s variables; return the problem's objective
-    there and its shift from ``sign * c x`` (the constant term)."""
-    for var in problem.variables():
-        value = np.zeros(var.shape)  # empty, or unused by the problem: cvxpy dropped it
-        if var.id in columns:
-            first = columns[var.id]
-            value = np.reshape(x[first : first + var.size], var.shape, "F")
-        var.save_value(value)  # as cvxpy stores a solver's values: no rounding
-    objective = float(problem.objective.value)
-    return objective, objective - sign * float(np.dot(data[cps.C], x))
-
-
-def _lp(
-    highspy: Any, data: Mapping[str, Any], equalities: int, inequalities: int, inf: float
-) -> Any:
-    """The HiGHS model of cvxpy's ``data``: ``A x = b`` on its first ``equalities`` rows,
-    ``A x <= b`` on the next ``inequalities``; boolean columns bounded to [0, 1]."""
-    a = data[cps.A].tocsc()
-    n = a.shape[1]
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n, a.shape[0]
-    lp.offset_ = 0.0
-    lp.col_cost_ = np.asarray(data[cps.C], dtype=np.float64)
-    b = np.asarray(data[cps.B], dtype=np.float64)
-    lp.row_upper_ = b
-    lp.row_lower_ = np.concatenate([b[:equalities], np.full(inequalities, -inf)])
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = a.indptr
-    lp.a_matrix_.index_ = a.indices
-    lp.a_matrix_.value_ = a.data
-    low, high = data[cps.LOWER_BOUNDS], data[cps.UPPER_BOUNDS]
-    col_lower = np.full(n, -inf) if low is None else np.array(low, dtype=np.float64)
-    col_upper = np.full(n, inf) if high is None else np.array(high, dtype=np.float64)
-    booleans = np.asarray(data[cps.BOOL_IDX], dtype=np.int64)
-    integers = np.concatenate([booleans, np.asarray(data[cps.INT_IDX], dtype=np.int64)])
-    col_lower[booleans] = np.maximum(col_lower[booleans], 0.0)
-    col_upper[booleans] = np.minimum(col_upper[booleans], 1.0)
-    lp.col_lower_, lp.col_upper_ = col_lower, col_upper
-    if integers.size:
-        kinds = [highspy.HighsVarType.kContinuous] * n
-        for i in integers.tolist():
-            kinds[i] = highspy.HighsVarType.kInteger
-        lp.integrality_ = kinds
-    return lp
 
 
 def _status(name: str, nodes: int, node_limit: object) -> str:

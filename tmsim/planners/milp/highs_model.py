@@ -1,0 +1,156 @@
+"""cvxpy's compiled form of a linear problem as a HiGHS model, and values between the two.
+
+cvxpy compiles the problem (``Problem.get_problem_data``) into ``A x (=, <=) b`` with costs
+``c``; :func:`compile_problem` makes the ``highspy.HighsLp`` of it, :func:`column_vector` the
+column vector of values given per variable, and :func:`write_values` stores a column vector
+back in the problem's variables.
+
+Two pieces of cvxpy used here are not its documented API: the column each variable was
+given (``ParamConeProg.var_id_to_col``) and ``Leaf.save_value``, which stores a solver's
+values as cvxpy's own solve does (the public setter rejects values of an empty boolean
+variable in cvxpy 1.9); :func:`check_cvxpy_version` guards both by the releases they were
+tested with.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+import numpy.typing as npt
+import scipy.sparse as sp
+from cvxpy import settings as cps
+
+from tmsim.errors import TmsimError
+
+#: The cvxpy releases (major, minor) whose problem data (``var_id_to_col``) has been tested.
+CVXPY_TESTED = ((1, 9), (1, 9))
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A problem compiled for HiGHS: cvxpy's ``data``, the first column of each variable
+    (by variable id: ``columns``), the HiGHS model ``lp``, and its ``key``: a digest of the
+    matrix's shape and pattern and of the costs, under which an LP basis of it is kept
+    (values left out: a layout round scales its capacity rows anew)."""
+
+    data: dict[str, Any] = field(repr=False)
+    columns: Mapping[int, int] = field(repr=False)
+    lp: Any = field(repr=False)
+    key: str
+
+
+def check_cvxpy_version(found: str | None = None) -> None:
+    """Raise :class:`TmsimError` unless the installed cvxpy (or version ``found``) is a
+    release in :data:`CVXPY_TESTED`; the message says how to go on."""
+    from importlib.metadata import version
+
+    text = found or version("cvxpy")
+    parts = [int(p) for p in text.split(".")[:2] if p.isdigit()]
+    low, high = CVXPY_TESTED
+    if len(parts) < 2 or not low <= (parts[0], parts[1]) <= high:
+        tested = f"{low[0]}.{low[1]}" + ("" if low == high else f" to {high[0]}.{high[1]}")
+        raise TmsimError(
+            f"the HiGHS path reads cvxpy's problem data, tested with cvxpy {tested}.x, not "
+            f"{text}: install the tested versions (pip install -c constraints.txt) or plan "
+            "with another solver"
+        )
+
+
+def compile_problem(highspy: Any, problem: cp.Problem) -> Compiled:
+    """``problem`` compiled by cvxpy for HiGHS, as a HiGHS model. Raises
+    :class:`TmsimError` for a problem that is not linear, or an untested cvxpy."""
+    check_cvxpy_version()
+    try:
+        data, _, _ = problem.get_problem_data(cp.HIGHS)
+    except cp.error.SolverError as exc:
+        raise TmsimError(f"HiGHS solves linear problems only: {exc}") from None
+    dims = data[cps.DIMS]
+    if dims.exp or dims.soc or dims.psd or dims.p3d:
+        raise TmsimError("HiGHS solves linear problems only")
+    a = data[cps.A].tocsc()
+    lp = _lp(highspy, data, a, dims.zero, dims.nonneg, highspy.Highs().inf)
+    return Compiled(data, data[cps.PARAM_PROB].var_id_to_col, lp, _key(a, data[cps.C]))
+
+
+def _key(a: sp.csc_matrix, cost: FloatArray) -> str:
+    """The key of a problem with matrix ``a`` and costs ``cost`` (:attr:`Compiled.key`)."""
+    digest = hashlib.sha256()
+    for part in (np.asarray(a.shape), a.indptr, a.indices, cost):
+        digest.update(np.ascontiguousarray(part).tobytes())
+    return digest.hexdigest()
+
+
+def column_vector(
+    values: Mapping[cp.Variable, FloatArray], columns: Mapping[int, int], n: int
+) -> FloatArray:
+    """The column vector of ``values`` (columns of variables not named: 0)."""
+    out = np.zeros(n)
+    for var, value in values.items():
+        if var.id in columns:  # cvxpy drops a variable the problem does not use
+            out[columns[var.id] : columns[var.id] + var.size] = np.ravel(value, "F")
+    return out
+
+
+def write_values(
+    problem: cp.Problem,
+    columns: Mapping[int, int],
+    x: FloatArray,
+    data: Mapping[str, Any],
+    sign: float,
+) -> tuple[float, float]:
+    """Store column vector ``x`` in ``problem``'s variables; return the problem's objective
+    there and its shift from ``sign * c x`` (the constant term)."""
+    for var in problem.variables():
+        value = np.zeros(var.shape)  # empty, or unused by the problem: cvxpy dropped it
+        if var.id in columns:
+            first = columns[var.id]
+            value = np.reshape(x[first : first + var.size], var.shape, "F")
+        var.save_value(value)  # as cvxpy stores a solver's values: no rounding
+    objective = float(problem.objective.value)
+    return objective, objective - sign * float(np.dot(data[cps.C], x))
+
+
+def _lp(
+    highspy: Any,
+    data: Mapping[str, Any],
+    a: sp.csc_matrix,
+    equalities: int,
+    inequalities: int,
+    inf: float,
+) -> Any:
+    """The HiGHS model of cvxpy's ``data`` (``a``: its matrix, by columns): ``A x = b`` on
+    its first ``equalities`` rows, ``A x <= b`` on the next ``inequalities``; boolean columns
+    bounded to [0, 1]."""
+    n = a.shape[1]
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n, a.shape[0]
+    lp.offset_ = 0.0
+    lp.col_cost_ = np.asarray(data[cps.C], dtype=np.float64)
+    b = np.asarray(data[cps.B], dtype=np.float64)
+    lp.row_upper_ = b
+    lp.row_lower_ = np.concatenate([b[:equalities], np.full(inequalities, -inf)])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = a.indptr
+    lp.a_matrix_.index_ = a.indices
+    lp.a_matrix_.value_ = a.data
+    low, high = data[cps.LOWER_BOUNDS], data[cps.UPPER_BOUNDS]
+    col_lower = np.full(n, -inf) if low is None else np.array(low, dtype=np.float64)
+    col_upper = np.full(n, inf) if high is None else np.array(high, dtype=np.float64)
+    booleans = np.asarray(data[cps.BOOL_IDX], dtype=np.int64)
+    integers = np.concatenate([booleans, np.asarray(data[cps.INT_IDX], dtype=np.int64)])
+    col_lower[booleans] = np.maximum(col_lower[booleans], 0.0)
+    col_upper[booleans] = np.minimum(col_upper[booleans], 1.0)
+    lp.col_lower_, lp.col_upper_ = col_lower, col_upper
+    if integers.size:
+        kinds = [highspy.HighsVarType.kContinuous] * n
+        for i in integers.tolist():
+            kinds[i] = highspy.HighsVarType.kInteger
+        lp.integrality_ = kinds
+    return lp
