@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from hwmodels.cache import DramCache
 from hwmodels.compute import Compute
+from hwmodels.controller import MemoryController
 from hwmodels.errors import HardwareModelError
 from hwmodels.memory_mode import MemoryMode
 from hwmodels.paths import CopyPath
@@ -39,6 +40,10 @@ class Platform:
       bound: the measured copy rates (DRAM to PMM 12 GB/s, PMM to DRAM 29 GB/s, AutoTM) use
       1.08 and 1.15 of the device time addition allows, so the presets leave it off; it is
       the knob for studying controller interference.
+    - ``controller``: with a :class:`MemoryController`, the channels some tiers share, their
+      bus-time weights, arbitration and write drains, as the replay's ``controller``
+      interference level uses them; its tiers must exist. It is a resource of its own beside
+      any ``shared_controllers`` group.
     - ``name``, ``description``, ``source``: identification and provenance.
     - ``memory_mode``: with a :class:`MemoryMode`, how the flat platform's fastest tier can
       act as a hardware cache of its next one (:meth:`in_memory_mode`
@@ -53,7 +58,8 @@ class Platform:
     the same ordered pair; the two directions of a pair disagreeing on ``duplex``; no kernel
     tier; kernels that cannot reach the fastest addressable tier; a cache larger than its
     tier, or whose tier is visible to kernels or copies; a ``memory_mode`` or
-    ``unified_memory`` of the wrong type, or a memory mode on a platform of one tier.
+    ``unified_memory`` of the wrong type, or a memory mode on a platform of one tier; a
+    ``controller`` naming an unknown tier.
     """
 
     name: str
@@ -67,6 +73,7 @@ class Platform:
     source: str = ""
     memory_mode: MemoryMode | None = None
     unified_memory: UnifiedMemory | None = None
+    controller: MemoryController | None = None
 
     def __post_init__(self) -> None:
         where = f"platform {self.name!r}"
@@ -139,6 +146,20 @@ class Platform:
                     )
                 grouped.add(t)
         self._check_driver_models(where)
+        self._check_controller(where, known)
+
+    def _check_controller(self, where: str, known: set[str]) -> None:
+        ctl = self.controller
+        if ctl is None:
+            return
+        if not isinstance(ctl, MemoryController):
+            raise HardwareModelError(f"{where}: controller must be a MemoryController")
+        for t in ctl.tiers:
+            if t not in known:
+                raise HardwareModelError(
+                    f"{where}: controller: weights name unknown tier {t!r}; tiers are "
+                    f"{', '.join(sorted(known))}"
+                )
 
     def _check_driver_models(self, where: str) -> None:
         if self.memory_mode is not None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from hwmodels.cache import LINE_FIELDS, DramCache
 from hwmodels.compute import ClassEfficiency, Compute, OpClass
+from hwmodels.controller import BusWeight, MemoryController
 from hwmodels.errors import HardwareModelError
 from hwmodels.memory_mode import MemoryMode
 from hwmodels.paths import CopyPath
@@ -140,6 +141,35 @@ def _unified_memory(u: Table) -> UnifiedMemory:
     return driver
 
 
+def _controller(c: Table) -> MemoryController:
+    """A ``[controller]`` table: ``channel_bw_<unit>``, ``weights`` (a table of tier name to
+    ``{ read = .., write = .. }``), optional ``arbitration``, ``write_priority``,
+    ``priority_tiers`` and ``source``."""
+    w = c.table("weights")
+    weights = []
+    for name in list(w.data):
+        entry = w.table(name)
+        weights.append(
+            BusWeight(name, entry.number("read", strict=True), entry.number("write", strict=True))
+        )
+        entry.done()
+    w.done()
+    priority = c.array("priority_tiers") if c.has("priority_tiers") else []
+    if not all(isinstance(t, str) for t in priority):
+        c.fail("priority_tiers must list tier names")
+    share = c.number("write_priority") if c.has("write_priority") else 0.0
+    ctl = MemoryController(
+        bw_bytes_per_s=c.quantity("channel_bw", RATE),
+        weights=tuple(weights),
+        arbitration=c.string("arbitration", "demand"),
+        write_priority=share,
+        priority_tiers=tuple(priority),
+        source=c.string("source", ""),
+    )
+    c.done()
+    return ctl
+
+
 def platform_from_dict(data: Mapping[str, Any], origin: str) -> Platform:
     """Build a :class:`Platform` from a dict as read from TOML; ``origin`` names the file.
 
@@ -177,6 +207,7 @@ def _platform(top: Table) -> Platform:
     cache = _cache(Table(top.get("cache"), origin, "cache")) if top.has("cache") else None
     mode = top.get("memory_mode") if top.has("memory_mode") else None
     driver = top.get("unified_memory") if top.has("unified_memory") else None
+    ctl = top.get("controller") if top.has("controller") else None
     platform = Platform(
         name=top.string("name"),
         tiers=tuple(tiers),
@@ -191,6 +222,7 @@ def _platform(top: Table) -> Platform:
         unified_memory=(
             None if driver is None else _unified_memory(Table(driver, origin, "unified_memory"))
         ),
+        controller=None if ctl is None else _controller(Table(ctl, origin, "controller")),
     )
     top.done()
     return platform
@@ -199,8 +231,8 @@ def _platform(top: Table) -> Platform:
 def platform_to_dict(p: Platform) -> dict[str, Any]:
     """The platform as plain data in SI units (keys as :func:`platform_from_dict` reads them).
 
-    ``cache``, ``memory_mode`` and ``unified_memory`` are omitted when None (TOML has no
-    null).
+    ``cache``, ``memory_mode``, ``unified_memory`` and ``controller`` are omitted when None
+    (TOML has no null).
     """
     out: dict[str, Any] = {
         "name": p.name,
@@ -277,6 +309,16 @@ def platform_to_dict(p: Platform) -> dict[str, Any]:
             "policy": u.policy,
             "alloc_fault": u.alloc_fault,
             "source": u.source,
+        }
+    if p.controller is not None:
+        ctl = p.controller
+        out["controller"] = {
+            "channel_bw_bytes_per_s": ctl.bw_bytes_per_s,
+            "weights": {w.tier: {"read": w.read, "write": w.write} for w in ctl.weights},
+            "arbitration": ctl.arbitration,
+            "write_priority": ctl.write_priority,
+            "priority_tiers": list(ctl.priority_tiers),
+            "source": ctl.source,
         }
     return out
 

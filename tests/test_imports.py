@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-BASE = {"tmsim.errors", "tmsim.jsonio", "tmsim.intervals"}
+BASE = {"tmsim.errors", "tmsim.jsonio", "tmsim.intervals", "tmsim.levels"}
 WORKLOAD = {*BASE, "tmsim.workload"}
 COST = {*WORKLOAD, "hwmodels", "tmsim.cost", "tmsim.capacity"}
 PLAN = {*COST, "tmsim.plan"}
@@ -28,6 +28,7 @@ ALLOWED: dict[str, set[str]] = {
     "tmsim.errors": set(),
     "tmsim.jsonio": set(),
     "tmsim.intervals": set(),
+    "tmsim.levels": {"tmsim.errors"},
     "tmsim.workload": BASE,
     "tmsim.cost": {*WORKLOAD, "hwmodels"},
     "tmsim.capacity": {*WORKLOAD, "hwmodels"},
@@ -36,6 +37,7 @@ ALLOWED: dict[str, set[str]] = {
     "tmsim.planners": {*PLAN, "tmsim.strategies"},
     "tmsim.sim": PLAN,
     "tmsim.compare": {*PLAN, "tmsim.planners", "tmsim.sim", "tmsim.strategies"},
+    "tmsim.calibration": {*BASE, "hwmodels", "tmsim.sim"},
     "tmsim.results": {*BASE, "tmsim"},
     "tmsim.plots": {*BASE, "tmsim.sim"},
     "tmsim.figures": {*BASE, "tmsim.results"},

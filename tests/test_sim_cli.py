@@ -58,6 +58,18 @@ def test_json_summary(plan_file: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert on["contention"] is True
     assert on["simulated_s"] > on["predicted_s"]  # see test_sim_replay
     assert {"graph", "platform", "planner", "ratio", "events"} <= set(on)
+    assert (off["interference"], on["interference"]) == ("none", "bandwidth")
+    none = run_json(capsys, str(plan_file), "--interference", "NONE")
+    assert none["simulated_s"] == off["simulated_s"] and none["contention"] is False
+    full = run_json(capsys, str(plan_file), "--interference", "controller")
+    assert full["interference"] == "controller" and full["contention"] is True
+    assert full["simulated_s"] >= on["simulated_s"] * (1 - 1e-12)
+    with pytest.raises(SystemExit) as info:
+        main(["simulate", str(plan_file), "--interference", "full"])
+    assert info.value.code == 2
+    assert (
+        "unknown interference level 'full'; levels are none, bandwidth" in capsys.readouterr().err
+    )
 
 
 def test_graph_file_trace_and_timeline(

@@ -34,6 +34,7 @@ from hwmodels.platform import Platform
 from tmsim.capacity import fast_limit_bytes
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
+from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
 from tmsim.plan.validate import validate
 from tmsim.plan.values import Plan
 from tmsim.planners import PlanSettings, plan
@@ -53,13 +54,16 @@ class CompareSettings:
 
     ``plan``: the capacity and settings of every planner (:class:`PlanSettings`);
     ``contention``: simulate with shared bandwidth (False: every kernel and copy at its own
-    rate); ``strategies``: which to run (default: all that apply to the platform,
+    rate); ``level``: the interference level of the plans' replays when ``contention`` is on
+    (:mod:`tmsim.levels`; the 2LM and unified-memory simulations share bandwidth as at
+    ``bandwidth``); ``strategies``: which to run (default: all that apply to the platform,
     :func:`tmsim.strategies.applicable`); ``cache_block_bytes``: the 2LM simulation's block
     size (default: :func:`tmsim.sim.cache.replay_cache`'s).
     """
 
     plan: PlanSettings = field(default_factory=PlanSettings)
     contention: bool = True
+    level: InterferenceLevel = DEFAULT_LEVEL
     strategies: tuple[str, ...] | None = None
     cache_block_bytes: int | None = None
 
@@ -68,6 +72,7 @@ class CompareSettings:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["plan"] = self.plan.to_dict()
         out["strategies"] = None if self.strategies is None else list(self.strategies)
+        out["level"] = InterferenceLevel(self.level).value
         return out
 
 
@@ -175,7 +180,7 @@ def _run(
         if isinstance(got, TmsimError):
             raise got
         result = got
-    return plan_row(name, result, graph, platform, s.contention, cost)
+    return plan_row(name, result, graph, platform, s.contention, cost, s.level)
 
 
 def _run_all_fast(graph: Graph, platform: Platform, s: CompareSettings, cost: CostModel) -> Row:
@@ -191,9 +196,11 @@ def _run_all_fast(graph: Graph, platform: Platform, s: CompareSettings, cost: Co
             platform,
             s.contention,
             cost,
+            s.level,
         )
     ideal = platform.with_tier_capacity(fast.name, graph.peak_live_bytes)
-    row = plan_row("all-fast", plan("all-fast", graph, ideal, s.plan), graph, ideal, s.contention)
+    ideal_plan = plan("all-fast", graph, ideal, s.plan)
+    row = plan_row("all-fast", ideal_plan, graph, ideal, s.contention, None, s.level)
     grown = f"heuristic; tier {fast.name!r} grown to the step's peak, {graph.peak_live_bytes} B"
     return replace(row, status=grown)
 
@@ -205,10 +212,11 @@ def plan_row(
     platform: Platform,
     contention: bool = True,
     cost: CostModel | None = None,
+    level: InterferenceLevel = DEFAULT_LEVEL,
 ) -> Row:
-    """The row of a plan: validated, then replayed (with ``contention``)."""
+    """The row of a plan: validated, then replayed (with ``contention``, at ``level``)."""
     check = validate(result, graph, platform, cost)
-    trace = replay(result, graph, platform, contention=contention, cost=cost)
+    trace = replay(result, graph, platform, contention=contention, cost=cost, level=level)
     stats = result.stats
     return Row(
         strategy=strategy,

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from tmsim.cli.catalog import PLAN_DEFAULTS
 from tmsim.errors import TmsimError
+from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel, parse_level
 
 if TYPE_CHECKING:
     from tmsim.capacity import Capacity
@@ -80,6 +81,28 @@ def fraction_arg(text: str) -> float:
     if not 0 <= value <= 1:  # also refuses nan
         raise argparse.ArgumentTypeError(f"must be a number from 0 to 1, got {text!r}")
     return value
+
+
+def level_arg(text: str) -> InterferenceLevel:
+    """An argparse type: an interference level (:mod:`tmsim.levels`), any case."""
+    try:
+        return parse_level(text)
+    except TmsimError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_interference_argument(p: argparse.ArgumentParser) -> None:
+    """``--interference LEVEL`` (:func:`level_arg`), for the commands that replay plans."""
+    p.add_argument(
+        "--interference",
+        type=level_arg,
+        default=DEFAULT_LEVEL,
+        metavar="LEVEL",
+        help="how much sharing the replay models: none (the cost model's world), bandwidth "
+        "(tiers, links and copy engines shared max-min), controller (bandwidth plus the "
+        "platform's memory controller: channel time by traffic type, writes drained first, "
+        f"shares by demand) (default: {DEFAULT_LEVEL.value})",
+    )
 
 
 def seconds_arg(text: str) -> float | None:

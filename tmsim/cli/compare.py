@@ -16,6 +16,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, TextIO
 
 from tmsim.cli.args import (
+    add_interference_argument,
     add_plan_arguments,
     names_arg,
     settings_from_args,
@@ -23,6 +24,7 @@ from tmsim.cli.args import (
     text_arg,
 )
 from tmsim.cli.graph import add_graph_arguments, graph_from_args
+from tmsim.levels import InterferenceLevel
 from tmsim.strategies import STRATEGIES
 
 if TYPE_CHECKING:
@@ -49,11 +51,12 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
         help=f"comma-separated subset of {','.join(STRATEGIES)} (default: all that apply; "
         "a name that is not a strategy, or does not apply to the platform, is refused)",
     )
+    add_interference_argument(p)
     p.add_argument(
         "--no-contention",
         dest="contention",
         action="store_false",
-        help="simulate every kernel and copy at its own uncontended rate",
+        help="simulate every kernel and copy at its own uncontended rate (--interference none)",
     )
     p.add_argument("--block-bytes", type=size_arg, help="2LM simulation block size in bytes")
     p.add_argument(
@@ -96,7 +99,8 @@ def _compare(args: argparse.Namespace) -> int:
     platform = load_platform(args.platform)
     settings = CompareSettings(
         plan=settings_from_args(args),
-        contention=args.contention,
+        contention=args.contention and args.interference is not InterferenceLevel.NONE,
+        level=args.interference,
         strategies=args.strategies,
         cache_block_bytes=args.block_bytes,
     )

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from hwmodels.presets import load_platform
+from tmsim.cli.args import add_interference_argument
 from tmsim.errors import TmsimError
+from tmsim.levels import InterferenceLevel
 from tmsim.plan.files import load_plan
 from tmsim.plan.validate import validate
 from tmsim.plan.values import Plan
@@ -93,11 +95,13 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
         help="--cache-mode: report the first step from an empty cache (default: the second, "
         "steady-state step)",
     )
+    add_interference_argument(p)
     p.add_argument(
         "--no-contention",
         dest="contention",
         action="store_false",
-        help="run every kernel and copy at its own uncontended rate (the cost model's world)",
+        help="run every kernel and copy at its own uncontended rate (the cost model's world; "
+        "the same as --interference none)",
     )
     p.add_argument("--trace", metavar="PATH", help="write the trace as Parquet to PATH")
     p.add_argument(
@@ -231,6 +235,7 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
         "platform": trace.platform,
         "planner": trace.planner,
         "contention": trace.contention,
+        "interference": trace.level,
         "simulated_s": trace.simulated_s,
         "predicted_s": trace.predicted_s,
         "ratio": trace.simulated_s / trace.predicted_s if trace.predicted_s > 0 else None,
@@ -272,7 +277,7 @@ def _simulate(args: argparse.Namespace) -> int:
             f"plan {args.plan!r} is for platform {plan.platform!r}, not {platform.name!r}"
         )
     validate(plan, graph, platform).raise_if_invalid(shown=3)
-    trace = replay(plan, graph, platform, contention=args.contention)
+    trace = replay(plan, graph, platform, contention=args.contention, level=args.interference)
     _save(trace, args)
     info = trace_summary(trace)
     if args.json:
@@ -282,7 +287,7 @@ def _simulate(args: argparse.Namespace) -> int:
         return 0
     gb = 1e9
     print(f"replay           {info['planner']} plan for {info['graph']} on {info['platform']}")
-    print(f"contention       {'on' if trace.contention else 'off'}")
+    print(f"interference     {trace.level}")
     print(f"simulated step   {info['simulated_s']:.6f} s")
     ratio = info["ratio"]
     rel = f" (simulated/predicted {ratio:.4f})" if ratio is not None else ""
@@ -327,7 +332,7 @@ def _simulate_cache(args: argparse.Namespace) -> int:
         graph,
         platform,
         block_bytes=args.block_bytes,
-        contention=args.contention,
+        contention=args.contention and args.interference is not InterferenceLevel.NONE,
         warm=not args.cold,
     )
     _save(result.trace, args)

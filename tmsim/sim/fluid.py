@@ -28,8 +28,14 @@ The resources and what one second of them buys:
   behind one controller takes the sum of their device times, as the cost model charges a
   kernel that uses both.
 
+- the channels of a :class:`hwmodels.controller.MemoryController` (``channel``), one more
+  device with one second per second: a flow uses it for its bytes on the controller's tiers
+  times their bus-time weights, over its efficiency.
+
 Concurrent flows share every resource max-min fairly in bytes per second, each capped by its
-own limit (:func:`tmsim.sim.sharing.max_min_rates`). Because the mix factor depends on the
+own limit (:func:`tmsim.sim.sharing.max_min_rates`); with a ``channel`` its arbitration
+decides instead (:func:`tmsim.sim.rates.shared_rates`: writes that drain first, shares in
+proportion to demand). Because the mix factor depends on the
 rates, rates on a mixing tier are found by a fixed-point iteration on the aggregate read
 fraction. Rates are recomputed whenever flows start or end (all changes at one instant are
 handled together), and the next completion is scheduled from the new rates. With
@@ -50,7 +56,8 @@ from typing import Any
 import simpy
 
 from hwmodels.tiers import MemoryTier
-from tmsim.sim.sharing import max_min_rates
+from tmsim.sim.flows import Flow, FlowResult
+from tmsim.sim.rates import ChannelUse, shared_rates
 
 #: A flow whose remaining bytes fall below this fraction of its size is complete. Rounding in
 #: ``remaining -= rate * dt`` leaves residues of about 1e-16; this bounds the time error a
@@ -62,51 +69,37 @@ MIX_ROUNDS = 60
 MIX_UNDAMPED = 12
 
 
-@dataclass(frozen=True, slots=True)
-class Flow:
-    """Bytes to move through tiers and links (see the module documentation).
-
-    - ``nbytes``: the flow's size (>= 0), the unit of its progress and of its rate; a flow of
-      0 bytes completes at once;
-    - ``read_bytes``/``write_bytes``: bytes read and written on each tier over the whole flow
-      (tuples as long as the model's tier list, >= 0);
-    - ``cap_bytes_per_s``: the flow's own rate limit (> 0, ``inf`` for none): a copy engine's
-      or copy thread's rate, a kernel's rate at its roofline time;
-    - ``links``: ``(link index, bytes carried)`` for each link crossed;
-    - ``writers``: concurrent writers the flow presents to each tier it writes (>= 0);
-    - ``efficiency``: fraction of the tiers' peak bandwidth its access pattern reaches, in (0, 1].
-    """
-
-    nbytes: float
-    read_bytes: tuple[float, ...]
-    write_bytes: tuple[float, ...]
-    cap_bytes_per_s: float
-    links: tuple[tuple[int, float], ...] = ()
-    writers: int = 1
-    efficiency: float = 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class FlowResult:
-    """What a finished flow did: ``start_s``/``end_s`` in simulated seconds, and
-    ``moved_bytes``, the integral of its rate over that time (equal to its size to within
-    :data:`DONE_REL`)."""
-
-    start_s: float
-    end_s: float
-    moved_bytes: float
-
-
 class _Active:
     """A running flow: its fixed per-byte demands and its mutable progress."""
 
-    __slots__ = ("event", "flow", "moved", "rate", "remaining", "start_s", "tiers")
+    __slots__ = (
+        "channel_s",
+        "event",
+        "flow",
+        "moved",
+        "priority",
+        "rate",
+        "remaining",
+        "start_s",
+        "tiers",
+    )
 
-    def __init__(self, flow: Flow, event: simpy.Event, start_s: float, tiers: list[_TierUse]):
+    def __init__(
+        self,
+        flow: Flow,
+        event: simpy.Event,
+        start_s: float,
+        tiers: list[_TierUse],
+        channel_s: float = 0.0,
+        priority: bool = False,
+    ):
         self.flow = flow
         self.event = event
         self.start_s = start_s
         self.tiers = tiers
+        #: channel-seconds per byte of progress (0: the flow does not use the channel)
+        self.channel_s = channel_s
+        self.priority = priority
         self.remaining = float(flow.nbytes)
         self.moved = 0.0
         self.rate = 0.0
@@ -128,9 +121,11 @@ class FluidModel:
 
     ``tiers``: the memory tiers, indexed as the flows' byte tuples; ``link_bw_bytes_per_s``:
     each link's bandwidth (> 0); ``controllers``: groups of tier indices behind one shared
-    memory controller (:meth:`hwmodels.Platform.controller_groups`); ``shared=False`` runs
-    every flow at its own cap, ignoring resources. Raises ``ValueError`` for a link bandwidth
-    that is not positive or a controller group naming an unknown tier.
+    memory controller (:meth:`hwmodels.Platform.controller_groups`); ``channel``: the
+    controller whose channels the tiers share (:meth:`tmsim.sim.rates.ChannelUse.of`), or
+    None; ``shared=False`` runs every flow at its own cap, ignoring resources. Raises
+    ``ValueError`` for a link bandwidth that is not positive, a controller group naming an
+    unknown tier, or a channel not given for every tier.
     """
 
     def __init__(
@@ -140,7 +135,12 @@ class FluidModel:
         link_bw_bytes_per_s: Sequence[float] = (),
         shared: bool = True,
         controllers: Sequence[Sequence[int]] = (),
+        channel: ChannelUse | None = None,
     ) -> None:
+        if channel is not None and len(channel.priority) != len(tiers):
+            raise ValueError(
+                f"the channel describes {len(channel.priority)} tiers, not {len(tiers)}"
+            )
         if any(not (bw > 0) for bw in link_bw_bytes_per_s):
             raise ValueError(f"link bandwidths must be > 0, got {list(link_bw_bytes_per_s)}")
         if any(not 0 <= t < len(tiers) for g in controllers for t in g):
@@ -155,6 +155,7 @@ class FluidModel:
         self.tiers = tuple(tiers)
         self.link_bw_bytes_per_s = tuple(float(b) for b in link_bw_bytes_per_s)
         self.shared = shared
+        self.channel = channel
         self._active: list[_Active] = []
         self._last_s = 0.0
         self._pending = False
@@ -190,7 +191,12 @@ class FluidModel:
                 if self._mixing[t] and r > 0 and w > 0:
                     own = float(self.tiers[t].interference.mix_factor(r / (r + w)))
                 uses.append(_TierUse(t, r / n, w / n, own))
-        self._active.append(_Active(flow, event, now, uses))
+        channel_s, first = 0.0, False
+        if self.channel is not None:
+            channel_s = self.channel.seconds_per_byte(flow.read_bytes, flow.write_bytes)
+            channel_s /= n * flow.efficiency
+            first = self.channel.is_priority(flow.write_bytes)
+        self._active.append(_Active(flow, event, now, uses, channel_s, first))
         self._touch()
         return event
 
@@ -210,8 +216,11 @@ class FluidModel:
         for link, nbytes in flow.links:
             if not (0 <= link < len(self.link_bw_bytes_per_s)) or nbytes < 0:
                 raise ValueError(f"unknown link {link} or negative bytes {nbytes!r}")
-        if not self.shared and math.isinf(flow.cap_bytes_per_s) and flow.nbytes > 0:
-            raise ValueError("without sharing a flow needs a finite cap")
+        if math.isinf(flow.cap_bytes_per_s) and flow.nbytes > 0:
+            if not self.shared:
+                raise ValueError("without sharing a flow needs a finite cap")
+            if self.channel is not None and self.channel.demand:
+                raise ValueError("sharing in proportion to demand needs a finite cap")
 
     def _touch(self) -> None:
         """Recompute rates once at this instant, after every change made at it."""
@@ -247,7 +256,11 @@ class FluidModel:
                 break
         self._wake_gen += 1
         if self._active:
-            next_s = min(now + a.remaining / a.rate for a in self._active)
+            # A flow held at rate 0 (behind writes that drain first) waits for the next change.
+            moving = [now + a.remaining / a.rate for a in self._active if a.rate > 0]
+            if not moving:
+                raise RuntimeError("every active flow is held at rate 0; nothing can finish")
+            next_s = min(moving)
             wake = self.env.timeout(next_s - now, value=self._wake_gen)
             wake.callbacks.append(self._on_wake)
 
@@ -285,6 +298,9 @@ class FluidModel:
         capacities = [1.0] * n_tiers + list(self.link_bw_bytes_per_s)
         capacities += [1.0] * self._n_controllers
         first_controller = n_tiers + len(self.link_bw_bytes_per_s)
+        bus = len(capacities)
+        if self.channel is not None:
+            capacities.append(1.0)
         mixing = [t for t in range(n_tiers) if self._mixing[t] and len(on_tier[t]) > 1]
         fraction: dict[int, float] = {}
         rates: list[float] = []
@@ -302,8 +318,9 @@ class FluidModel:
                     c = self._controller[t]
                     if c >= 0:
                         shared[first_controller + c] = shared.get(first_controller + c, 0.0) + b
-                uses.append(row + links[i] + list(shared.items()))
-            rates = max_min_rates(caps, uses, capacities)
+                bus_use = [(bus, a.channel_s)] if a.channel_s > 0 else []
+                uses.append(row + links[i] + list(shared.items()) + bus_use)
+            rates = self._share(caps, uses, capacities)
             if not mixing:
                 break
             new = {t: self._read_fraction(t, on_tier[t], rates) for t in mixing}
@@ -315,6 +332,21 @@ class FluidModel:
             fraction = {t: 0.5 * (fraction[t] + new[t]) for t in mixing} if damp else new
         for a, r in zip(active, rates, strict=True):
             a.rate = r
+
+    def _share(
+        self, caps: list[float], uses: list[list[tuple[int, float]]], capacities: list[float]
+    ) -> list[float]:
+        ch = self.channel
+        if ch is None:
+            return shared_rates(caps, uses, capacities)
+        return shared_rates(
+            caps,
+            uses,
+            capacities,
+            demand=ch.demand,
+            priority=[a.priority for a in self._active],
+            priority_share=ch.priority_share,
+        )
 
     def _read_fraction(self, t: int, flows: list[int], rates: list[float]) -> float:
         read = total = 0.0

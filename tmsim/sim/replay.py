@@ -16,7 +16,9 @@ The step, as the plan and the cost model define it (:mod:`tmsim.plan.values`,
 ``contention=True`` runs the machine: asynchronous copies take a copy engine or thread of
 their pool (more wait, first come first served in plan order), and kernels and copies share
 tier and link bandwidth through :class:`~tmsim.sim.fluid.FluidModel` with the tiers'
-interference models. ``contention=False`` runs the cost model's world: every kernel and copy
+interference models, at the interference ``level`` (:mod:`tmsim.levels`: ``bandwidth``,
+or ``controller`` adding the platform's memory controller). ``contention=False`` (or the level
+``none``) runs the cost model's world: every kernel and copy
 at its own uncontended rate, and the asynchronous moves of one kernel one after another,
 whatever their engines (the cost model charges their sum). Then the simulated step time
 equals the plan's predicted time up to rounding, for any plan the planners make.
@@ -32,8 +34,10 @@ import simpy
 
 from hwmodels.platform import Platform
 from tmsim.cost import CostModel
+from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
 from tmsim.plan.values import Plan
 from tmsim.sim.fluid import FlowResult, FluidModel, kernel_body
+from tmsim.sim.rates import ChannelUse
 from tmsim.sim.schedule import MoveSpec, Schedule, build_schedule
 from tmsim.sim.trace import ASYNC, KERNEL, SYNC, Record, Trace
 from tmsim.workload.graph import Graph
@@ -47,9 +51,11 @@ def replay(
     platform: Platform,
     contention: bool = True,
     cost: CostModel | None = None,
+    level: InterferenceLevel = DEFAULT_LEVEL,
 ) -> Trace:
     """Simulate one step of ``plan`` for ``graph`` on ``platform`` and return its trace.
 
+    ``level``: the interference level when ``contention`` is on (``none`` turns it off).
     ``cost`` is the cost model that times kernels and moves (default
     ``CostModel(graph, platform)``; pass the one the plan was made with if it differs). The
     trace's ``predicted_s`` is ``plan.predicted_s``. Deterministic: the same arguments give an
@@ -59,6 +65,8 @@ def replay(
     written.
     """
     sched = build_schedule(plan, graph, platform, cost)
+    level = InterferenceLevel(level) if contention else InterferenceLevel.NONE
+    contention = level is not InterferenceLevel.NONE
     env = simpy.Environment()
     fluid = FluidModel(
         env,
@@ -66,6 +74,7 @@ def replay(
         sched.link_bw_bytes_per_s,
         shared=contention,
         controllers=platform.controller_groups(),
+        channel=ChannelUse.of(platform) if level is InterferenceLevel.CONTROLLER else None,
     )
     run = _Run(env, fluid, sched, platform.tier_names, contention)
     proc = env.process(run.step())
@@ -79,6 +88,7 @@ def replay(
         platform=plan.platform,
         planner=plan.planner,
         contention=contention,
+        level=level.value,
         tier_names=platform.tier_names,
         fast_limit_bytes=plan.fast_limit_bytes,
         predicted_s=plan.predicted_s,

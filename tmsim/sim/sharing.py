@@ -4,6 +4,8 @@ A pure function, independent of SimPy, so that the sharing rule can be checked b
 :func:`max_min_rates` raises every unfrozen flow's rate at the same pace until a resource is
 full or a flow reaches its own cap, freezes the flows concerned, and repeats. The result is the
 max-min fair allocation: no flow can get more without taking from a flow that has no more.
+With ``weights`` the pace of flow ``f`` is ``weights[f]`` (weighted max-min fairness: on a full
+resource the rates of the flows it freezes are in proportion to their weights).
 """
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ FULL_REL = 1e-12
 
 
 def max_min_rates(
-    caps: Sequence[float], uses: Sequence[Uses], capacities: Sequence[float]
+    caps: Sequence[float],
+    uses: Sequence[Uses],
+    capacities: Sequence[float],
+    weights: Sequence[float] | None = None,
 ) -> list[float]:
-    """Max-min fair rates of ``n`` flows.
+    """Max-min fair rates of ``n`` flows (weighted by ``weights``, all 1 when None).
 
     - ``caps[f]``: flow ``f``'s own rate limit (> 0; ``inf`` for none);
     - ``uses[f]``: the resources flow ``f`` crosses, each with the capacity one unit of its
@@ -31,9 +36,12 @@ def max_min_rates(
 
     Every flow gets the same rate except those held lower by their own cap or by a full
     resource they cross (and those then leave more to the others). A flow that reaches its cap
-    gets exactly its cap. A flow with no cap and no resource gets ``inf``. Deterministic: the
-    result depends only on the arguments, in their order. Raises ``ValueError`` for a cap,
-    coefficient or capacity that is not positive.
+    gets exactly its cap. A flow with no cap and no resource gets ``inf``. With ``weights``,
+    flow ``f``'s rate is ``weights[f]`` times a common level until it is frozen, so flows
+    frozen together have rates in proportion to their weights; all weights equal give the
+    unweighted result exactly. Deterministic: the result depends only on the arguments, in
+    their order. Raises ``ValueError`` for a cap, coefficient, capacity or weight that is not
+    positive, or a weight that is not finite.
     """
     n = len(caps)
     if len(uses) != n:
@@ -42,6 +50,13 @@ def max_min_rates(
         raise ValueError("caps and capacities must be > 0")
     if any(not a > 0 for u in uses for _, a in u):
         raise ValueError("resource coefficients must be > 0")
+    if weights is None:
+        pace = [1.0] * n
+    else:
+        if len(weights) != n or any(not (0 < w < math.inf) for w in weights):
+            raise ValueError("weights must be one finite number > 0 per flow")
+        top = max(weights, default=1.0)
+        pace = [w / top for w in weights]
     rate = [0.0] * n
     residual = list(capacities)
     level = 0.0
@@ -50,8 +65,8 @@ def max_min_rates(
         load: dict[int, float] = {}
         for f in active:
             for r, a in uses[f]:
-                load[r] = load.get(r, 0.0) + a
-        step = min(caps[f] for f in active) - level
+                load[r] = load.get(r, 0.0) + a * pace[f]
+        step = min(caps[f] / pace[f] for f in active) - level
         for r, total in load.items():
             step = min(step, residual[r] / total)
         if math.isinf(step):
@@ -67,17 +82,17 @@ def max_min_rates(
                 full.add(r)
         still: list[int] = []
         for f in active:
-            if caps[f] <= level:
+            if caps[f] <= level * pace[f]:
                 rate[f] = caps[f]
             elif any(r in full for r, _ in uses[f]):
-                rate[f] = level
+                rate[f] = level * pace[f]
             else:
                 still.append(f)
         if len(still) == len(active):
             # Rounding left the binding resource a hair above FULL_REL: freeze at the level
             # reached rather than loop; the error is below FULL_REL of that resource.
             for f in still:
-                rate[f] = level
+                rate[f] = level * pace[f]
             break
         active = still
     return rate

@@ -98,7 +98,8 @@ class Trace:
     """A replayed step (see the module documentation).
 
     ``graph``, ``platform``, ``planner``: what was replayed; ``contention``: whether flows
-    shared bandwidth; ``tier_names``: the platform's tiers, fastest first;
+    shared bandwidth; ``level``: the interference level (:mod:`tmsim.levels`);
+    ``tier_names``: the platform's tiers, fastest first;
     ``fast_limit_bytes``: the plan's fast-tier limit; ``predicted_s``: the plan's predicted
     step time; ``simulated_s``: the simulated one; ``events``: SimPy events processed;
     ``records``: in start order (ties: kernels before the moves issued with them, then plan
@@ -115,6 +116,7 @@ class Trace:
     simulated_s: float
     events: int
     records: tuple[Record, ...]
+    level: str = "bandwidth"
 
     def kernels(self) -> tuple[Record, ...]:
         """The kernel records, in execution order."""
@@ -178,6 +180,7 @@ class Trace:
             "platform": self.platform,
             "planner": self.planner,
             "contention": self.contention,
+            "level": self.level,
             "tier_names": list(self.tier_names),
             "fast_limit_bytes": self.fast_limit_bytes,
             "predicted_s": self.predicted_s,
@@ -239,6 +242,7 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
         platform=str(head["platform"]),
         planner=str(head["planner"]),
         contention=bool(head["contention"]),
+        level=str(head.get("level", "bandwidth" if head["contention"] else "none")),
         tier_names=tiers,
         fast_limit_bytes=int(head["fast_limit_bytes"]),
         predicted_s=float(head["predicted_s"]),

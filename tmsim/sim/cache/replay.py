@@ -165,6 +165,7 @@ def replay_cache(
         platform=platform.name,
         planner=PLANNER,
         contention=contention,
+        level="bandwidth" if contention else "none",
         tier_names=platform.tier_names,
         fast_limit_bytes=walk.cache.capacity_bytes,
         predicted_s=all_backing_s,

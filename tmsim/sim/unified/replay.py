@@ -236,6 +236,7 @@ def replay_unified(
         platform=platform.name,
         planner=PLANNER,
         contention=contention,
+        level="bandwidth" if contention else "none",
         tier_names=platform.tier_names,
         fast_limit_bytes=cap,
         predicted_s=predicted,

@@ -1,0 +1,135 @@
+"""A memory controller whose channels several tiers share: bus time, arbitration, write drains.
+
+On a Cascade Lake socket the DRAM DIMM and the Optane PMM of each channel share its bus, and the
+integrated memory controller arbitrates between their transactions (Intel, "Intel Optane
+persistent memory BIOS settings", the arbitration profiles; ``reference/interference-and-
+solvers.md`` A1). :class:`MemoryController` describes that controller as the replay's
+``controller`` interference level uses it (:mod:`tmsim.sim.rates`):
+
+- **channel time.** The channels carry ``bw_bytes_per_s`` bytes per second of the reference
+  traffic (DRAM reads). A byte of another kind holds the channel ``weight`` times as long: a
+  flow moving ``r_t`` read and ``w_t`` written bytes per byte of its progress on tier ``t``
+  uses ``sum_t (r_t * read_t + w_t * write_t) / bw`` channel-seconds per byte (divided by its
+  access efficiency, as device time is). All traffic on the controller's tiers shares one
+  second of channel time per second.
+- **write drains first.** Writes to a tier in ``priority_tiers`` (a full write-pending queue is
+  drained before reads are served: FairHym and Imamura & Yoshida, HPC Asia 2020, find PMM
+  writes block DRAM accesses and not the reverse) are served first: a flow that writes to such a
+  tier gets ``write_priority`` (0 to 1) of the rate it would get if only such flows ran, before
+  every flow shares what is left.
+- **arbitration.** ``"demand"``: what is left is shared in proportion to each flow's demand,
+  its uncontended rate (the requests it keeps outstanding at its own latency), so every flow on
+  a full resource slows by the same factor and a 24-thread kernel is not held to the rate of a
+  one-thread copy beside it; ``"max-min"``: equal rates, as the ``bandwidth`` level shares.
+
+With ``max-min`` arbitration, no priority and a channel no flow fills, the controller adds
+nothing to the ``bandwidth`` level (a property the tests check).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hwmodels._checks import RATE, in_range, is_number, rate, shown
+from hwmodels.errors import HardwareModelError
+
+#: Sharing rules :attr:`MemoryController.arbitration` may name.
+ARBITRATIONS = ("demand", "max-min")
+
+#: Largest bus-time weight: a byte that holds the channel a thousand times as long as a DRAM
+#: read is beyond any device we model, and keeps every time finite (:mod:`hwmodels._checks`).
+MAX_WEIGHT = 1e3
+
+
+@dataclass(frozen=True, slots=True)
+class BusWeight:
+    """Channel time per byte read and written on ``tier``, in reference bytes (DRAM reads):
+    ``read`` and ``write`` in [1e-3, 1e3]."""
+
+    tier: str
+    read: float
+    write: float
+
+    def __post_init__(self) -> None:
+        where = f"controller: weights.{self.tier}"
+        if not (isinstance(self.tier, str) and self.tier.strip()):
+            raise HardwareModelError("controller: a weight must name a tier")
+        for name in ("read", "write"):
+            value = getattr(self, name)
+            if not (is_number(value) and in_range(value, 1 / MAX_WEIGHT, MAX_WEIGHT)):
+                raise HardwareModelError(
+                    f"{where}: {name} must be a number in [{1 / MAX_WEIGHT:g}, {MAX_WEIGHT:g}], "
+                    f"got {shown(value)}"
+                )
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryController:
+    """The channels some tiers share (see the module documentation).
+
+    - ``bw_bytes_per_s``: reference bytes the channels carry per second (a rate, 1 to 1e21);
+    - ``weights``: one :class:`BusWeight` per tier behind the controller (two or more tiers,
+      each once);
+    - ``arbitration``: one of :data:`ARBITRATIONS`;
+    - ``write_priority``: in [0, 1], the share of their priority-only rate that flows writing to
+      a ``priority_tiers`` tier get first (0: no priority; 1: strict);
+    - ``priority_tiers``: tiers (among ``weights``) whose writes drain first;
+    - ``source``: where the numbers come from.
+
+    Raises :class:`HardwareModelError` as ``controller: <field> ...`` for a bad value. Whether
+    the tiers exist is checked by :class:`hwmodels.Platform`.
+    """
+
+    bw_bytes_per_s: float
+    weights: tuple[BusWeight, ...]
+    arbitration: str = "demand"
+    write_priority: float = 0.0
+    priority_tiers: tuple[str, ...] = ()
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        where = "controller"
+        if not rate(self.bw_bytes_per_s):
+            raise HardwareModelError(
+                f"{where}: channel_bw must be {RATE}, got {shown(self.bw_bytes_per_s)}"
+            )
+        names = [w.tier for w in self.weights]
+        if len(names) < 2:
+            raise HardwareModelError(f"{where}: weights must name two or more tiers")
+        if len(set(names)) != len(names):
+            raise HardwareModelError(f"{where}: weights name a tier twice")
+        if self.arbitration not in ARBITRATIONS:
+            raise HardwareModelError(
+                f"{where}: arbitration must be one of {', '.join(ARBITRATIONS)}, "
+                f"got {self.arbitration!r}"
+            )
+        share = self.write_priority
+        if not (is_number(share) and in_range(share, 0.0, 1.0)):
+            raise HardwareModelError(
+                f"{where}: write_priority must lie in [0, 1], got {shown(share)}"
+            )
+        for t in self.priority_tiers:
+            if t not in names:
+                raise HardwareModelError(
+                    f"{where}: priority_tiers names {t!r}, which has no weights "
+                    f"(weights: {', '.join(names)})"
+                )
+        if len(set(self.priority_tiers)) != len(self.priority_tiers):
+            raise HardwareModelError(f"{where}: priority_tiers names a tier twice")
+        if not isinstance(self.source, str):
+            raise HardwareModelError(f"{where}: source must be a string")
+
+    @property
+    def tiers(self) -> tuple[str, ...]:
+        """The tiers behind the controller, in the order of ``weights``."""
+        return tuple(w.tier for w in self.weights)
+
+    def weight(self, tier: str) -> BusWeight | None:
+        """The bus weights of ``tier``, or None for a tier not behind the controller."""
+        for w in self.weights:
+            if w.tier == tier:
+                return w
+        return None
+
+
+__all__ = ["ARBITRATIONS", "MAX_WEIGHT", "BusWeight", "MemoryController"]

@@ -1,0 +1,1 @@
+"""Fits of the hardware models' parameters to published measurements (one module per fit)."""
