@@ -27,7 +27,6 @@ The resources and what one second of them buys:
   device-seconds it spends on the group's tiers, so concurrent traffic on DRAM and PMM
   behind one controller takes the sum of their device times, as the cost model charges a
   kernel that uses both.
-
 - the channels of a :class:`hwmodels.controller.MemoryController` (``channel``), one more
   device with one second per second: a flow uses it for its bytes on the controller's tiers
   times their bus-time weights, over its efficiency.
@@ -58,6 +57,7 @@ import simpy
 from hwmodels.tiers import MemoryTier
 from tmsim.sim.flows import Flow, FlowResult
 from tmsim.sim.rates import ChannelUse, shared_rates
+from tmsim.sim.sharing import max_min_rates
 
 #: A flow whose remaining bytes fall below this fraction of its size is complete. Rounding in
 #: ``remaining -= rate * dt`` leaves residues of about 1e-16; this bounds the time error a
@@ -338,7 +338,7 @@ class FluidModel:
     ) -> list[float]:
         ch = self.channel
         if ch is None:
-            return shared_rates(caps, uses, capacities)
+            return max_min_rates(caps, uses, capacities)
         return shared_rates(
             caps,
             uses,

@@ -56,10 +56,12 @@ def shared_rates(
         raise ValueError(f"priority_share must lie in [0, 1], got {priority_share!r}")
     if demand and any(math.isinf(c) for c in caps):
         raise ValueError("demand sharing needs every flow's cap to be finite")
+    first = [f for f in range(n) if flags[f]] if priority_share > 0 else []
+    if not demand and not first:
+        return max_min_rates(caps, uses, capacities)
     reserved = [0.0] * n
     residual = list(capacities)
-    first = [f for f in range(n) if flags[f]]
-    if priority_share > 0 and first:
+    if first:
         got = max_min_rates(
             [caps[f] for f in first],
             [uses[f] for f in first],
