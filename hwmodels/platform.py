@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from hwmodels.cache import DramCache
 from hwmodels.compute import Compute
 from hwmodels.controller import MemoryController
+from hwmodels.copythread import CopyThread
 from hwmodels.errors import HardwareModelError
 from hwmodels.memory_mode import MemoryMode
 from hwmodels.paths import CopyPath
@@ -44,6 +45,9 @@ class Platform:
       bus-time weights, arbitration and write drains, as the replay's ``controller``
       interference level uses them; its tiers must exist. It is a resource of its own beside
       any ``shared_controllers`` group.
+    - ``copy_thread``: with a :class:`CopyThread`, the CPU thread that runs asynchronous
+      copies between its tiers, as the ``controller`` interference level runs it (loaded
+      latency, a shared or dedicated core); its tiers must exist.
     - ``name``, ``description``, ``source``: identification and provenance.
     - ``memory_mode``: with a :class:`MemoryMode`, how the flat platform's fastest tier can
       act as a hardware cache of its next one (:meth:`in_memory_mode`
@@ -59,7 +63,7 @@ class Platform:
     tier; kernels that cannot reach the fastest addressable tier; a cache larger than its
     tier, or whose tier is visible to kernels or copies; a ``memory_mode`` or
     ``unified_memory`` of the wrong type, or a memory mode on a platform of one tier; a
-    ``controller`` naming an unknown tier.
+    ``controller`` or ``copy_thread`` naming an unknown tier.
     """
 
     name: str
@@ -74,6 +78,7 @@ class Platform:
     memory_mode: MemoryMode | None = None
     unified_memory: UnifiedMemory | None = None
     controller: MemoryController | None = None
+    copy_thread: CopyThread | None = None
 
     def __post_init__(self) -> None:
         where = f"platform {self.name!r}"
@@ -149,17 +154,21 @@ class Platform:
         self._check_controller(where, known)
 
     def _check_controller(self, where: str, known: set[str]) -> None:
-        ctl = self.controller
-        if ctl is None:
-            return
-        if not isinstance(ctl, MemoryController):
-            raise HardwareModelError(f"{where}: controller must be a MemoryController")
-        for t in ctl.tiers:
-            if t not in known:
-                raise HardwareModelError(
-                    f"{where}: controller: weights name unknown tier {t!r}; tiers are "
-                    f"{', '.join(sorted(known))}"
-                )
+        checks = (
+            ("controller", self.controller, MemoryController, "weights"),
+            ("copy_thread", self.copy_thread, CopyThread, "tiers"),
+        )
+        for field_name, value, kind, listing in checks:
+            if value is None:
+                continue
+            if not isinstance(value, kind):
+                raise HardwareModelError(f"{where}: {field_name} must be a {kind.__name__}")
+            for t in value.tier_names if isinstance(value, CopyThread) else value.tiers:
+                if t not in known:
+                    raise HardwareModelError(
+                        f"{where}: {field_name}: {listing} name unknown tier {t!r}; tiers are "
+                        f"{', '.join(sorted(known))}"
+                    )
 
     def _check_driver_models(self, where: str) -> None:
         if self.memory_mode is not None:

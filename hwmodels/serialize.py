@@ -15,6 +15,7 @@ from typing import Any
 from hwmodels.cache import LINE_FIELDS, DramCache
 from hwmodels.compute import ClassEfficiency, Compute, OpClass
 from hwmodels.controller import BusWeight, MemoryController
+from hwmodels.copythread import CopyThread, ThreadRates
 from hwmodels.errors import HardwareModelError
 from hwmodels.memory_mode import MemoryMode
 from hwmodels.paths import CopyPath
@@ -78,12 +79,23 @@ def _compute(c: Table) -> Compute:
     return compute
 
 
-def _copy_path(p: Table) -> CopyPath:
+def _copy_path(p: Table, thread: CopyThread | None) -> CopyPath:
+    """A ``[[copy_paths]]`` entry. Without ``async_bw_<unit>`` a path between two tiers of the
+    platform's copy thread takes the thread's idle rate (:meth:`CopyThread.idle_bw`)."""
+    src, dst = p.string("src"), p.string("dst")
+    idle = thread.idle_bw(src, dst) if thread is not None and thread.copies(src, dst) else None
+    given = any(k.startswith("async_bw_") for k in p.data)
+    if thread is not None and idle is None and not given:
+        p.fail(
+            f"missing field async_bw (the copy thread's idle rate applies only between its "
+            f"tiers {', '.join(thread.tier_names)}; {src!r} -> {dst!r} needs async_bw_GBps)"
+        )
+    async_bw = p.quantity("async_bw", RATE, default=idle)
     path = CopyPath(
-        src=p.string("src"),
-        dst=p.string("dst"),
+        src=src,
+        dst=dst,
         sync_bw_bytes_per_s=p.quantity("sync_bw", RATE),
-        async_bw_bytes_per_s=p.quantity("async_bw", RATE),
+        async_bw_bytes_per_s=async_bw,
         copy_engines=p.integer("copy_engines", 1),
         duplex=p.boolean("duplex", True),
         source=p.string("source", ""),
@@ -115,6 +127,35 @@ def _line_fields(t: Table) -> dict[str, Any]:
         "write_allocate": t.boolean("write_allocate", d.write_allocate),
         "miss_latency_s": t.quantity("miss_latency", TIME, strict=False, default=d.miss_latency_s),
     }
+
+
+def _copy_thread(c: Table) -> CopyThread:
+    """A ``[copy_thread]`` table: ``tiers`` (tier name to ``{ read_bw_<unit> = ..,
+    write_bw_<unit> = .. }``), optional ``latency_slope``, ``max_latency_factor``, ``core``,
+    ``core_slowdown``, ``straggler`` and ``source``."""
+    t = c.table("tiers")
+    rates = []
+    for name in list(t.data):
+        entry = t.table(name)
+        rates.append(
+            ThreadRates(name, entry.quantity("read_bw", RATE), entry.quantity("write_bw", RATE))
+        )
+        entry.done()
+    t.done()
+    d = CopyThread(tiers=tuple(rates))
+    thread = CopyThread(
+        tiers=tuple(rates),
+        latency_slope=c.number("latency_slope") if c.has("latency_slope") else d.latency_slope,
+        max_latency_factor=(
+            c.number("max_latency_factor") if c.has("max_latency_factor") else d.max_latency_factor
+        ),
+        core=c.string("core", d.core),
+        core_slowdown=c.number("core_slowdown") if c.has("core_slowdown") else d.core_slowdown,
+        straggler=c.number("straggler") if c.has("straggler") else d.straggler,
+        source=c.string("source", ""),
+    )
+    c.done()
+    return thread
 
 
 def _memory_mode(m: Table) -> MemoryMode:
@@ -191,8 +232,10 @@ def _platform(top: Table) -> Platform:
     for i, raw in enumerate(top.array("tiers")):
         name = raw.get("name", "?") if isinstance(raw, Mapping) else "?"
         tiers.append(_tier(Table(raw, origin, f"tiers[{i}] ({name})")))
+    thread = top.get("copy_thread") if top.has("copy_thread") else None
+    copy_thread = None if thread is None else _copy_thread(Table(thread, origin, "copy_thread"))
     paths = tuple(
-        _copy_path(Table(raw, origin, f"copy_paths[{i}]"))
+        _copy_path(Table(raw, origin, f"copy_paths[{i}]"), copy_thread)
         for i, raw in enumerate(top.array("copy_paths") if top.has("copy_paths") else [])
     )
     kernel_tiers = top.array("kernel_tiers")
@@ -223,6 +266,7 @@ def _platform(top: Table) -> Platform:
             None if driver is None else _unified_memory(Table(driver, origin, "unified_memory"))
         ),
         controller=None if ctl is None else _controller(Table(ctl, origin, "controller")),
+        copy_thread=copy_thread,
     )
     top.done()
     return platform
@@ -231,8 +275,8 @@ def _platform(top: Table) -> Platform:
 def platform_to_dict(p: Platform) -> dict[str, Any]:
     """The platform as plain data in SI units (keys as :func:`platform_from_dict` reads them).
 
-    ``cache``, ``memory_mode``, ``unified_memory`` and ``controller`` are omitted when None
-    (TOML has no null).
+    ``cache``, ``memory_mode``, ``unified_memory``, ``controller`` and ``copy_thread`` are
+    omitted when None (TOML has no null).
     """
     out: dict[str, Any] = {
         "name": p.name,
@@ -319,6 +363,23 @@ def platform_to_dict(p: Platform) -> dict[str, Any]:
             "write_priority": ctl.write_priority,
             "priority_tiers": list(ctl.priority_tiers),
             "source": ctl.source,
+        }
+    if p.copy_thread is not None:
+        th = p.copy_thread
+        out["copy_thread"] = {
+            "tiers": {
+                r.tier: {
+                    "read_bw_bytes_per_s": r.read_bw_bytes_per_s,
+                    "write_bw_bytes_per_s": r.write_bw_bytes_per_s,
+                }
+                for r in th.tiers
+            },
+            "latency_slope": th.latency_slope,
+            "max_latency_factor": th.max_latency_factor,
+            "core": th.core,
+            "core_slowdown": th.core_slowdown,
+            "straggler": th.straggler,
+            "source": th.source,
         }
     return out
 

@@ -46,8 +46,10 @@ def test_platform_prints_readably(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.startswith("cascadelake-optane: ")
     assert "DRAM: 192 GiB, read 104.6 GB/s, write 76.8 GB/s" in out
     assert "PMM: 1536 GiB, read 37.6 GB/s, write 12.5 GB/s" in out
-    assert "PMM -> DRAM: sync 29 GB/s, async 2 GB/s" in out
-    assert "DRAM -> PMM: sync 12 GB/s, async 2.5 GB/s" in out
+    assert "PMM -> DRAM: sync 29 GB/s, async 1.726 GB/s" in out
+    assert "controller: channels 104.6 GB/s, bus weights DRAM read 1 write 1.362" in out
+    assert "copy thread: DRAM read 7.38 GB/s write 4.31 GB/s; PMM read 2.88 GB/s" in out
+    assert "DRAM -> PMM: sync 12 GB/s, async 2.648 GB/s" in out
     assert main(["platform", "cascadelake-2lm"]) == 0
     out = capsys.readouterr().out
     assert "cache: DRAM caches PMM, 192 GiB, 64 B lines, direct-mapped, write-back" in out

@@ -64,6 +64,14 @@ def test_json_summary(plan_file: Path, capsys: pytest.CaptureFixture[str]) -> No
     full = run_json(capsys, str(plan_file), "--interference", "controller")
     assert full["interference"] == "controller" and full["contention"] is True
     assert full["simulated_s"] >= on["simulated_s"] * (1 - 1e-12)
+    causes = {"shared", "blocked", "core", "latency"}
+    for summary in (off, on, full):
+        assert set(summary["kernels_lost_s"]) == set(summary["copies_lost_s"]) == causes  # type: ignore[arg-type]
+    assert sum(off["kernels_lost_s"].values()) == 0.0  # type: ignore[attr-defined]
+    assert sum(on["kernels_lost_s"].values()) > 0  # type: ignore[attr-defined]
+    assert main(["simulate", str(plan_file), "--interference", "controller"]) == 0
+    text = capsys.readouterr().out
+    assert "kernels lost     shared " in text and "copies past      their kernels' ends" in text
     with pytest.raises(SystemExit) as info:
         main(["simulate", str(plan_file), "--interference", "full"])
     assert info.value.code == 2

@@ -69,7 +69,8 @@ def test_async_eviction_slows_a_pmm_bound_kernel_by_the_device_time_it_takes() -
     launch = cost.launch_s
     times = cost.kernel_times_s(op_tiers)
     latency = 101.5e-9 + 90.4e-9  # DRAM's read and PMM's write latency: the first byte
-    copy_s = latency + 50 * MB / 2.5e9
+    c = CPU.copy_path("DRAM", "PMM").async_bw_bytes_per_s
+    copy_s = latency + 50 * MB / c
     assert off.simulated_s == pytest.approx(plan.predicted_s, rel=REL)
     assert only(off, "kernel", "k0").end_s == pytest.approx(times[0], rel=REL)
     assert only(on, ASYNC, "a").end_s == pytest.approx(copy_s, rel=REL)  # the copy keeps its rate
@@ -82,7 +83,6 @@ def test_async_eviction_slows_a_pmm_bound_kernel_by_the_device_time_it_takes() -
     mem_s = float(cost.memory_s(op_tiers)[0])
     cap = n / mem_s
     a = (4 * GB / n) / (0.8 * pmm.read_bw_bytes_per_s)
-    c = 2.5e9
     w = c / float(pmm.write_bw_at(1))
 
     def excess(x: float) -> float:

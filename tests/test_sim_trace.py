@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from hwmodels.presets import load_preset
@@ -47,6 +48,10 @@ def test_to_frame_columns_and_values() -> None:
         "end_s",
         "uncontended_s",
         "fast_resident_bytes",
+        "lost_shared_s",
+        "lost_blocked_s",
+        "lost_core_s",
+        "lost_latency_s",
         "read_bytes_DRAM",
         "read_bytes_PMM",
         "write_bytes_DRAM",
@@ -62,12 +67,14 @@ def test_to_frame_columns_and_values() -> None:
     moves = records[records["kind"] != "kernel"]
     assert (moves["fast_resident_bytes"] == -1).all()
     # A copy's rate is its bytes over its span, which is its latency (the source's read and
-    # the destination's write latency) and then its bytes at the helper thread's 2.0 (PMM to
-    # DRAM) or 2.5 GB/s (DRAM to PMM).
+    # the destination's write latency) and then its bytes at the helper thread's idle rate,
+    # 1.726 (PMM to DRAM) or 2.648 GB/s (DRAM to PMM).
     copies = moves[moves["kind"] == "async"]
     nbytes = copies["duration_s"] * copies["rate_bytes_per_s"]
     latency = copies["src"].map({"PMM": 305e-9 + 86.9e-9, "DRAM": 101.5e-9 + 90.4e-9})
-    rate = copies["src"].map({"PMM": 2.0e9, "DRAM": 2.5e9})
+    rate = copies["src"].map(
+        {"PMM": 1 / (1 / 2.88e9 + 1 / 4.31e9), "DRAM": 1 / (1 / 7.38e9 + 1 / 4.13e9)}
+    )
     assert np.allclose(copies["duration_s"], latency + nbytes / rate, rtol=1e-9, atol=0)
     assert set(copies["src"]) == {"PMM", "DRAM"}
     assert list(occupancy.columns) == ["time_s", "fast_bytes"]
@@ -91,6 +98,21 @@ def test_parquet_round_trip_is_exact(tmp_path: Path) -> None:
     back = load_trace(path)
     assert back == trace()
     assert back.occupancy()[1].tolist() == trace().occupancy()[1].tolist()
+
+
+def test_attribution_survives_a_file_and_older_files_read_as_none(tmp_path: Path) -> None:
+    got = plan_vdnn(graph(), CPU, PlanSettings(capacity=Capacity.parse("4:1")))
+    full = replay(got, graph(), CPU, level="controller")  # type: ignore[arg-type]
+    assert sum(full.losses_s(("sync", "async")).values()) > 0
+    path = tmp_path / "full.parquet"
+    save_trace(full, path)
+    assert load_trace(path) == full
+    table = pq.read_table(path)
+    old = table.drop_columns([c for c in table.column_names if c.startswith("lost_")])
+    pq.write_table(old.replace_schema_metadata(table.schema.metadata), path)
+    back = load_trace(path)
+    assert back.losses_s() == dict.fromkeys(("shared", "blocked", "core", "latency"), 0.0)
+    assert [r.end_s for r in back.records] == [r.end_s for r in full.records]
 
 
 def test_loading_something_else_fails_with_the_file_name(tmp_path: Path) -> None:

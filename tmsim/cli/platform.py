@@ -53,7 +53,7 @@ def _platform(args: argparse.Namespace) -> int:
 
 
 def _gb(bytes_per_s: float) -> str:
-    return f"{bytes_per_s / 1e9:g} GB/s"
+    return f"{bytes_per_s / 1e9:.4g} GB/s"
 
 
 def _size(nbytes: int) -> str:
@@ -120,4 +120,34 @@ def describe(platform: Platform) -> list[str]:
         )
         if k.source:
             lines.append(f"  source: {k.source}")
+    return lines + _interference(p)
+
+
+def _interference(p: Platform) -> list[str]:
+    """Lines for the memory controller and the copy thread (the ``controller`` level)."""
+    lines = []
+    ctl = p.controller
+    if ctl is not None:
+        weights = "; ".join(f"{w.tier} read {w.read:g} write {w.write:g}" for w in ctl.weights)
+        first = ", ".join(ctl.priority_tiers) or "none"
+        lines.append(
+            f"controller: channels {_gb(ctl.bw_bytes_per_s)}, bus weights {weights}, "
+            f"{ctl.arbitration} arbitration, writes first: {first} "
+            f"(priority {ctl.write_priority:g})"
+        )
+        if ctl.source:
+            lines.append(f"  source: {ctl.source}")
+    th = p.copy_thread
+    if th is not None:
+        rates = "; ".join(
+            f"{r.tier} read {_gb(r.read_bw_bytes_per_s)} write {_gb(r.write_bw_bytes_per_s)}"
+            for r in th.tiers
+        )
+        lines.append(
+            f"copy thread: {rates}; loaded latency slope {th.latency_slope:g} (at most "
+            f"x{th.max_latency_factor:g}); {th.core} core, slowdown {th.core_slowdown:g}, "
+            f"straggler {th.straggler:g}"
+        )
+        if th.source:
+            lines.append(f"  source: {th.source}")
     return lines

@@ -247,6 +247,9 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
         "fast_peak_bytes": trace.fast_peak_bytes,
         "fast_limit_bytes": trace.fast_limit_bytes,
         "events": trace.events,
+        "kernels_lost_s": trace.losses_s(),
+        "copies_lost_s": trace.losses_s((SYNC, ASYNC)),
+        "copies_past_kernel_s": trace.overrun_s(),
     }
 
 
@@ -300,6 +303,10 @@ def _simulate(args: argparse.Namespace) -> int:
         f"fast memory      peak {info['fast_peak_bytes'] / gb:.3f} GB of "
         f"{info['fast_limit_bytes'] / gb:.3f} GB"
     )
+    for label, key in (("kernels lost", "kernels_lost_s"), ("copies lost", "copies_lost_s")):
+        lost = ", ".join(f"{cause} {s:.6f} s" for cause, s in info[key].items())
+        print(f"{label:16s} {lost}")
+    print(f"copies past      their kernels' ends {info['copies_past_kernel_s']:.6f} s")
     for label, path in (("trace", args.trace), ("timeline", args.timeline)):
         if path:
             print(f"saved {label:10s} {path}")

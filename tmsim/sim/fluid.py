@@ -31,15 +31,18 @@ The resources and what one second of them buys:
   device with one second per second: a flow uses it for its bytes on the controller's tiers
   times their bus-time weights, over its efficiency.
 
+With ``threads`` (:class:`tmsim.sim.threads.ThreadUse`) a copy thread's cap falls with the
+load of the resources it uses, and a thread and a kernel sharing a core slow each other.
+
 Concurrent flows share every resource max-min fairly in bytes per second, each capped by its
 own limit (:func:`tmsim.sim.sharing.max_min_rates`); with a ``channel`` its arbitration
 decides instead (:func:`tmsim.sim.rates.shared_rates`: writes that drain first, shares in
-proportion to demand). Because the mix factor depends on the
-rates, rates on a mixing tier are found by a fixed-point iteration on the aggregate read
-fraction. Rates are recomputed whenever flows start or end (all changes at one instant are
-handled together), and the next completion is scheduled from the new rates. With
-``shared=False`` resources are ignored and every flow runs at its own cap: the uncontended
-world the cost model assumes.
+proportion to demand). Because the mix factor depends on the rates, rates on a mixing tier are
+found by a fixed-point iteration on the aggregate read fraction (and, with ``threads``, on the
+copy threads' loaded caps). Rates are recomputed whenever flows start or end (all changes at
+one instant are handled together), and the next completion is scheduled from the new rates.
+With ``shared=False`` resources are ignored and every flow runs at its own cap: the
+uncontended world the cost model assumes.
 
 The model holds no global state; it is deterministic: the same flows started in the same order
 at the same times finish at the same times.
@@ -48,72 +51,21 @@ at the same times finish at the same times.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
 
 import simpy
 
 from hwmodels.tiers import MemoryTier
-from tmsim.sim.flows import Flow, FlowResult
+from tmsim.sim.flows import Flow, FlowResult, Losses, Role, check_flow, loss_split
 from tmsim.sim.rates import ChannelUse, shared_rates
+from tmsim.sim.running import DONE_REL, Running, TierUse, finished
 from tmsim.sim.sharing import max_min_rates
+from tmsim.sim.threads import ThreadUse
 
-#: A flow whose remaining bytes fall below this fraction of its size is complete. Rounding in
-#: ``remaining -= rate * dt`` leaves residues of about 1e-16; this bounds the time error a
-#: completion can make to this fraction of the flow's duration.
-DONE_REL = 1e-9
 #: Fixed-point iteration on the aggregate read fraction of mixing tiers: tolerance, most rounds.
 MIX_TOL = 1e-10
 MIX_ROUNDS = 60
 MIX_UNDAMPED = 12
-
-
-class _Active:
-    """A running flow: its fixed per-byte demands and its mutable progress."""
-
-    __slots__ = (
-        "channel_s",
-        "event",
-        "flow",
-        "moved",
-        "priority",
-        "rate",
-        "remaining",
-        "start_s",
-        "tiers",
-    )
-
-    def __init__(
-        self,
-        flow: Flow,
-        event: simpy.Event,
-        start_s: float,
-        tiers: list[_TierUse],
-        channel_s: float = 0.0,
-        priority: bool = False,
-    ):
-        self.flow = flow
-        self.event = event
-        self.start_s = start_s
-        self.tiers = tiers
-        #: channel-seconds per byte of progress (0: the flow does not use the channel)
-        self.channel_s = channel_s
-        self.priority = priority
-        self.remaining = float(flow.nbytes)
-        self.moved = 0.0
-        self.rate = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class _TierUse:
-    """Per byte of a flow's progress: ``read``/``write`` bytes on ``tier``, and the tier's
-    mix factor at the flow's own read fraction."""
-
-    tier: int
-    read: float
-    write: float
-    own_mix: float
 
 
 class FluidModel:
@@ -123,7 +75,8 @@ class FluidModel:
     each link's bandwidth (> 0); ``controllers``: groups of tier indices behind one shared
     memory controller (:meth:`hwmodels.Platform.controller_groups`); ``channel``: the
     controller whose channels the tiers share (:meth:`tmsim.sim.rates.ChannelUse.of`), or
-    None; ``shared=False`` runs every flow at its own cap, ignoring resources. Raises
+    None; ``threads``: the copy thread (:meth:`tmsim.sim.threads.ThreadUse.of`), or None;
+    ``shared=False`` runs every flow at its own cap, ignoring resources. Raises
     ``ValueError`` for a link bandwidth that is not positive, a controller group naming an
     unknown tier, or a channel not given for every tier.
     """
@@ -136,6 +89,7 @@ class FluidModel:
         shared: bool = True,
         controllers: Sequence[Sequence[int]] = (),
         channel: ChannelUse | None = None,
+        threads: ThreadUse | None = None,
     ) -> None:
         if channel is not None and len(channel.priority) != len(tiers):
             raise ValueError(
@@ -156,7 +110,8 @@ class FluidModel:
         self.link_bw_bytes_per_s = tuple(float(b) for b in link_bw_bytes_per_s)
         self.shared = shared
         self.channel = channel
-        self._active: list[_Active] = []
+        self.threads = threads
+        self._active: list[Running] = []
         self._last_s = 0.0
         self._pending = False
         self._wake_gen = 0
@@ -190,32 +145,19 @@ class FluidModel:
                 own = 1.0
                 if self._mixing[t] and r > 0 and w > 0:
                     own = float(self.tiers[t].interference.mix_factor(r / (r + w)))
-                uses.append(_TierUse(t, r / n, w / n, own))
+                uses.append(TierUse(t, r / n, w / n, own))
         channel_s, first = 0.0, False
         if self.channel is not None:
             channel_s = self.channel.seconds_per_byte(flow.read_bytes, flow.write_bytes)
             channel_s /= n * flow.efficiency
             first = self.channel.is_priority(flow.write_bytes)
-        self._active.append(_Active(flow, event, now, uses, channel_s, first))
+        self._active.append(Running(flow, event, now, uses, channel_s, first))
         self._touch()
         return event
 
     # ------------------------------------------------------------------ internals
     def _check(self, flow: Flow) -> None:
-        n_t = len(self.tiers)
-        if len(flow.read_bytes) != n_t or len(flow.write_bytes) != n_t:
-            raise ValueError(f"a flow needs read and write bytes for each of {n_t} tiers")
-        if not (flow.nbytes >= 0) or min((*flow.read_bytes, *flow.write_bytes), default=0) < 0:
-            raise ValueError("flow sizes and byte counts must be >= 0")
-        if not (flow.cap_bytes_per_s > 0):
-            raise ValueError(f"a flow's cap must be > 0, got {flow.cap_bytes_per_s!r}")
-        if not (0 < flow.efficiency <= 1):
-            raise ValueError(f"a flow's efficiency must lie in (0, 1], got {flow.efficiency!r}")
-        if flow.writers < 0:
-            raise ValueError(f"a flow's writers must be >= 0, got {flow.writers!r}")
-        for link, nbytes in flow.links:
-            if not (0 <= link < len(self.link_bw_bytes_per_s)) or nbytes < 0:
-                raise ValueError(f"unknown link {link} or negative bytes {nbytes!r}")
+        check_flow(flow, len(self.tiers), len(self.link_bw_bytes_per_s))
         if math.isinf(flow.cap_bytes_per_s) and flow.nbytes > 0:
             if not self.shared:
                 raise ValueError("without sharing a flow needs a finite cap")
@@ -245,14 +187,16 @@ class FluidModel:
                 moved = a.rate * dt
                 a.remaining -= moved
                 a.moved += moved
+                for i, f in enumerate(a.split):
+                    a.lost[i] += f * dt
         self._last_s = now
         while True:
-            done = [a for a in self._active if _finished(a, now)]
+            done = [a for a in self._active if finished(a, now)]
             for a in done:
                 self._active.remove(a)
-                a.event.succeed(FlowResult(a.start_s, now, a.moved))
+                a.event.succeed(FlowResult(a.start_s, now, a.moved, Losses(*a.lost)))
             self._set_rates()
-            if not any(_finished(a, now) for a in self._active):
+            if not any(finished(a, now) for a in self._active):
                 break
         self._wake_gen += 1
         if self._active:
@@ -274,6 +218,10 @@ class FluidModel:
                 a.rate = a.flow.cap_bytes_per_s
             return
         caps = [a.flow.cap_bytes_per_s for a in active]
+        roles = [a.flow.role for a in active]
+        threads = self.threads if Role.THREAD in roles else None
+        if threads is not None:
+            caps = threads.core_caps(caps, roles)
         n_tiers = len(self.tiers)
         writers = [0] * n_tiers
         on_tier: list[list[int]] = [[] for _ in range(n_tiers)]
@@ -304,6 +252,7 @@ class FluidModel:
         mixing = [t for t in range(n_tiers) if self._mixing[t] and len(on_tier[t]) > 1]
         fraction: dict[int, float] = {}
         rates: list[float] = []
+        loaded = caps
         for round_ in range(MIX_ROUNDS):
             uses = []
             for i, a in enumerate(active):
@@ -320,18 +269,31 @@ class FluidModel:
                         shared[first_controller + c] = shared.get(first_controller + c, 0.0) + b
                 bus_use = [(bus, a.channel_s)] if a.channel_s > 0 else []
                 uses.append(row + links[i] + list(shared.items()) + bus_use)
-            rates = self._share(caps, uses, capacities)
-            if not mixing:
+            rates = self._share(loaded, uses, capacities)
+            if not mixing and threads is None:
                 break
-            new = {t: self._read_fraction(t, on_tier[t], rates) for t in mixing}
-            if fraction and max(abs(new[t] - fraction[t]) for t in mixing) <= MIX_TOL:
-                break
-            # Damped after the first rounds, in case the aggregate fraction oscillates about a
-            # 1:1 mix (where the mix factor peaks).
+            # Damped after the first rounds, in case the iteration oscillates (the aggregate
+            # fraction about a 1:1 mix, where the mix factor peaks; a thread's cap about its
+            # loaded latency).
             damp = round_ >= MIX_UNDAMPED
-            fraction = {t: 0.5 * (fraction[t] + new[t]) for t in mixing} if damp else new
-        for a, r in zip(active, rates, strict=True):
-            a.rate = r
+            moved = 0.0
+            if mixing:
+                new = {t: self._read_fraction(t, on_tier[t], rates) for t in mixing}
+                moved = max(abs(new[t] - fraction[t]) for t in mixing) if fraction else 1.0
+                fraction = {t: 0.5 * (fraction[t] + new[t]) for t in mixing} if damp else new
+            if threads is not None:
+                links_at = range(n_tiers, first_controller)
+                target = threads.loaded_caps(caps, roles, uses, rates, capacities, links_at)
+                moved = max(moved, max(abs(t - c) / c for t, c in zip(target, loaded, strict=True)))
+                if damp:
+                    target = [0.5 * (t + c) for t, c in zip(target, loaded, strict=True)]
+                loaded = target
+            if moved <= MIX_TOL:
+                break
+        unblocked = self._unblocked(loaded, uses, capacities, rates)
+        for i, a in enumerate(active):
+            a.rate = rates[i]
+            a.split = loss_split(a.flow.cap_bytes_per_s, caps[i], loaded[i], rates[i], unblocked[i])
 
     def _share(
         self, caps: list[float], uses: list[list[tuple[int, float]]], capacities: list[float]
@@ -347,6 +309,19 @@ class FluidModel:
             priority=[a.priority for a in self._active],
             priority_share=ch.priority_share,
         )
+
+    def _unblocked(
+        self,
+        caps: list[float],
+        uses: list[list[tuple[int, float]]],
+        capacities: list[float],
+        rates: list[float],
+    ) -> list[float]:
+        """The rates if no write drained first (``rates`` when none does)."""
+        ch = self.channel
+        if ch is None or ch.priority_share == 0 or not any(a.priority for a in self._active):
+            return rates
+        return shared_rates(caps, uses, capacities, demand=ch.demand)
 
     def _read_fraction(self, t: int, flows: list[int], rates: list[float]) -> float:
         read = total = 0.0
@@ -366,29 +341,4 @@ class FluidModel:
         return bw
 
 
-def kernel_body(
-    env: simpy.Environment,
-    fluid: FluidModel,
-    flows: Sequence[Flow],
-    floor_s: float,
-    serial: bool,
-) -> Generator[simpy.Event, Any, None]:
-    """A kernel's body after its launch: its memory ``flows`` and its compute floor
-    (``floor_s`` seconds), one after the other (``serial``: the floor first) or together (the
-    body ends when all have). Every replay runs kernels through this one rule."""
-    if serial and floor_s > 0:
-        yield env.timeout(floor_s)
-    done = [fluid.transfer(f) for f in flows]
-    if not serial and floor_s > 0:
-        done.append(env.timeout(floor_s))
-    yield done[0] if len(done) == 1 else env.all_of(done)
-
-
-def _finished(a: _Active, now: float) -> bool:
-    if a.remaining <= DONE_REL * a.flow.nbytes:
-        return True
-    # A rate too high for the remaining bytes to take a representable time past ``now``.
-    return a.rate > 0 and now + a.remaining / a.rate <= now
-
-
-__all__ = ["DONE_REL", "Flow", "FlowResult", "FluidModel", "kernel_body"]
+__all__ = ["DONE_REL", "Flow", "FlowResult", "FluidModel"]

@@ -17,9 +17,12 @@ The step, as the plan and the cost model define it (:mod:`tmsim.plan.values`,
 their pool (more wait, first come first served in plan order), and kernels and copies share
 tier and link bandwidth through :class:`~tmsim.sim.fluid.FluidModel` with the tiers'
 interference models, at the interference ``level`` (:mod:`tmsim.levels`: ``bandwidth``,
-or ``controller`` adding the platform's memory controller). ``contention=False`` (or the level
-``none``) runs the cost model's world: every kernel and copy
-at its own uncontended rate, and the asynchronous moves of one kernel one after another,
+or ``controller`` adding the platform's memory controller and its copy thread: loaded latency
+and, with a shared core, a copy and the kernel beside it slowing each other, so that kernel's
+compute floor runs as a flow; with a dedicated core every compute floor takes
+``cores / (cores - 1)`` of its time when the plan copies beside kernels).
+``contention=False`` (or the level ``none``) runs the cost model's world: every kernel and
+copy at its own uncontended rate, and the asynchronous moves of one kernel one after another,
 whatever their engines (the cost model charges their sum). Then the simulated step time
 equals the plan's predicted time up to rounding, for any plan the planners make.
 """
@@ -36,10 +39,13 @@ from hwmodels.platform import Platform
 from tmsim.cost import CostModel
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
 from tmsim.plan.values import Plan
-from tmsim.sim.fluid import FlowResult, FluidModel, kernel_body
+from tmsim.sim.body import kernel_body, kernel_losses
+from tmsim.sim.flows import Losses, Role
+from tmsim.sim.fluid import FlowResult, FluidModel
 from tmsim.sim.rates import ChannelUse
 from tmsim.sim.schedule import MoveSpec, Schedule, build_schedule
-from tmsim.sim.trace import ASYNC, KERNEL, SYNC, Record, Trace
+from tmsim.sim.threads import ThreadUse
+from tmsim.sim.trace import ASYNC, KERNEL, LOSS_CAUSES, SYNC, Record, Trace
 from tmsim.workload.graph import Graph
 
 Process = Generator[simpy.Event, Any, None]
@@ -68,15 +74,20 @@ def replay(
     level = InterferenceLevel(level) if contention else InterferenceLevel.NONE
     contention = level is not InterferenceLevel.NONE
     env = simpy.Environment()
+    full = level is InterferenceLevel.CONTROLLER
+    threads = ThreadUse.of(platform) if full else None
     fluid = FluidModel(
         env,
         platform.tiers,
         sched.link_bw_bytes_per_s,
         shared=contention,
         controllers=platform.controller_groups(),
-        channel=ChannelUse.of(platform) if level is InterferenceLevel.CONTROLLER else None,
+        channel=ChannelUse.of(platform) if full else None,
+        threads=threads,
     )
     run = _Run(env, fluid, sched, platform.tier_names, contention)
+    if threads is not None:
+        _apply_cores(run, threads, platform.compute.cores)
     proc = env.process(run.step())
     events = 0
     while not proc.processed:
@@ -111,9 +122,14 @@ class _Run:
     end_s: float = 0.0
     issued: int = 0
     pools: list[simpy.Resource] = field(default_factory=list)
+    #: Per kernel: run its compute floor as a flow (a copy thread may share its cores).
+    floor_flow: list[bool] = field(default_factory=list)
+    #: Factor on every compute floor (a core given to the copy thread).
+    floor_factor: float = 1.0
 
     def __post_init__(self) -> None:
         self.pools = [simpy.Resource(self.env, capacity=c) for c in self.sched.pool_engines]
+        self.floor_flow = [False] * self.sched.n_kernels
 
     def step(self) -> Process:
         s, env = self.sched, self.env
@@ -132,10 +148,16 @@ class _Run:
                     copies = [env.process(self._copies_in_turn(s.async_at[k]))]
             if s.launch_s > 0:
                 yield env.timeout(s.launch_s)
-            yield from kernel_body(
-                env, self.fluid, (s.kernel_flows[k],), float(s.floor_s[k]), bool(s.serial[k])
+            results = yield from kernel_body(
+                env,
+                self.fluid,
+                (s.kernel_flows[k],),
+                float(s.floor_s[k]) * self.floor_factor,
+                bool(s.serial[k]),
+                self.floor_flow[k],
             )
-            self._kernel(k, start, seq)
+            delay = float(env.now) - start - float(s.kernel_s[k])
+            self._kernel(k, start, seq, kernel_losses(results, bool(s.serial[k]), delay))
             if copies:
                 yield env.all_of(copies)
         self.end_s = float(env.now)
@@ -164,7 +186,7 @@ class _Run:
         self.issued += 1
         return self.issued
 
-    def _kernel(self, k: int, start_s: float, seq: int) -> None:
+    def _kernel(self, k: int, start_s: float, seq: int, lost: Losses) -> None:
         s = self.sched
         rec = Record(
             kind=KERNEL,
@@ -179,6 +201,7 @@ class _Run:
             write_bytes=tuple(int(x) for x in s.write_bytes[k]),
             uncontended_s=float(s.kernel_s[k]),
             fast_resident_bytes=int(s.fast_bytes[k]),
+            **_lost(lost),
         )
         self.out.append((rec, seq))
 
@@ -197,8 +220,28 @@ class _Run:
             write_bytes=tuple(int(x) for x in m.flow.write_bytes),
             uncontended_s=m.uncontended_s,
             fast_resident_bytes=-1,
+            **_lost(res.losses),
         )
         self.out.append((rec, seq))
+
+
+def _lost(losses: Losses) -> dict[str, float]:
+    return {f"lost_{c}_s": v for c, v in zip(LOSS_CAUSES, losses.astuple(), strict=True)}
+
+
+def _apply_cores(run: _Run, threads: ThreadUse, cores: int) -> None:
+    """Where the plan copies with threads beside kernels: with a shared core that slows them,
+    those kernels run their floors as flows; with a dedicated one (taken from ``cores``),
+    every floor takes ``cores / (cores - 1)`` of its time (a single core is not given away)."""
+    s = run.sched
+    beside = [
+        any(s.moves[i].flow.role is Role.THREAD for i in s.async_at[k]) for k in range(s.n_kernels)
+    ]
+    if threads.shared_core:
+        if threads.thread.core_slowdown > 0:
+            run.floor_flow = beside
+    elif any(beside) and cores > 1:
+        run.floor_factor = cores / (cores - 1)
 
 
 __all__ = ["replay"]

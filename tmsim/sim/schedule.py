@@ -15,7 +15,9 @@ and platform and describes, in indices and :class:`~tmsim.sim.fluid.Flow` values
   crosses its path's link (one per direction, of the path's asynchronous bandwidth) and needs
   a copy engine or thread of its pool: one pool of ``copy_engines`` per direction of a duplex
   path, one pool of a single engine shared by both directions of a half-duplex path ("one
-  copy runs at a time", :class:`hwmodels.CopyPath`).
+  copy runs at a time", :class:`hwmodels.CopyPath`). Between two tiers of the platform's copy
+  thread (:class:`hwmodels.copythread.CopyThread`) it is a thread's flow
+  (:attr:`~tmsim.sim.flows.Role.THREAD`); kernel flows are :attr:`~tmsim.sim.flows.Role.KERNEL`.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from hwmodels.timing import MoveMode, Overlap
 from tmsim.cost import CostModel
 from tmsim.errors import PlanError, TmsimError
 from tmsim.plan.values import Plan
-from tmsim.sim.fluid import Flow
+from tmsim.sim.flows import Flow, Role
 from tmsim.workload.graph import Graph
 
 FloatArray = npt.NDArray[np.float64]
@@ -197,6 +199,7 @@ def kernel_flow(
         cap,
         writers=writers,
         efficiency=efficiency,
+        role=Role.KERNEL,
     )
 
 
@@ -273,6 +276,7 @@ def _moves(
                 link_of[(m.src, m.dst)] = len(links)
                 links.append(path.async_bw_bytes_per_s)
             pool, link = pool_of[key], link_of[(m.src, m.dst)]
+        thread = platform.copy_thread
         flow = Flow(
             float(nbytes),
             tuple(read),
@@ -280,6 +284,11 @@ def _moves(
             rate,
             links=((link, float(nbytes)),) if asynchronous else (),
             writers=COPY_WRITERS,
+            role=(
+                Role.THREAD
+                if asynchronous and thread is not None and thread.copies(m.src, m.dst)
+                else Role.OTHER
+            ),
         )
         latency = platform.copy_latency_s(m.src, m.dst) if nbytes > 0 else 0.0
         spec = MoveSpec(

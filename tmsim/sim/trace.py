@@ -34,6 +34,8 @@ _META_KEY = b"tmsim.trace"
 
 #: Record kinds.
 KERNEL, SYNC, ASYNC = "kernel", "sync", "async"
+#: The kinds of interference a record's ``lost_<cause>_s`` fields attribute time to.
+LOSS_CAUSES = ("shared", "blocked", "core", "latency")
 
 
 class TraceFileError(TmsimError, ValueError):
@@ -56,7 +58,12 @@ class Record:
       ``tier_names`` order);
     - ``uncontended_s``: how long it takes alone, as the cost model times it;
     - ``fast_resident_bytes``: for kernels, the bytes resident on the fastest tier while it
-      runs; -1 for moves.
+      runs; -1 for moves;
+    - ``lost_shared_s``, ``lost_blocked_s``, ``lost_core_s``, ``lost_latency_s``: how much of
+      its time past ``uncontended_s`` each kind of interference cost it
+      (:class:`tmsim.sim.flows.Losses`: bandwidth shared with other flows, waiting behind
+      writes that drain first, a core shared by a copy thread and a kernel, a copy thread's
+      loaded latency); a move's time waiting for an engine is not among them.
     """
 
     kind: str
@@ -71,6 +78,10 @@ class Record:
     write_bytes: tuple[int, ...]
     uncontended_s: float
     fast_resident_bytes: int
+    lost_shared_s: float = 0.0
+    lost_blocked_s: float = 0.0
+    lost_core_s: float = 0.0
+    lost_latency_s: float = 0.0
 
     @property
     def duration_s(self) -> float:
@@ -145,6 +156,26 @@ class Trace:
     def moved_bytes(self) -> int:
         """Bytes copied by all moves."""
         return sum(sum(r.read_bytes) for r in self.records if r.kind != KERNEL)
+
+    def losses_s(self, kinds: tuple[str, ...] = (KERNEL,)) -> dict[str, float]:
+        """Seconds each kind of interference cost the records of ``kinds``, summed:
+        ``{"shared": .., "blocked": .., "core": .., "latency": ..}``."""
+        out = dict.fromkeys(LOSS_CAUSES, 0.0)
+        for r in self.records:
+            if r.kind in kinds:
+                for cause in LOSS_CAUSES:
+                    out[cause] += getattr(r, f"lost_{cause}_s")
+        return out
+
+    def overrun_s(self) -> float:
+        """Seconds asynchronous moves ran past the end of the kernel they were issued with,
+        summed (the next kernel waits for them)."""
+        ends = {r.kernel: r.end_s for r in self.records if r.kind == KERNEL}
+        return sum(
+            max(0.0, r.end_s - ends[r.kernel])
+            for r in self.records
+            if r.kind == ASYNC and r.kernel in ends
+        )
 
     def to_frame(self) -> TraceFrames:
         """The records as a DataFrame (one row per record, a ``read_bytes_<tier>`` and
@@ -234,6 +265,7 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
             write_bytes=tuple(int(x) for x in writes[i]),
             uncontended_s=float(row.uncontended_s),
             fast_resident_bytes=int(row.fast_resident_bytes),
+            **{f"lost_{c}_s": float(getattr(row, f"lost_{c}_s", 0.0)) for c in LOSS_CAUSES},
         )
         for i, row in enumerate(df.itertuples(index=False))
     )
@@ -255,6 +287,7 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
 __all__ = [
     "ASYNC",
     "KERNEL",
+    "LOSS_CAUSES",
     "SYNC",
     "Record",
     "Trace",

@@ -90,9 +90,11 @@ class Point:
         ident = {k: v for k, v in asdict(self).items() if k not in ("overrides", "role")}
         if ident["node_limit"] is None:
             del ident["node_limit"]  # the key of points from before node limits
-        # Sweeps replay at the bandwidth level, which a platform's memory controller does not
-        # shape: points keep the keys they had before platforms described one.
-        ident["platform_si"] = {k: v for k, v in self.platform_si.items() if k != "controller"}
+        # Sweeps replay at the bandwidth level, which a platform's memory controller and copy
+        # thread do not shape (the thread's idle rates are in its copy paths): points keep the
+        # keys they had before platforms described them.
+        shaped = ("controller", "copy_thread")
+        ident["platform_si"] = {k: v for k, v in self.platform_si.items() if k not in shaped}
         text = json.dumps(ident, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 

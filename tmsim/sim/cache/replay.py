@@ -59,6 +59,7 @@ from hwmodels.platform import Platform
 from hwmodels.timing import Overlap, roofline
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
+from tmsim.sim.body import kernel_body
 from tmsim.sim.cache.trace import CacheTrace
 from tmsim.sim.cache.walk import (
     CacheReplayError,
@@ -68,7 +69,7 @@ from tmsim.sim.cache.walk import (
     step_layout,
     walk_step,
 )
-from tmsim.sim.fluid import Flow, FluidModel, kernel_body
+from tmsim.sim.fluid import Flow, FluidModel
 from tmsim.sim.schedule import kernel_flow, memory_efficiency
 from tmsim.sim.trace import KERNEL, Record, Trace
 from tmsim.workload.graph import Graph

@@ -42,7 +42,8 @@ from hwmodels.unified_memory import UnifiedMemory
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.plan.values import Plan
-from tmsim.sim.fluid import Flow, FluidModel, kernel_body
+from tmsim.sim.body import kernel_body
+from tmsim.sim.fluid import Flow, FluidModel
 from tmsim.sim.schedule import COPY_WRITERS, Schedule, build_schedule
 from tmsim.sim.trace import KERNEL, SYNC, Record, Trace
 from tmsim.sim.unified.pages import (

@@ -1,0 +1,315 @@
+"""Copy threads (hwmodels.copythread, tmsim.sim.threads): the idle rate the presets' planner
+constants come from, loaded latency and shared cores in the fluid model and the replay, by
+hand-computed cases and properties; one-line errors for bad preset fields."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import pytest
+import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hwmodels import platform_from_dict, platform_to_dict
+from hwmodels.controller import BusWeight, MemoryController
+from hwmodels.copythread import CopyThread
+from hwmodels.errors import HardwareModelError
+from hwmodels.presets import load_preset, platform_from_toml, platform_to_toml
+from tmsim.capacity import Capacity
+from tmsim.levels import InterferenceLevel
+from tmsim.planners import PlanSettings, plan
+from tmsim.sim import replay
+from tmsim.sim.body import kernel_body
+from tmsim.sim.flows import Flow, FlowResult, Role
+from tmsim.sim.fluid import FluidModel
+from tmsim.sim.rates import ChannelUse
+from tmsim.sim.threads import ThreadUse
+from tmsim.workload.zoo import training_graph_of
+
+GB = 1e9
+CPU = load_preset("cascadelake-optane")
+
+
+def _preset_thread() -> CopyThread:
+    thread = CPU.copy_thread
+    assert thread is not None
+    return thread
+
+
+THREAD = _preset_thread()
+REL = 1e-9
+
+
+# ---------------------------------------------------------------- the thread alone
+def test_the_presets_async_rates_are_the_idle_thread_model() -> None:
+    # Yang et al. FAST 2020 Fig. 4, one thread: PMM read 2.88, DRAM ntstore 4.31, DRAM read
+    # 7.38, PMM ntstore 4.13 GB/s; reads and writes share the thread's line-fill buffers.
+    want = {("PMM", "DRAM"): 1 / (1 / 2.88 + 1 / 4.31), ("DRAM", "PMM"): 1 / (1 / 7.38 + 1 / 4.13)}
+    for (src, dst), gbps in want.items():
+        assert CPU.copy_path(src, dst).async_bw_bytes_per_s == pytest.approx(gbps * GB, rel=1e-12)
+        assert THREAD.idle_bw(src, dst) == pytest.approx(gbps * GB, rel=1e-12)
+    # AutoTM measured 2.0 and 2.5 GB/s (darchr/AutoTM BANDWIDTHS): the model is within 14%.
+    assert CPU.copy_path("PMM", "DRAM").async_bw_bytes_per_s / 2.0e9 == pytest.approx(
+        0.863, abs=1e-3
+    )
+    assert CPU.copy_path("DRAM", "PMM").async_bw_bytes_per_s / 2.5e9 == pytest.approx(
+        1.059, abs=1e-3
+    )
+
+
+@pytest.mark.parametrize(
+    ("u", "want"),
+    [(0.0, 1.0), (-1.0, 1.0), (0.5, 1.15), (0.9, 2.35), (0.99, 4.0), (1.0, 4.0), (2.0, 4.0)],
+)
+def test_loaded_latency_factor(u: float, want: float) -> None:
+    # 1 + 0.15 u / (1 - u), at most 4 (the preset's slope and cap)
+    assert THREAD.latency_factor(u) == pytest.approx(want, rel=1e-12)
+
+
+def test_core_factors() -> None:
+    t = replace(THREAD, core_slowdown=1.0, straggler=0.5)
+    assert (t.kernel_core_factor(), t.thread_core_factor()) == (1 / 1.5, 0.5)
+
+
+# ---------------------------------------------------------------- the fluid model by hand
+def _run(
+    flows: Sequence[Flow], thread: CopyThread, channel: bool = True, floors: Sequence[float] = ()
+) -> list[FlowResult]:
+    """Run ``flows`` (and kernel bodies of ``floors`` seconds with no memory traffic, their
+    ends appended) on the preset's tiers."""
+    env = simpy.Environment()
+    model = FluidModel(
+        env, CPU.tiers, channel=ChannelUse.of(CPU) if channel else None, threads=ThreadUse(thread)
+    )
+    events = [model.transfer(f) for f in flows]
+    ends: list[float] = []
+
+    def body(floor_s: float) -> simpy.events.ProcessGenerator:
+        start = env.now
+        yield from kernel_body(env, model, (), floor_s, False, floor_flow=True)
+        ends.append(float(env.now - start))
+
+    for floor in floors:
+        env.process(body(floor))
+    env.run()
+    return [e.value for e in events] + [FlowResult(0.0, e, 0.0) for e in ends]
+
+
+def _kernel(dram_read: float, cap: float) -> Flow:
+    return Flow(dram_read, (dram_read, 0.0), (0.0, 0.0), cap, writers=24, role=Role.KERNEL)
+
+
+def _copy(nbytes: float, src: int, cap: float) -> Flow:
+    read, write = [0.0, 0.0], [0.0, 0.0]
+    read[src], write[1 - src] = nbytes, nbytes
+    return Flow(nbytes, tuple(read), tuple(write), cap, role=Role.THREAD)
+
+
+def test_a_copy_thread_slows_with_the_load_beside_it() -> None:
+    # Kernel: DRAM reads at 50 GB/s, using 50 / 104.6 of the DRAM device and of the channel;
+    # nothing is full, so it keeps its cap. The thread (PMM -> DRAM, dedicated core) sees
+    # rho = 50 / 104.6 on its busiest resource: its rate is c0 / (1 + 0.15 rho / (1 - rho)).
+    thread = replace(THREAD, core="dedicated")
+    c0 = THREAD.idle_bw("PMM", "DRAM")
+    rho = 50 / 104.6
+    rate = c0 / (1 + 0.15 * rho / (1 - rho))
+    k, c = _run([_kernel(100 * GB, 50 * GB), _copy(1 * GB, 1, c0)], thread)
+    assert c.end_s == pytest.approx(1 * GB / rate, rel=1e-9)
+    assert k.end_s == pytest.approx(2.0, rel=REL)
+    # All the copy lost is loaded latency; the kernel lost nothing.
+    late = 1 * GB / rate - 1 * GB / c0
+    assert c.losses.astuple() == pytest.approx((0.0, 0.0, 0.0, late), abs=1e-12)
+    assert k.losses.total_s == pytest.approx(0.0, abs=1e-12)
+    (alone,) = _run([_copy(1 * GB, 1, c0)], thread)
+    assert alone.end_s == pytest.approx(1 * GB / c0, rel=REL)  # idle: the planner's rate
+
+
+def test_a_shared_core_slows_the_kernel_and_the_copy() -> None:
+    # s = 1, sigma = 1, no latency slope: while both run the kernel gets 10 / 2 GB/s and the
+    # copy 2 / 2 GB/s. The copy ends at 1 s; the kernel then moves its last 5 GB at 10 GB/s.
+    thread = replace(THREAD, latency_slope=0.0, core_slowdown=1.0, straggler=1.0)
+    k, c = _run([_kernel(10 * GB, 10 * GB), _copy(1 * GB, 1, 2 * GB)], thread)
+    assert c.end_s == pytest.approx(1.0, rel=REL)
+    assert k.end_s == pytest.approx(1.5, rel=REL)
+    # Each lost half its rate for 1 s: 0.5 s, all to the shared core.
+    for got in (k, c):
+        assert got.losses.astuple() == pytest.approx((0.0, 0.0, 0.5, 0.0), abs=1e-12)
+
+
+def test_a_shared_core_slows_a_compute_floor() -> None:
+    # A 1 s floor beside a 0.5 GB copy at 1 GB/s, s = 1, sigma = 0.5: the floor runs at 2/3,
+    # the copy at 0.5 GB/s until 1 s; the floor's last third then takes 1/3 s.
+    thread = replace(THREAD, latency_slope=0.0, core_slowdown=1.0, straggler=0.5)
+    c, floor = _run([_copy(0.5 * GB, 1, 1 * GB)], thread, floors=[1.0])
+    assert c.end_s == pytest.approx(1.0, rel=REL)
+    assert floor.end_s == pytest.approx(4 / 3, rel=REL)
+    (alone,) = _run([], thread, floors=[1.0])
+    assert alone.end_s == pytest.approx(1.0, rel=REL)
+
+
+# ---------------------------------------------------------------- properties
+_sizes = st.lists(st.floats(0.05, 20.0), min_size=1, max_size=3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_sizes, st.integers(0, 1), st.floats(1.0, 100.0), st.sampled_from(["shared", "dedicated"]))
+def test_dropping_a_copy_never_slows_the_kernel(
+    sizes: list[float], src: int, kernel_gbps: float, core: str
+) -> None:
+    thread = replace(THREAD, core=core)
+    kernel = Flow(
+        60 * GB,
+        (30 * GB, 10 * GB),
+        (10 * GB, 10 * GB),
+        kernel_gbps * GB,
+        writers=24,
+        role=Role.KERNEL,
+    )
+    cap = THREAD.idle_bw("PMM", "DRAM")
+    copies = [_copy(x * GB, src, cap) for x in sizes]
+    full = _run([kernel, *copies], thread)[0].end_s
+    fewer = _run([kernel, *copies[1:]], thread)[0].end_s
+    assert fewer <= full * (1 + 1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_sizes, st.integers(0, 1), st.floats(1.0, 100.0), st.booleans())
+def test_a_thread_that_neither_waits_nor_shares_is_an_ordinary_flow(
+    sizes: list[float], src: int, kernel_gbps: float, channel: bool
+) -> None:
+    quiet = replace(THREAD, latency_slope=0.0, core_slowdown=0.0)
+    flows = [
+        Flow(
+            40 * GB, (30 * GB, 0.0), (10 * GB, 0.0), kernel_gbps * GB, writers=24, role=Role.KERNEL
+        )
+    ]
+    flows += [_copy(x * GB, src, 2 * GB) for x in sizes]
+    env = simpy.Environment()
+    plain = FluidModel(env, CPU.tiers, channel=ChannelUse.of(CPU) if channel else None)
+    events = [plain.transfer(f) for f in flows]
+    env.run()
+    assert _run(flows, quiet, channel) == [e.value for e in events]
+
+
+# ---------------------------------------------------------------- the replay
+@pytest.fixture(scope="module")
+def async_plan() -> tuple[object, object]:
+    graph = training_graph_of("resnet50", 8)
+    settings_ = PlanSettings(capacity=Capacity.parse("4:1"), gap=0.05, window=1, time_limit_s=10)
+    got = plan("async", graph, CPU, settings_)
+    assert any(m.mode.value == "async" for m in got.moves)
+    return graph, got
+
+
+def test_the_full_model_equals_bandwidth_sharing_when_it_adds_nothing(
+    async_plan: tuple[object, object],
+) -> None:
+    # Weights 1 on a channel that never fills, max-min, no write priority, no latency slope,
+    # no core slowdown: the controller level is the bandwidth level exactly.
+    graph, got = async_plan
+    idle = MemoryController(1e21, (BusWeight("DRAM", 1, 1), BusWeight("PMM", 1, 1)), "max-min")
+    quiet = replace(
+        CPU, controller=idle, copy_thread=replace(THREAD, latency_slope=0.0, core_slowdown=0.0)
+    )
+    same = replay(got, graph, quiet, level=InterferenceLevel.CONTROLLER)  # type: ignore[arg-type]
+    base = replay(got, graph, CPU, level=InterferenceLevel.BANDWIDTH)  # type: ignore[arg-type]
+    assert same.records == base.records and same.simulated_s == base.simulated_s
+
+
+def test_every_kernel_delay_is_attributed(async_plan: tuple[object, object]) -> None:
+    graph, got = async_plan
+    for level in InterferenceLevel:
+        trace = replay(got, graph, CPU, level=level)  # type: ignore[arg-type]
+        for r in trace.kernels():
+            lost = r.lost_shared_s + r.lost_blocked_s + r.lost_core_s + r.lost_latency_s
+            delay = r.duration_s - r.uncontended_s
+            assert lost == pytest.approx(max(0.0, delay), rel=1e-6, abs=1e-12), (level, r.name)
+            if level is InterferenceLevel.NONE:
+                assert lost == 0.0
+        copies = trace.losses_s(("sync", "async"))
+        if level is InterferenceLevel.CONTROLLER:  # the shared core and the loaded latency
+            assert trace.losses_s()["core"] > 0 and copies["core"] > 0 and copies["latency"] > 0
+        else:
+            assert copies["core"] == copies["latency"] == trace.losses_s()["core"] == 0.0
+        ends = {r.kernel: r.end_s for r in trace.kernels()}
+        past = sum(max(0.0, r.end_s - ends[r.kernel]) for r in trace.moves() if r.kind == "async")
+        assert trace.overrun_s() == past
+
+
+def test_core_sharing_slows_the_step_and_a_dedicated_core_costs_compute(
+    async_plan: tuple[object, object],
+) -> None:
+    graph, got = async_plan
+    idle = MemoryController(1e21, (BusWeight("DRAM", 1, 1), BusWeight("PMM", 1, 1)), "max-min")
+
+    def run(**changes: object) -> float:
+        platform = replace(CPU, controller=idle, copy_thread=replace(THREAD, **changes))
+        trace = replay(got, graph, platform, level=InterferenceLevel.CONTROLLER)  # type: ignore[arg-type]
+        return trace.simulated_s
+
+    quiet = run(latency_slope=0.0, core_slowdown=0.0)
+    assert run(latency_slope=0.0, core_slowdown=1.0) > quiet
+    assert run(latency_slope=0.15, core_slowdown=0.0) > quiet
+    # A dedicated core: every compute floor x 24/23, as if the peak were 23/24 of the preset's.
+    dedicated = run(latency_slope=0.0, core="dedicated")
+    slower = replace(
+        CPU.compute, peak_flop_per_s=tuple((d, p * 23 / 24) for d, p in CPU.compute.peak_flop_per_s)
+    )
+    base = replay(got, graph, replace(CPU, compute=slower), level="bandwidth")  # type: ignore[arg-type]
+    assert dedicated == pytest.approx(base.simulated_s, rel=1e-9)
+
+
+# ---------------------------------------------------------------- the preset's fields
+def _with(**changes: object) -> dict[str, object]:
+    data = platform_to_dict(CPU)
+    table = dict(data["copy_thread"])
+    table.update(changes)
+    data["copy_thread"] = table
+    return data
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"latency_slope": -1}, "copy_thread: latency_slope must be a finite number >= 0"),
+        ({"latency_slope": 1e4}, r"copy_thread: latency_slope must be a number in \[0, 1000\]"),
+        ({"max_latency_factor": 0.5}, r"copy_thread: max_latency_factor must be a number in \[1,"),
+        ({"straggler": 2}, r"copy_thread: straggler must be a number in \[0, 1\]"),
+        ({"core": "spare"}, "copy_thread: core must be one of shared, dedicated"),
+        ({"tiers": {}}, "copy_thread: tiers must name one or more tiers"),
+        (
+            {"tiers": {"HBM": {"read_bw_GBps": 1, "write_bw_GBps": 1}}},
+            "copy_thread: tiers name unknown tier 'HBM'",
+        ),
+        (
+            {"tiers": {"DRAM": {"read_bw_GBps": 1}}},
+            "copy_thread.tiers.DRAM: missing field write_bw",
+        ),
+        (
+            {"tiers": {"DRAM": {"read_bw_GBps": 0, "write_bw_GBps": 1}}},
+            "copy_thread.tiers.DRAM: read_bw_GBps must be a finite number > 0",
+        ),
+        ({"colour": "red"}, "copy_thread: unknown field"),
+    ],
+)
+def test_bad_copy_thread_fields_give_one_line_errors(
+    changes: dict[str, object], message: str
+) -> None:
+    with pytest.raises(HardwareModelError, match=message) as info:
+        platform_from_dict(_with(**changes), "p.toml")
+    assert "\n" not in str(info.value) and str(info.value).startswith("p.toml: ")
+
+
+def test_the_copy_thread_survives_toml_and_derives_missing_async_rates() -> None:
+    assert platform_from_toml(platform_to_toml(CPU), "rt.toml") == CPU
+    data = platform_to_dict(CPU)
+    for path in data["copy_paths"]:  # type: ignore[attr-defined]
+        del path["async_bw_bytes_per_s"]
+    data["copy_thread"]["tiers"]["PMM"]["read_bw_bytes_per_s"] = 4.31e9  # type: ignore[index]
+    derived = platform_from_dict(data, "p.toml")
+    assert derived.copy_path("PMM", "DRAM").async_bw_bytes_per_s == pytest.approx(2.155e9)
+    del data["copy_thread"]
+    with pytest.raises(HardwareModelError, match=r"copy_paths\[0\]: missing field async_bw"):
+        platform_from_dict(data, "p.toml")

@@ -1,0 +1,69 @@
+"""A kernel's body on the fluid model: its memory flows and its compute floor."""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from typing import Any
+
+import simpy
+
+from tmsim.sim.flows import Flow, FlowResult, Losses, Role
+from tmsim.sim.fluid import FluidModel
+
+
+def kernel_body(
+    env: simpy.Environment,
+    fluid: FluidModel,
+    flows: Sequence[Flow],
+    floor_s: float,
+    serial: bool,
+    floor_flow: bool = False,
+) -> Generator[simpy.Event, Any, list[FlowResult]]:
+    """A kernel's body after its launch: its memory ``flows`` and its compute floor
+    (``floor_s`` seconds), one after the other (``serial``: the floor first) or together (the
+    body ends when all have). Every replay runs kernels through this one rule.
+
+    With ``floor_flow`` the floor is a flow of the kernel (:func:`floor_as_flow`) rather than
+    a fixed delay, so that a copy thread sharing the kernel's cores
+    (:mod:`tmsim.sim.threads`) can slow its compute as well as its memory traffic.
+
+    Returns the results of its flows (the floor's too when it is a flow), in order of start.
+    """
+    floor: list[simpy.Event] = []
+    if floor_s > 0:
+        if floor_flow:
+            floor.append(fluid.transfer(floor_as_flow(floor_s, len(fluid.tiers))))
+        else:
+            floor.append(env.timeout(floor_s))
+    first: list[simpy.Event] = []
+    if serial and floor:
+        first = [floor.pop()]
+        yield first[0]
+    done = [fluid.transfer(f) for f in flows] + floor
+    if done:
+        yield done[0] if len(done) == 1 else env.all_of(done)
+    return [e.value for e in first + done if isinstance(e.value, FlowResult)]
+
+
+def kernel_losses(results: Sequence[FlowResult], serial: bool, delay_s: float) -> Losses:
+    """A kernel's delay past its uncontended time (``delay_s``) split by cause, in proportion
+    to the losses of the flows that made it: all of ``results`` if they ran one after another
+    (``serial``), else the one that ended last. Nothing for no delay or no loss."""
+    if delay_s <= 0 or not results:
+        return Losses()
+    if serial:
+        lost = sum((r.losses for r in results), Losses())
+    else:
+        lost = max(results, key=lambda r: r.end_s).losses
+    total = lost.total_s
+    return lost.scaled(delay_s / total) if total > 0 else Losses()
+
+
+def floor_as_flow(floor_s: float, n_tiers: int) -> Flow:
+    """A compute floor of ``floor_s`` seconds as a kernel flow that uses no resource: that
+    many units at a cap of 1 per second."""
+    zeros = (0.0,) * n_tiers
+    return Flow(float(floor_s), zeros, zeros, 1.0, role=Role.KERNEL)
+
+
+__all__ = ["floor_as_flow", "kernel_body", "kernel_losses"]
