@@ -236,6 +236,13 @@ def test_every_kernel_delay_is_attributed(async_plan: tuple[object, object]) -> 
         ends = {r.kernel: r.end_s for r in trace.kernels()}
         past = sum(max(0.0, r.end_s - ends[r.kernel]) for r in trace.moves() if r.kind == "async")
         assert trace.overrun_s() == past
+    # A dedicated core stretches every compute floor by 24/23: a loss to the core.
+    dedicated = replace(CPU, copy_thread=replace(THREAD, core="dedicated"))
+    trace = replay(got, graph, dedicated, level="controller")  # type: ignore[arg-type]
+    assert trace.losses_s()["core"] > 0
+    for r in trace.kernels():
+        lost = r.lost_shared_s + r.lost_blocked_s + r.lost_core_s + r.lost_latency_s
+        assert lost == pytest.approx(max(0.0, r.duration_s - r.uncontended_s), rel=1e-6, abs=1e-12)
 
 
 def test_core_sharing_slows_the_step_and_a_dedicated_core_costs_compute(

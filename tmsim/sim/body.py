@@ -45,16 +45,27 @@ def kernel_body(
     return [e.value for e in first + done if isinstance(e.value, FlowResult)]
 
 
-def kernel_losses(results: Sequence[FlowResult], serial: bool, delay_s: float) -> Losses:
+def kernel_losses(
+    results: Sequence[FlowResult],
+    serial: bool,
+    delay_s: float,
+    floor_end_s: float = 0.0,
+    floor_stretch_s: float = 0.0,
+) -> Losses:
     """A kernel's delay past its uncontended time (``delay_s``) split by cause, in proportion
-    to the losses of the flows that made it: all of ``results`` if they ran one after another
-    (``serial``), else the one that ended last. Nothing for no delay or no loss."""
-    if delay_s <= 0 or not results:
+    to the losses of what made it: all of ``results`` if they ran one after another
+    (``serial``), else the one that ended last. A compute floor run as a fixed delay ending
+    at ``floor_end_s`` counts as ending last when no flow ended after it; its
+    ``floor_stretch_s`` (a core given to a copy thread) is a loss to the core. Nothing for no
+    delay or no loss."""
+    if delay_s <= 0:
         return Losses()
+    stretch = Losses(core_s=floor_stretch_s)
     if serial:
-        lost = sum((r.losses for r in results), Losses())
+        lost = sum((r.losses for r in results), stretch)
     else:
-        lost = max(results, key=lambda r: r.end_s).losses
+        last = max(results, key=lambda r: r.end_s, default=None)
+        lost = stretch if last is None or floor_end_s >= last.end_s else last.losses
     total = lost.total_s
     return lost.scaled(delay_s / total) if total > 0 else Losses()
 

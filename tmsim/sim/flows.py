@@ -92,6 +92,10 @@ class FlowResult:
     losses: Losses = Losses()
 
 
+#: The split of a flow running at its cap: no loss (compared by identity).
+NO_LOSS = (0.0, 0.0, 0.0, 0.0)
+
+
 def loss_split(
     cap: float, core_cap: float, loaded_cap: float, rate: float, unblocked: float
 ) -> tuple[float, float, float, float]:
@@ -125,4 +129,4 @@ def check_flow(flow: Flow, n_tiers: int, n_links: int) -> None:
             raise ValueError(f"unknown link {link} or negative bytes {nbytes!r}")
 
 
-__all__ = ["Flow", "FlowResult", "Losses", "Role", "check_flow", "loss_split"]
+__all__ = ["NO_LOSS", "Flow", "FlowResult", "Losses", "Role", "check_flow", "loss_split"]

@@ -56,7 +56,7 @@ from collections.abc import Sequence
 import simpy
 
 from hwmodels.tiers import MemoryTier
-from tmsim.sim.flows import Flow, FlowResult, Losses, Role, check_flow, loss_split
+from tmsim.sim.flows import NO_LOSS, Flow, FlowResult, Losses, Role, check_flow, loss_split
 from tmsim.sim.rates import ChannelUse, shared_rates
 from tmsim.sim.running import DONE_REL, Running, TierUse, finished
 from tmsim.sim.sharing import max_min_rates
@@ -187,8 +187,9 @@ class FluidModel:
                 moved = a.rate * dt
                 a.remaining -= moved
                 a.moved += moved
-                for i, f in enumerate(a.split):
-                    a.lost[i] += f * dt
+                if a.split is not NO_LOSS:
+                    for i, f in enumerate(a.split):
+                        a.lost[i] += f * dt
         self._last_s = now
         while True:
             done = [a for a in self._active if finished(a, now)]
@@ -218,7 +219,7 @@ class FluidModel:
                 a.rate = a.flow.cap_bytes_per_s
             return
         caps = [a.flow.cap_bytes_per_s for a in active]
-        roles = [a.flow.role for a in active]
+        roles = [a.flow.role for a in active] if self.threads is not None else []
         threads = self.threads if Role.THREAD in roles else None
         if threads is not None:
             caps = threads.core_caps(caps, roles)
@@ -293,7 +294,11 @@ class FluidModel:
         unblocked = self._unblocked(loaded, uses, capacities, rates)
         for i, a in enumerate(active):
             a.rate = rates[i]
-            a.split = loss_split(a.flow.cap_bytes_per_s, caps[i], loaded[i], rates[i], unblocked[i])
+            cap, r = a.flow.cap_bytes_per_s, rates[i]
+            if r >= cap and loaded[i] == cap and unblocked[i] == r:
+                a.split = NO_LOSS
+            else:
+                a.split = loss_split(cap, caps[i], loaded[i], r, unblocked[i])
 
     def _share(
         self, caps: list[float], uses: list[list[tuple[int, float]]], capacities: list[float]

@@ -148,16 +148,15 @@ class _Run:
                     copies = [env.process(self._copies_in_turn(s.async_at[k]))]
             if s.launch_s > 0:
                 yield env.timeout(s.launch_s)
+            floor = float(s.floor_s[k]) * self.floor_factor
+            body_s = float(env.now)
             results = yield from kernel_body(
-                env,
-                self.fluid,
-                (s.kernel_flows[k],),
-                float(s.floor_s[k]) * self.floor_factor,
-                bool(s.serial[k]),
-                self.floor_flow[k],
+                env, self.fluid, (s.kernel_flows[k],), floor, bool(s.serial[k]), self.floor_flow[k]
             )
             delay = float(env.now) - start - float(s.kernel_s[k])
-            self._kernel(k, start, seq, kernel_losses(results, bool(s.serial[k]), delay))
+            stretch = floor - float(s.floor_s[k])
+            lost = kernel_losses(results, bool(s.serial[k]), delay, body_s + floor, stretch)
+            self._kernel(k, start, seq, lost)
             if copies:
                 yield env.all_of(copies)
         self.end_s = float(env.now)
@@ -201,7 +200,7 @@ class _Run:
             write_bytes=tuple(int(x) for x in s.write_bytes[k]),
             uncontended_s=float(s.kernel_s[k]),
             fast_resident_bytes=int(s.fast_bytes[k]),
-            **_lost(lost),
+            **(_lost(lost) if lost.total_s else {}),
         )
         self.out.append((rec, seq))
 
@@ -220,7 +219,7 @@ class _Run:
             write_bytes=tuple(int(x) for x in m.flow.write_bytes),
             uncontended_s=m.uncontended_s,
             fast_resident_bytes=-1,
-            **_lost(res.losses),
+            **(_lost(res.losses) if res.losses.total_s else {}),
         )
         self.out.append((rec, seq))
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import simpy
 
-from tmsim.sim.flows import Flow
+from tmsim.sim.flows import NO_LOSS, Flow
 
 #: A flow whose remaining bytes fall below this fraction of its size is complete. Rounding in
 #: ``remaining -= rate * dt`` leaves residues of about 1e-16; this bounds the time error a
@@ -53,7 +53,7 @@ class Running:
         self.moved = 0.0
         self.rate = 0.0
         #: per second, the fraction of its cap lost to each cause (:func:`loss_split`)
-        self.split = (0.0, 0.0, 0.0, 0.0)
+        self.split = NO_LOSS
         #: seconds lost so far to each cause
         self.lost = [0.0, 0.0, 0.0, 0.0]
 
