@@ -10,7 +10,7 @@ it as the replay's ``controller`` interference level uses it (:mod:`tmsim.sim.th
   its non-temporal writes share those buffers, so per byte copied it spends the time of a read
   plus that of a write: ``1 / (1 / read_bw(src) + 1 / write_bw(dst))`` (:meth:`idle_bw`).
   The presets' asynchronous copy rates are these values.
-- **loaded latency.** When the other traffic fills a fraction ``rho`` of a resource the copy
+- **loaded latency.** When the other traffic offers a fraction ``rho`` of a resource the copy
   uses (channel, tier), every line it has in flight waits longer:
   ``L(rho) = L0 * min(1 + latency_slope * rho / (1 - rho), max_latency_factor)``, and its rate
   falls by the same factor (:meth:`latency_factor`).
@@ -140,8 +140,10 @@ class CopyThread:
     def latency_factor(self, utilisation: float) -> float:
         """How many times its idle latency a line waits when other traffic fills the fraction
         ``utilisation`` of a resource: ``min(1 + a * u / (1 - u), max_latency_factor)``, 1 at
-        ``u <= 0`` and ``max_latency_factor`` at ``u >= 1``."""
+        ``u <= 0`` or ``a = 0``, and ``max_latency_factor`` at ``u >= 1`` (with ``a > 0``)."""
         u = min(max(float(utilisation), 0.0), 1.0)
+        if self.latency_slope == 0 or u <= 0:
+            return 1.0
         if u >= 1.0:
             return float(self.max_latency_factor)
         return min(1.0 + self.latency_slope * u / (1.0 - u), float(self.max_latency_factor))

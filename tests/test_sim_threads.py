@@ -75,13 +75,20 @@ def test_core_factors() -> None:
 
 # ---------------------------------------------------------------- the fluid model by hand
 def _run(
-    flows: Sequence[Flow], thread: CopyThread, channel: bool = True, floors: Sequence[float] = ()
+    flows: Sequence[Flow],
+    thread: CopyThread,
+    channel: bool = True,
+    floors: Sequence[float] = (),
+    cores: int = 24,
 ) -> list[FlowResult]:
     """Run ``flows`` (and kernel bodies of ``floors`` seconds with no memory traffic, their
     ends appended) on the preset's tiers."""
     env = simpy.Environment()
     model = FluidModel(
-        env, CPU.tiers, channel=ChannelUse.of(CPU) if channel else None, threads=ThreadUse(thread)
+        env,
+        CPU.tiers,
+        channel=ChannelUse.of(CPU) if channel else None,
+        threads=ThreadUse(thread, cores),
     )
     events = [model.transfer(f) for f in flows]
     ends: list[float] = []
@@ -149,6 +156,23 @@ def test_a_shared_core_slows_a_compute_floor() -> None:
     assert alone.end_s == pytest.approx(1.0, rel=REL)
 
 
+def test_a_dedicated_core_is_taken_from_the_kernels_pool() -> None:
+    # Four cores, one given to the copy thread: a 1 s floor takes 4/3 s, a copy beside it
+    # keeps its rate, and the floor's extra third is a loss to the core.
+    thread = replace(THREAD, core="dedicated", latency_slope=0.0, core_slowdown=1.0)
+    env = simpy.Environment()
+    model = FluidModel(env, CPU.tiers, threads=ThreadUse(thread, 4))
+    copy = model.transfer(_copy(1 * GB, 1, 1 * GB))
+    floor = env.process(kernel_body(env, model, (), 1.0, False, floor_flow=True))
+    env.run()
+    (result,) = floor.value
+    assert result.end_s == pytest.approx(4 / 3, rel=REL)
+    assert result.losses.astuple() == pytest.approx((0.0, 0.0, 1 / 3, 0.0), rel=1e-9)
+    assert copy.value.end_s == pytest.approx(1.0, rel=REL)
+    (alone,) = _run([], thread, floors=[1.0], cores=1)  # a single core is not given away
+    assert alone.end_s == pytest.approx(1.0, rel=REL)
+
+
 # ---------------------------------------------------------------- properties
 _sizes = st.lists(st.floats(0.05, 20.0), min_size=1, max_size=3)
 
@@ -172,6 +196,38 @@ def test_dropping_a_copy_never_slows_the_kernel(
     full = _run([kernel, *copies], thread)[0].end_s
     fewer = _run([kernel, *copies[1:]], thread)[0].end_s
     assert fewer <= full * (1 + 1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    _sizes,
+    st.integers(0, 1),
+    st.floats(1.0, 100.0),
+    st.sampled_from(["shared", "dedicated"]),
+    st.floats(0.0, 1.0),
+)
+def test_a_flows_losses_add_up_to_the_time_past_its_cap(
+    sizes: list[float], src: int, kernel_gbps: float, core: str, sigma: float
+) -> None:
+    # Every flow, whatever slowed it: the causes sum to its span less its size over its cap.
+    thread = replace(THREAD, core=core, straggler=sigma)
+    writes = Flow(5 * GB, (0.0, 0.0), (0.0, 5 * GB), 4 * GB)  # PMM writes drain first
+    kernel = Flow(
+        60 * GB,
+        (30 * GB, 10 * GB),
+        (10 * GB, 10 * GB),
+        kernel_gbps * GB,
+        writers=24,
+        role=Role.KERNEL,
+    )
+    flows = [kernel, writes, *(_copy(x * GB, src, 2 * GB) for x in sizes)]
+    results = _run(flows, thread, floors=[0.5])
+    for flow, got in zip([*flows, None], results, strict=True):
+        if flow is None:  # the floor: 0.5 s at a cap of 1 per second
+            continue
+        past = got.end_s - got.start_s - flow.nbytes / flow.cap_bytes_per_s
+        assert got.losses.total_s == pytest.approx(past, rel=1e-6, abs=1e-9)
+        assert min(got.losses.astuple()) >= 0
 
 
 @settings(max_examples=40, deadline=None)

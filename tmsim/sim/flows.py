@@ -3,17 +3,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import Enum
 
 
 class Role(Enum):
-    """What a flow stands for, as far as core sharing cares (:mod:`tmsim.sim.threads`): part
-    of a kernel (its memory traffic or its compute floor), a CPU copy thread, or anything
-    else."""
+    """What a flow stands for, as far as the cores care (:mod:`tmsim.sim.threads`): a
+    kernel's memory traffic, a kernel's compute floor, a CPU copy thread, or anything else."""
 
     OTHER = "other"
     KERNEL = "kernel"
+    FLOOR = "floor"
     THREAD = "thread"
 
 
@@ -33,8 +33,8 @@ class Flow:
     - ``role``: a kernel's, a copy thread's or other (:class:`Role`).
 
     A flow with no bytes on any tier and no link uses no resource: it runs at its cap, which
-    is how a kernel's compute floor runs when a copy thread may slow it (``nbytes`` are then
-    seconds of compute at a cap of 1).
+    is how a kernel's compute floor runs when a copy thread may slow it (role ``FLOOR``;
+    ``nbytes`` are then seconds of compute at a cap of 1).
     """
 
     nbytes: float
@@ -79,6 +79,10 @@ class Losses:
         return (self.shared_s, self.blocked_s, self.core_s, self.latency_s)
 
 
+#: The causes of :class:`Losses`, in field order (a trace's ``lost_<cause>_s`` columns).
+LOSS_CAUSES = tuple(f.name.removesuffix("_s") for f in fields(Losses))
+
+
 @dataclass(frozen=True, slots=True)
 class FlowResult:
     """What a finished flow did: ``start_s``/``end_s`` in simulated seconds,
@@ -104,7 +108,7 @@ def loss_split(
     latency, is shared down to ``unblocked`` (its rate if no write drained first) and then to
     ``rate``. The four sum to ``1 - rate / cap``; an infinite cap loses nothing."""
     if not 0 < cap < float("inf"):
-        return (0.0, 0.0, 0.0, 0.0)
+        return NO_LOSS
     blocked = max(0.0, unblocked - rate)
     shared = max(0.0, loaded_cap - rate - blocked)
     return (shared / cap, blocked / cap, (cap - core_cap) / cap, (core_cap - loaded_cap) / cap)
@@ -129,4 +133,13 @@ def check_flow(flow: Flow, n_tiers: int, n_links: int) -> None:
             raise ValueError(f"unknown link {link} or negative bytes {nbytes!r}")
 
 
-__all__ = ["NO_LOSS", "Flow", "FlowResult", "Losses", "Role", "check_flow", "loss_split"]
+__all__ = [
+    "LOSS_CAUSES",
+    "NO_LOSS",
+    "Flow",
+    "FlowResult",
+    "Losses",
+    "Role",
+    "check_flow",
+    "loss_split",
+]

@@ -38,9 +38,9 @@ Concurrent flows share every resource max-min fairly in bytes per second, each c
 own limit (:func:`tmsim.sim.sharing.max_min_rates`); with a ``channel`` its arbitration
 decides instead (:func:`tmsim.sim.rates.shared_rates`: writes that drain first, shares in
 proportion to demand). Because the mix factor depends on the rates, rates on a mixing tier are
-found by a fixed-point iteration on the aggregate read fraction (and, with ``threads``, on the
-copy threads' loaded caps). Rates are recomputed whenever flows start or end (all changes at
-one instant are handled together), and the next completion is scheduled from the new rates.
+found by a fixed-point iteration on the aggregate read fraction. Rates are recomputed whenever
+flows start or end (all changes at one instant are handled together), and the next completion
+is scheduled from the new rates.
 With ``shared=False`` resources are ignored and every flow runs at its own cap: the
 uncontended world the cost model assumes.
 
@@ -220,7 +220,7 @@ class FluidModel:
             return
         caps = [a.flow.cap_bytes_per_s for a in active]
         roles = [a.flow.role for a in active] if self.threads is not None else []
-        threads = self.threads if Role.THREAD in roles else None
+        threads = self.threads if Role.THREAD in roles or Role.FLOOR in roles else None
         if threads is not None:
             caps = threads.core_caps(caps, roles)
         n_tiers = len(self.tiers)
@@ -254,6 +254,7 @@ class FluidModel:
         fraction: dict[int, float] = {}
         rates: list[float] = []
         loaded = caps
+        links_at = range(n_tiers, first_controller)
         for round_ in range(MIX_ROUNDS):
             uses = []
             for i, a in enumerate(active):
@@ -270,27 +271,18 @@ class FluidModel:
                         shared[first_controller + c] = shared.get(first_controller + c, 0.0) + b
                 bus_use = [(bus, a.channel_s)] if a.channel_s > 0 else []
                 uses.append(row + links[i] + list(shared.items()) + bus_use)
+            if threads is not None and round_ == 0:
+                loaded = threads.loaded_caps(caps, roles, uses, capacities, links_at)
             rates = self._share(loaded, uses, capacities)
-            if not mixing and threads is None:
+            if not mixing:
                 break
-            # Damped after the first rounds, in case the iteration oscillates (the aggregate
-            # fraction about a 1:1 mix, where the mix factor peaks; a thread's cap about its
-            # loaded latency).
+            new = {t: self._read_fraction(t, on_tier[t], rates) for t in mixing}
+            if fraction and max(abs(new[t] - fraction[t]) for t in mixing) <= MIX_TOL:
+                break
+            # Damped after the first rounds, in case the aggregate fraction oscillates about a
+            # 1:1 mix (where the mix factor peaks).
             damp = round_ >= MIX_UNDAMPED
-            moved = 0.0
-            if mixing:
-                new = {t: self._read_fraction(t, on_tier[t], rates) for t in mixing}
-                moved = max(abs(new[t] - fraction[t]) for t in mixing) if fraction else 1.0
-                fraction = {t: 0.5 * (fraction[t] + new[t]) for t in mixing} if damp else new
-            if threads is not None:
-                links_at = range(n_tiers, first_controller)
-                target = threads.loaded_caps(caps, roles, uses, rates, capacities, links_at)
-                moved = max(moved, max(abs(t - c) / c for t, c in zip(target, loaded, strict=True)))
-                if damp:
-                    target = [0.5 * (t + c) for t, c in zip(target, loaded, strict=True)]
-                loaded = target
-            if moved <= MIX_TOL:
-                break
+            fraction = {t: 0.5 * (fraction[t] + new[t]) for t in mixing} if damp else new
         unblocked = self._unblocked(loaded, uses, capacities, rates)
         for i, a in enumerate(active):
             a.rate = rates[i]
@@ -322,9 +314,12 @@ class FluidModel:
         capacities: list[float],
         rates: list[float],
     ) -> list[float]:
-        """The rates if no write drained first (``rates`` when none does)."""
+        """The rates if no write drained first (``rates`` when none does, or when every flow
+        runs at its cap anyway)."""
         ch = self.channel
         if ch is None or ch.priority_share == 0 or not any(a.priority for a in self._active):
+            return rates
+        if all(r >= c for r, c in zip(rates, caps, strict=True)):
             return rates
         return shared_rates(caps, uses, capacities, demand=ch.demand)
 

@@ -40,12 +40,12 @@ from tmsim.cost import CostModel
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
 from tmsim.plan.values import Plan
 from tmsim.sim.body import kernel_body, kernel_losses
-from tmsim.sim.flows import Losses, Role
+from tmsim.sim.flows import LOSS_CAUSES, Losses, Role
 from tmsim.sim.fluid import FlowResult, FluidModel
 from tmsim.sim.rates import ChannelUse
 from tmsim.sim.schedule import MoveSpec, Schedule, build_schedule
 from tmsim.sim.threads import ThreadUse
-from tmsim.sim.trace import ASYNC, KERNEL, LOSS_CAUSES, SYNC, Record, Trace
+from tmsim.sim.trace import ASYNC, KERNEL, SYNC, Record, Trace
 from tmsim.workload.graph import Graph
 
 Process = Generator[simpy.Event, Any, None]
@@ -85,9 +85,7 @@ def replay(
         channel=ChannelUse.of(platform) if full else None,
         threads=threads,
     )
-    run = _Run(env, fluid, sched, platform.tier_names, contention)
-    if threads is not None:
-        _apply_cores(run, threads, platform.compute.cores)
+    run = _Run(env, fluid, sched, platform.tier_names, contention, _floor_flows(sched, threads))
     proc = env.process(run.step())
     events = 0
     while not proc.processed:
@@ -118,18 +116,15 @@ class _Run:
     sched: Schedule
     tier_names: tuple[str, ...]
     contention: bool
+    #: per kernel: run its compute floor as a flow (:func:`_floor_flows`)
+    floor_flow: list[bool]
     out: list[tuple[Record, int]] = field(default_factory=list)
     end_s: float = 0.0
     issued: int = 0
     pools: list[simpy.Resource] = field(default_factory=list)
-    #: Per kernel: run its compute floor as a flow (a copy thread may share its cores).
-    floor_flow: list[bool] = field(default_factory=list)
-    #: Factor on every compute floor (a core given to the copy thread).
-    floor_factor: float = 1.0
 
     def __post_init__(self) -> None:
         self.pools = [simpy.Resource(self.env, capacity=c) for c in self.sched.pool_engines]
-        self.floor_flow = [False] * self.sched.n_kernels
 
     def step(self) -> Process:
         s, env = self.sched, self.env
@@ -148,15 +143,17 @@ class _Run:
                     copies = [env.process(self._copies_in_turn(s.async_at[k]))]
             if s.launch_s > 0:
                 yield env.timeout(s.launch_s)
-            floor = float(s.floor_s[k]) * self.floor_factor
-            body_s = float(env.now)
+            serial = bool(s.serial[k])
             results = yield from kernel_body(
-                env, self.fluid, (s.kernel_flows[k],), floor, bool(s.serial[k]), self.floor_flow[k]
+                env,
+                self.fluid,
+                (s.kernel_flows[k],),
+                float(s.floor_s[k]),
+                serial,
+                self.floor_flow[k],
             )
             delay = float(env.now) - start - float(s.kernel_s[k])
-            stretch = floor - float(s.floor_s[k])
-            lost = kernel_losses(results, bool(s.serial[k]), delay, body_s + floor, stretch)
-            self._kernel(k, start, seq, lost)
+            self._kernel(k, start, seq, kernel_losses(results, serial, delay))
             if copies:
                 yield env.all_of(copies)
         self.end_s = float(env.now)
@@ -228,19 +225,20 @@ def _lost(losses: Losses) -> dict[str, float]:
     return {f"lost_{c}_s": v for c, v in zip(LOSS_CAUSES, losses.astuple(), strict=True)}
 
 
-def _apply_cores(run: _Run, threads: ThreadUse, cores: int) -> None:
-    """Where the plan copies with threads beside kernels: with a shared core that slows them,
-    those kernels run their floors as flows; with a dedicated one (taken from ``cores``),
-    every floor takes ``cores / (cores - 1)`` of its time (a single core is not given away)."""
-    s = run.sched
+def _floor_flows(sched: Schedule, threads: ThreadUse | None) -> list[bool]:
+    """Per kernel, whether its compute floor runs as a flow a copy thread can slow: beside a
+    thread copy on a shared core that slows it; every kernel when the plan copies with
+    threads on a dedicated core (taken from the kernels' pool)."""
+    none = [False] * sched.n_kernels
+    if threads is None or (threads.shared_core and threads.thread.core_slowdown == 0):
+        return none
     beside = [
-        any(s.moves[i].flow.role is Role.THREAD for i in s.async_at[k]) for k in range(s.n_kernels)
+        any(sched.moves[i].flow.role is Role.THREAD for i in sched.async_at[k])
+        for k in range(sched.n_kernels)
     ]
     if threads.shared_core:
-        if threads.thread.core_slowdown > 0:
-            run.floor_flow = beside
-    elif any(beside) and cores > 1:
-        run.floor_factor = cores / (cores - 1)
+        return beside
+    return [any(beside) and threads.cores > 1] * sched.n_kernels
 
 
 __all__ = ["replay"]

@@ -4,15 +4,19 @@
 one instant (:class:`tmsim.sim.fluid.FluidModel` calls it at every rate update):
 
 - :meth:`ThreadUse.core_caps`: with a shared core, while a copy thread (:attr:`Role.THREAD`)
-  and a kernel (:attr:`Role.KERNEL`) both run, the thread's cap takes
+  and a kernel (:attr:`Role.KERNEL`, :attr:`Role.FLOOR`) both run, the thread's cap takes
   :meth:`~hwmodels.copythread.CopyThread.thread_core_factor` and every kernel flow's
-  :meth:`~hwmodels.copythread.CopyThread.kernel_core_factor`;
+  :meth:`~hwmodels.copythread.CopyThread.kernel_core_factor`; with a dedicated core, taken
+  from the kernels' pool of ``cores``, every compute floor run as a flow takes
+  ``(cores - 1) / cores`` of its cap (a single core is not given away);
 - :meth:`ThreadUse.loaded_caps`: a thread's cap divided by the latency factor of the busiest
-  resource it uses, counting only the other flows' load there (a thread alone runs at its idle
-  rate). Links are not counted: a copy's link is the path's own rate limit, not a queue.
+  resource it uses, at the load the other flows offer there (their caps: how full the queues
+  are kept; a thread alone runs at its idle rate). Links are not counted: a copy's link is
+  the path's own rate limit, not a queue.
 
-The rates depend on the caps and the caps on the rates, so the fluid model iterates the two to
-a fixed point. Pure functions of their arguments.
+Offered rather than achieved load keeps the caps a function of the flows present, not of the
+rates they get, so no fixed point between the two is needed (an iteration on achieved load,
+coupled with Optane's read/write mix, was found to cycle). Pure functions of their arguments.
 """
 
 from __future__ import annotations
@@ -31,11 +35,14 @@ class ThreadUse:
     """A platform's copy thread as the fluid model applies it (see the module documentation)."""
 
     thread: CopyThread
+    cores: int = 1
 
     @classmethod
     def of(cls, platform: Platform) -> ThreadUse | None:
-        """The copy thread of ``platform``, or None if it has none."""
-        return None if platform.copy_thread is None else cls(platform.copy_thread)
+        """The copy thread of ``platform`` beside its compute device's cores, or None if it
+        has none."""
+        thread = platform.copy_thread
+        return None if thread is None else cls(thread, platform.compute.cores)
 
     @property
     def shared_core(self) -> bool:
@@ -43,17 +50,22 @@ class ThreadUse:
         return self.thread.core == "shared"
 
     def core_caps(self, caps: Sequence[float], roles: Sequence[Role]) -> list[float]:
-        """``caps`` after core sharing: unchanged unless the core is shared and a thread and a
-        kernel flow are both among ``roles``."""
+        """``caps`` after the cores are shared out (see the module documentation)."""
         out = list(caps)
-        if not (self.shared_core and Role.THREAD in roles and Role.KERNEL in roles):
+        if not self.shared_core:
+            if self.cores > 1:
+                for f, role in enumerate(roles):
+                    if role is Role.FLOOR:
+                        out[f] *= (self.cores - 1) / self.cores
+            return out
+        if Role.THREAD not in roles or not (Role.KERNEL in roles or Role.FLOOR in roles):
             return out
         kernel, thread = self.thread.kernel_core_factor(), self.thread.thread_core_factor()
         for f, role in enumerate(roles):
-            if role is Role.KERNEL:
-                out[f] *= kernel
-            elif role is Role.THREAD:
+            if role is Role.THREAD:
                 out[f] *= thread
+            elif role is not Role.OTHER:
+                out[f] *= kernel
         return out
 
     def loaded_caps(
@@ -61,17 +73,16 @@ class ThreadUse:
         caps: Sequence[float],
         roles: Sequence[Role],
         uses: Sequence[Uses],
-        rates: Sequence[float],
         capacities: Sequence[float],
         unqueued: Container[int] = (),
     ) -> list[float]:
         """Each thread flow's cap in ``caps`` over the latency factor of the busiest resource
-        it uses (not in ``unqueued``), at the load the other flows put there at ``rates``;
-        other flows keep their caps."""
+        it uses (not in ``unqueued``), at the load the other flows offer there (each at its
+        cap, an infinite cap filling the resource); other flows keep their caps."""
         load = [0.0] * len(capacities)
-        for row, r in zip(uses, rates, strict=True):
+        for row, c in zip(uses, caps, strict=True):
             for res, a in row:
-                load[res] += a * r
+                load[res] += a * c
         out = list(caps)
         for f, role in enumerate(roles):
             if role is not Role.THREAD:
@@ -79,7 +90,7 @@ class ThreadUse:
             busiest = 0.0
             for res, a in uses[f]:
                 if res not in unqueued:
-                    busiest = max(busiest, (load[res] - a * rates[f]) / capacities[res])
+                    busiest = max(busiest, (load[res] - a * caps[f]) / capacities[res])
             out[f] = caps[f] / self.thread.latency_factor(busiest)
         return out
 

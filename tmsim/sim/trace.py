@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tmsim.errors import TmsimError
+from tmsim.sim.flows import LOSS_CAUSES
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -34,8 +35,6 @@ _META_KEY = b"tmsim.trace"
 
 #: Record kinds.
 KERNEL, SYNC, ASYNC = "kernel", "sync", "async"
-#: The kinds of interference a record's ``lost_<cause>_s`` fields attribute time to.
-LOSS_CAUSES = ("shared", "blocked", "core", "latency")
 
 
 class TraceFileError(TmsimError, ValueError):
