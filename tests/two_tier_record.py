@@ -9,7 +9,9 @@ can never pay off (its problem changed; its optimum did not, as the exhaustive s
 tests/test_milp_tightening.py checks, but a solve stopped at the 1% gap may pick another plan
 within it). The Optane cases were recorded again (``python tests/two_tier_record.py optane``)
 when the preset's asynchronous copy rates became its copy thread's idle rates (1.73 and 2.65
-GB/s instead of AutoTM's 2.0 and 2.5).
+GB/s instead of AutoTM's 2.0 and 2.5), and again when rates on a mixing tier became a
+converged fixed point (bisection where the plain iteration cycled: only the 2LM replays moved,
+by up to 0.5%).
 Each record holds, by the same measurements as :func:`measure`, for each
 case of :data:`CASES`: the AutoTM paper's conventional and GPU models at batch 2, on the
 Optane preset at 4:1 (PMM:DRAM) and on the RTX 2080 Ti with device memory at three quarters

@@ -38,9 +38,11 @@ Concurrent flows share every resource max-min fairly in bytes per second, each c
 own limit (:func:`tmsim.sim.sharing.max_min_rates`); with a ``channel`` its arbitration
 decides instead (:func:`tmsim.sim.rates.shared_rates`: writes that drain first, shares in
 proportion to demand). Because the mix factor depends on the rates, rates on a mixing tier are
-found by a fixed-point iteration on the aggregate read fraction. Rates are recomputed whenever
-flows start or end (all changes at one instant are handled together), and the next completion
-is scheduled from the new rates.
+found as a fixed point of the aggregate read fraction: a few rounds of plain iteration, then
+bisection of the bracket those rounds leave, so the rates converge even where the iteration
+would cycle (a flow that drains first taking a tier from a copy and giving it back). Rates
+are recomputed whenever flows start or end (all changes at one instant are handled together),
+and the next completion is scheduled from the new rates.
 With ``shared=False`` resources are ignored and every flow runs at its own cap: the
 uncontended world the cost model assumes.
 
@@ -62,10 +64,11 @@ from tmsim.sim.running import DONE_REL, Running, TierUse, finished
 from tmsim.sim.sharing import max_min_rates
 from tmsim.sim.threads import ThreadUse
 
-#: Fixed-point iteration on the aggregate read fraction of mixing tiers: tolerance, most rounds.
+#: The aggregate read fraction of mixing tiers: tolerance, most rounds, rounds of plain
+#: fixed-point iteration before bisection (12 + 34 halvings of [0, 1] reach the tolerance).
 MIX_TOL = 1e-10
 MIX_ROUNDS = 60
-MIX_UNDAMPED = 12
+MIX_ITERATED = 12
 
 
 class FluidModel:
@@ -252,6 +255,10 @@ class FluidModel:
             capacities.append(1.0)
         mixing = [t for t in range(n_tiers) if self._mixing[t] and len(on_tier[t]) > 1]
         fraction: dict[int, float] = {}
+        # A root of g(F) - F lies in [lo, hi] for each mixing tier (g: the aggregate read
+        # fraction the rates at F give); g(0) >= 0 and g(1) <= 1 bracket one from the start.
+        lo = dict.fromkeys(mixing, 0.0)
+        hi = dict.fromkeys(mixing, 1.0)
         rates: list[float] = []
         loaded = caps
         links_at = range(n_tiers, first_controller)
@@ -277,12 +284,23 @@ class FluidModel:
             if not mixing:
                 break
             new = {t: self._read_fraction(t, on_tier[t], rates) for t in mixing}
-            if fraction and max(abs(new[t] - fraction[t]) for t in mixing) <= MIX_TOL:
-                break
-            # Damped after the first rounds, in case the aggregate fraction oscillates about a
-            # 1:1 mix (where the mix factor peaks).
-            damp = round_ >= MIX_UNDAMPED
-            fraction = {t: 0.5 * (fraction[t] + new[t]) for t in mixing} if damp else new
+            if fraction:
+                for t in mixing:
+                    if new[t] >= fraction[t]:
+                        lo[t] = max(lo[t], fraction[t])
+                    else:
+                        hi[t] = min(hi[t], fraction[t])
+                if all(
+                    abs(new[t] - fraction[t]) <= MIX_TOL or hi[t] - lo[t] <= MIX_TOL for t in mixing
+                ):
+                    break
+            # Plain iteration first (it converges in a few rounds unless the rates swing, as
+            # when writes that drain first take a tier from a copy and give it back); then
+            # bisection of the bracket, which converges whatever g does.
+            if round_ < MIX_ITERATED:
+                fraction = {t: min(max(new[t], lo[t]), hi[t]) for t in mixing}
+            else:
+                fraction = {t: 0.5 * (lo[t] + hi[t]) for t in mixing}
         unblocked = self._unblocked(loaded, uses, capacities, rates)
         for i, a in enumerate(active):
             a.rate = rates[i]
