@@ -41,6 +41,7 @@ from tmsim.planners import PlanSettings, plan
 from tmsim.planners.milp.chain import plan_milp_chain
 from tmsim.planners.milp.gadgets import Formulation
 from tmsim.sim import replay
+from tmsim.sim.beside import beside_for
 from tmsim.strategies import STRATEGIES, Kind, applicable, strategy
 from tmsim.workload.graph import Graph
 
@@ -149,9 +150,8 @@ def compare(
 def _milp_plans(
     graph: Graph, platform: Platform, ps: PlanSettings, names: Sequence[str]
 ) -> dict[Formulation, Plan | TmsimError]:
-    top = max((Formulation(n) for n in names), key=list(Formulation).index)
     try:
-        return plan_milp_chain(graph, platform, ps, top)
+        return plan_milp_chain(graph, platform, ps, [Formulation(n) for n in names])
     except TmsimError as exc:
         return {f: exc for f in Formulation}
 
@@ -215,7 +215,8 @@ def plan_row(
     level: InterferenceLevel = DEFAULT_LEVEL,
 ) -> Row:
     """The row of a plan: validated, then replayed (with ``contention``, at ``level``)."""
-    check = validate(result, graph, platform, cost)
+    cost = cost if cost is not None else CostModel(graph, platform)
+    check = validate(result, graph, platform, cost, beside_for(result, cost))
     trace = replay(result, graph, platform, contention=contention, cost=cost, level=level)
     stats = result.stats
     return Row(

@@ -216,30 +216,68 @@ class IndexMove:
     mode: MoveMode
 
 
+@dataclass(frozen=True)
+class BesideCosts:
+    """What an asynchronous copy beside each kernel costs under interference (computed by
+    :func:`tmsim.sim.beside.beside_costs` from the replay's model).
+
+    ``paths``: ``(src, dst)`` tier indices of the copy paths; per kernel and path [K, P]:
+    ``copy_s_per_byte``, the seconds a copy takes per byte while beside the kernel (after its
+    pair's per-transfer latency; ``inf`` where it cannot run there), and
+    ``slow_s_per_byte``, the seconds the kernel is delayed per byte copied beside it. ``level``
+    names the interference level they were computed at.
+    """
+
+    paths: tuple[tuple[int, int], ...]
+    copy_s_per_byte: FloatArray
+    slow_s_per_byte: FloatArray
+    level: str
+
+    def path(self, src: int, dst: int) -> int:
+        """The index of path ``src -> dst``; raises :class:`TmsimError` for one not listed."""
+        try:
+            return self.paths.index((src, dst))
+        except ValueError:
+            raise TmsimError(f"no asynchronous copy costs for tiers {src} -> {dst}") from None
+
+
 def step_time_s(
-    cost: CostModel, op_tiers: npt.ArrayLike, moves: Iterable[IndexMove]
+    cost: CostModel,
+    op_tiers: npt.ArrayLike,
+    moves: Iterable[IndexMove],
+    beside: BesideCosts | None = None,
 ) -> tuple[float, FloatArray]:
     """The predicted step time of a placement and its moves, and each kernel's share.
 
     Kernel ``k`` costs ``max(kernel time under op_tiers, sum of the asynchronous moves beside
-    it)``; each synchronous move adds its own time. Returns ``(total, per_kernel)`` where
-    ``per_kernel`` [K + 1] holds kernel ``k``'s cost plus the synchronous moves just before
-    it (the last entry: those after the last kernel).
+    it)``; each synchronous move adds its own time. With ``beside``, an asynchronous move of
+    ``b`` bytes on path ``p`` beside kernel ``k`` takes its latency plus ``b *
+    copy_s_per_byte[k, p]`` and adds ``b * slow_s_per_byte[k, p]`` to the kernel's time.
+    Returns ``(total, per_kernel)`` where ``per_kernel`` [K + 1] holds kernel ``k``'s cost
+    plus the synchronous moves just before it (the last entry: those after the last kernel).
     """
     n_k = len(cost.graph.kernels)
     kernel = cost.kernel_times_s(op_tiers)
     async_s = np.zeros(n_k)
     sync_s = np.zeros(n_k + 1)
     cache: dict[tuple[int, int, MoveMode], FloatArray] = {}
+    sizes = cost.graph.sizes_bytes
+    names = cost.platform.tier_names
     for m in moves:
         key = (m.src, m.dst, m.mode)
         if key not in cache:
             cache[key] = cost.move_s(m.src, m.dst, m.mode)
         seconds = float(cache[key][m.tensor])
-        if m.mode is MoveMode.ASYNC:
-            async_s[m.kernel] += seconds
-        else:
+        if m.mode is not MoveMode.ASYNC:
             sync_s[m.kernel] += seconds
+            continue
+        if beside is not None and sizes[m.tensor] > 0:
+            p = beside.path(m.src, m.dst)
+            nbytes = float(sizes[m.tensor])
+            latency = cost.platform.copy_latency_s(names[m.src], names[m.dst])
+            seconds = latency + nbytes * float(beside.copy_s_per_byte[m.kernel, p])
+            kernel[m.kernel] += nbytes * float(beside.slow_s_per_byte[m.kernel, p])
+        async_s[m.kernel] += seconds
     per = sync_s.copy()
     per[:n_k] += np.maximum(kernel, async_s)
     return float(per.sum()), per

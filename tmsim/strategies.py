@@ -68,6 +68,7 @@ _TABLE = (
     ("static", _M, _ANY, "AutoTM's MILP: every tensor stays where it is created"),
     ("sync", _M, _ANY, "AutoTM's MILP: blocking copies at a tensor's users"),
     ("async", _M, _ANY, "AutoTM's MILP: copies also beside kernels near a tensor's users"),
+    ("async-aware", _M, _ANY, "async, each copy charged what interference makes it cost"),
     ("2lm", _S, _SLOW, "memory mode: the fastest tier a hardware cache of the next"),
     ("unified-memory", _S, _FAST, "CUDA managed memory: pages migrate on demand"),
 )
@@ -81,6 +82,7 @@ _COLORS = {
     "static": "#8073ac",
     "sync": "#2166ac",
     "async": "#1b7837",
+    "async-aware": "#5aae61",
     "2lm": "#b2182b",
     "unified-memory": "#b2182b",
 }

@@ -64,10 +64,12 @@ def plan_summary(
 def _plan(args: argparse.Namespace) -> int:
     from hwmodels.presets import load_platform
     from tmsim.capacity import resolve_fast_limit
+    from tmsim.cost import CostModel
     from tmsim.plan.files import save_plan
     from tmsim.plan.layout import fast_layout
     from tmsim.plan.validate import validate
     from tmsim.planners import plan
+    from tmsim.sim.beside import beside_for
     from tmsim.workload.identity import file_identity
 
     graph = graph_from_args(args)
@@ -76,7 +78,8 @@ def _plan(args: argparse.Namespace) -> int:
     result = plan(args.mode, graph, platform, settings)
     if args.file:  # the plan names its graph file, so `tmsim simulate` finds it alone
         result = result.with_identity(file_identity(graph, args.file))
-    check = validate(result, graph, platform)
+    cost = CostModel(graph, platform)
+    check = validate(result, graph, platform, cost, beside_for(result, cost))
     if args.out:
         save_plan(result, args.out)
     info = plan_summary(result, check.ok, check.moved_bytes, check.fast_peak_bytes)

@@ -18,12 +18,14 @@ from typing import Any
 
 from hwmodels.presets import load_platform
 from tmsim.cli.args import add_interference_argument
+from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.levels import InterferenceLevel
 from tmsim.plan.files import load_plan
 from tmsim.plan.validate import validate
 from tmsim.plan.values import Plan
 from tmsim.sim import CacheTrace, Trace, replay, replay_cache, save_trace
+from tmsim.sim.beside import beside_for
 from tmsim.sim.cache.walk import DEFAULT_BLOCK_BYTES
 from tmsim.sim.trace import ASYNC, SYNC
 from tmsim.workload.files import load_graph
@@ -279,8 +281,11 @@ def _simulate(args: argparse.Namespace) -> int:
         raise TmsimError(
             f"plan {args.plan!r} is for platform {plan.platform!r}, not {platform.name!r}"
         )
-    validate(plan, graph, platform).raise_if_invalid(shown=3)
-    trace = replay(plan, graph, platform, contention=args.contention, level=args.interference)
+    cost = CostModel(graph, platform)
+    validate(plan, graph, platform, cost, beside_for(plan, cost)).raise_if_invalid(shown=3)
+    trace = replay(
+        plan, graph, platform, contention=args.contention, cost=cost, level=args.interference
+    )
     _save(trace, args)
     info = trace_summary(trace)
     if args.json:

@@ -21,7 +21,7 @@ import numpy as np
 
 from hwmodels.platform import Platform
 from hwmodels.timing import MoveMode
-from tmsim.cost import CostModel, IndexMove, step_time_s
+from tmsim.cost import BesideCosts, CostModel, IndexMove, step_time_s
 from tmsim.errors import PlanError, TmsimError
 from tmsim.intervals import occupancy
 from tmsim.plan.copies import check_validity
@@ -64,7 +64,11 @@ class Validation:
 
 
 def validate(
-    plan: Plan, graph: Graph, platform: Platform, cost: CostModel | None = None
+    plan: Plan,
+    graph: Graph,
+    platform: Platform,
+    cost: CostModel | None = None,
+    beside: BesideCosts | None = None,
 ) -> Validation:
     """Check ``plan`` against every rule of :mod:`tmsim.plan.values` for ``graph`` on ``platform``.
 
@@ -79,7 +83,8 @@ def validate(
     asynchronous data usable from the next kernel; in-place updates make other copies stale);
     weights and optimizer state ending valid on each initial tier; every tier's capacity at every
     kernel (the fastest tier's: also the plan's ``fast_limit_bytes``); the predicted time (relative
-    :data:`TIME_RTOL`).
+    :data:`TIME_RTOL`), with ``beside`` charging asynchronous copies what interference makes
+    them cost, as an ``async-aware`` plan was predicted (:func:`tmsim.sim.beside.beside_for`).
 
     Never raises for a bad plan (see :meth:`Validation.raise_if_invalid`); raises
     :class:`TmsimError` if ``cost`` was built for another graph or platform, and, when it
@@ -121,14 +126,15 @@ def validate(
                 strict=True,
             )
         ]
-        recomputed, _ = step_time_s(cost, parsed.op_tier, moves)
+        recomputed, _ = step_time_s(cost, parsed.op_tier, moves, beside)
         predicted = plan.predicted_s
         if math.isfinite(recomputed) and not math.isclose(
             recomputed, predicted, rel_tol=TIME_RTOL, abs_tol=0.0
         ):
+            how = "with" if beside is not None else "without"
             errors.add(
                 f"predicted step time {predicted!r} s differs from the recomputed "
-                f"{recomputed!r} s (relative tolerance {TIME_RTOL:g})"
+                f"{recomputed!r} s {how} interference costs (relative tolerance {TIME_RTOL:g})"
             )
     return Validation(errors.count == 0, errors.result(), recomputed, peak, moved)
 

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hwmodels.platform import Platform
-from tmsim.cost import CostModel, IndexMove, step_time_s
+from tmsim.cost import BesideCosts, CostModel, IndexMove, step_time_s
 from tmsim.errors import InfeasibleError, NoPlanError, TmsimError
 from tmsim.plan.values import Move, Plan, Residency, SolverStats
 from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES, Graph
@@ -38,6 +38,7 @@ def assemble_plan(
     options: Mapping[str, Any] | None = None,
     stats: SolverStats | None = None,
     identity: GraphIdentity | None = None,
+    beside: BesideCosts | None = None,
 ) -> Plan:
     """Build a :class:`Plan` from a decision in indices.
 
@@ -50,7 +51,8 @@ def assemble_plan(
 
     Residency ranges start where copies appear: at the producer in the tier it writes, at
     kernel 0 for ``initial`` tiers, at the kernel of a move into a tier the tensor is not
-    resident in. The predicted time is :func:`step_time_s`.
+    resident in. The predicted time is :func:`step_time_s` (with ``beside``, asynchronous
+    copies at what interference makes them cost).
 
     The plan records which graph it is for: ``identity`` when the caller knows how the graph
     was built, else :func:`tmsim.workload.identity.identity_of` (a recognized zoo build, or
@@ -102,7 +104,7 @@ def assemble_plan(
     operand_tiers = tuple(
         tuple(names[int(x)] for x in tiers[ptr[k] : ptr[k + 1]]) for k in range(n_k)
     )
-    total, _ = step_time_s(cost, tiers, move_list)
+    total, _ = step_time_s(cost, tiers, move_list, beside)
     return Plan(
         graph=graph.name,
         platform=platform.name,

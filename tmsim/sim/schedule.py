@@ -117,37 +117,17 @@ def build_schedule(
         raise PlanError(f"the plan is for graph {plan.graph!r}, not {graph.name!r}")
     if plan.platform != platform.name:
         raise PlanError(f"the plan is for platform {plan.platform!r}, not {platform.name!r}")
-    n_k, n_t = len(graph.kernels), len(platform.tiers)
+    n_k = len(graph.kernels)
     tiers = {name: i for i, name in enumerate(platform.tier_names)}
     op_tier = _operand_tiers(plan, graph, cost, tiers)
-    kernel_s = cost.kernel_times_s(op_tier)
-    mem_s = cost.memory_s(op_tier)
-    bad = np.flatnonzero(~np.isfinite(kernel_s))
+    bad = np.flatnonzero(~np.isfinite(cost.kernel_times_s(op_tier)))
     if bad.size:
         k = int(bad[0])
         raise PlanError(
             f"kernel {k} ({graph.kernels[k].name!r}) has an operand on a tier kernels cannot "
             f"access (kernel tiers: {', '.join(platform.kernel_tiers)})"
         )
-    cell = cost.op_kernel * n_t + op_tier
-    reads = np.bincount(cell, weights=cost.op_read_bytes, minlength=n_k * n_t)
-    writes = np.bincount(cell, weights=cost.op_write_bytes, minlength=n_k * n_t)
-    read_bytes = np.rint(reads).astype(np.int64).reshape(n_k, n_t)
-    write_bytes = np.rint(writes).astype(np.int64).reshape(n_k, n_t)
-    floor_s = cost.compute_s.copy()
-    body_s = mem_s.copy()
-    launch = cost.launch_s
-    serial = np.full(n_k, cost.overlap is Overlap.SUM)
-    for k in _measured_kernels(cost, op_tier):
-        # A measured time is the whole kernel: its bytes and its floor span it together.
-        floor_s[k] = body_s[k] = max(0.0, float(kernel_s[k]) - launch)
-        serial[k] = False
-    eff = memory_efficiency(graph, platform)
-    writers = platform.compute.cores
-    flows = [
-        kernel_flow(read_bytes[k], write_bytes[k], float(body_s[k]), writers, float(eff[k]))
-        for k in range(n_k)
-    ]
+    specs = kernel_specs(cost, op_tier)
     moves, pools, links = _moves(plan, graph, platform, tiers)
     sync_at: list[list[int]] = [[] for _ in range(n_k + 1)]
     async_at: list[list[int]] = [[] for _ in range(n_k)]
@@ -155,13 +135,13 @@ def build_schedule(
         (async_at if m.mode is MoveMode.ASYNC else sync_at)[m.kernel].append(i)
     return Schedule(
         n_kernels=n_k,
-        launch_s=launch,
-        serial=serial,
-        kernel_flows=tuple(flows),
-        floor_s=floor_s,
-        kernel_s=kernel_s,
-        read_bytes=read_bytes,
-        write_bytes=write_bytes,
+        launch_s=cost.launch_s,
+        serial=specs.serial,
+        kernel_flows=specs.flows,
+        floor_s=specs.floor_s,
+        kernel_s=specs.kernel_s,
+        read_bytes=specs.read_bytes,
+        write_bytes=specs.write_bytes,
         fast_bytes=_fast_bytes(plan, graph, platform),
         names=tuple(k.name for k in graph.kernels),
         phases=tuple(k.phase.value for k in graph.kernels),
@@ -170,6 +150,76 @@ def build_schedule(
         async_at=tuple(tuple(x) for x in async_at),
         pool_engines=tuple(pools),
         link_bw_bytes_per_s=tuple(links),
+    )
+
+
+@dataclass(frozen=True)
+class KernelSpecs:
+    """Every kernel under one operand placement, as the replay runs it: ``flows`` (its memory
+    flow), ``floor_s`` (compute floor), ``serial`` (floor then flow), ``kernel_s`` (the cost
+    model's time), ``read_bytes``/``write_bytes`` [K, tiers]."""
+
+    flows: tuple[Flow, ...]
+    floor_s: FloatArray
+    serial: npt.NDArray[np.bool_]
+    kernel_s: FloatArray
+    read_bytes: IntArray
+    write_bytes: IntArray
+
+
+def kernel_specs(cost: CostModel, op_tier: IntArray) -> KernelSpecs:
+    """The kernels of ``cost``'s graph with operand ``j`` on tier ``op_tier[j]`` (every tier
+    one kernels may access; see the module documentation for the rule)."""
+    graph, platform = cost.graph, cost.platform
+    n_k, n_t = len(graph.kernels), len(platform.tiers)
+    kernel_s = cost.kernel_times_s(op_tier)
+    mem_s = cost.memory_s(op_tier)
+    cell = cost.op_kernel * n_t + op_tier
+    reads = np.bincount(cell, weights=cost.op_read_bytes, minlength=n_k * n_t)
+    writes = np.bincount(cell, weights=cost.op_write_bytes, minlength=n_k * n_t)
+    read_bytes = np.rint(reads).astype(np.int64).reshape(n_k, n_t)
+    write_bytes = np.rint(writes).astype(np.int64).reshape(n_k, n_t)
+    floor_s = cost.compute_s.copy()
+    body_s = mem_s.copy()
+    serial = np.full(n_k, cost.overlap is Overlap.SUM)
+    for k in _measured_kernels(cost, op_tier):
+        # A measured time is the whole kernel: its bytes and its floor span it together.
+        floor_s[k] = body_s[k] = max(0.0, float(kernel_s[k]) - cost.launch_s)
+        serial[k] = False
+    eff = memory_efficiency(graph, platform)
+    writers = platform.compute.cores
+    flows = tuple(
+        kernel_flow(read_bytes[k], write_bytes[k], float(body_s[k]), writers, float(eff[k]))
+        for k in range(n_k)
+    )
+    return KernelSpecs(flows, floor_s, serial, kernel_s, read_bytes, write_bytes)
+
+
+def copy_flow(
+    platform: Platform, src: int, dst: int, nbytes: int, asynchronous: bool, link: int = -1
+) -> Flow:
+    """A copy of ``nbytes`` from tier ``src`` to ``dst`` (indices) at its path's rate for
+    ``asynchronous``, across ``link`` (its index among the replay's links; -1: none), one
+    writer; a copy thread's flow where the platform's copy thread copies between the two
+    tiers asynchronously. Raises :class:`PlanError` if no copy path joins them."""
+    names = platform.tier_names
+    path = _path(platform, names[src], names[dst], f"a copy {names[src]} -> {names[dst]}")
+    n_t = len(names)
+    read, write = [0.0] * n_t, [0.0] * n_t
+    read[src] = write[dst] = float(nbytes)
+    thread = platform.copy_thread
+    return Flow(
+        float(nbytes),
+        tuple(read),
+        tuple(write),
+        path.bw_bytes_per_s(asynchronous),
+        links=((link, float(nbytes)),) if link >= 0 else (),
+        writers=COPY_WRITERS,
+        role=(
+            Role.THREAD
+            if asynchronous and thread is not None and thread.copies(names[src], names[dst])
+            else Role.OTHER
+        ),
     )
 
 
@@ -242,7 +292,7 @@ def _measured_kernels(cost: CostModel, op_tier: IntArray) -> list[int]:
 def _moves(
     plan: Plan, graph: Graph, platform: Platform, tiers: dict[str, int]
 ) -> tuple[list[MoveSpec], list[int], list[float]]:
-    n_k, n_t = len(graph.kernels), len(platform.tiers)
+    n_k = len(graph.kernels)
     pool_of: dict[tuple[str, str], int] = {}
     link_of: dict[tuple[str, str], int] = {}
     pools: list[int] = []
@@ -262,9 +312,6 @@ def _moves(
         path = _path(platform, m.src, m.dst, where)
         nbytes = int(graph.sizes_bytes[t])
         rate = path.bw_bytes_per_s(asynchronous)
-        read = [0.0] * n_t
-        write = [0.0] * n_t
-        read[src] = write[dst] = float(nbytes)
         pool = link = -1
         if asynchronous:
             ends = (m.src, m.dst)
@@ -276,20 +323,7 @@ def _moves(
                 link_of[(m.src, m.dst)] = len(links)
                 links.append(path.async_bw_bytes_per_s)
             pool, link = pool_of[key], link_of[(m.src, m.dst)]
-        thread = platform.copy_thread
-        flow = Flow(
-            float(nbytes),
-            tuple(read),
-            tuple(write),
-            rate,
-            links=((link, float(nbytes)),) if asynchronous else (),
-            writers=COPY_WRITERS,
-            role=(
-                Role.THREAD
-                if asynchronous and thread is not None and thread.copies(m.src, m.dst)
-                else Role.OTHER
-            ),
-        )
+        flow = copy_flow(platform, src, dst, nbytes, asynchronous, link)
         latency = platform.copy_latency_s(m.src, m.dst) if nbytes > 0 else 0.0
         spec = MoveSpec(
             m.tensor,
@@ -339,9 +373,12 @@ def _fast_bytes(plan: Plan, graph: Graph, platform: Platform) -> IntArray:
 
 __all__ = [
     "COPY_WRITERS",
+    "KernelSpecs",
     "MoveSpec",
     "Schedule",
     "build_schedule",
+    "copy_flow",
     "kernel_flow",
+    "kernel_specs",
     "memory_efficiency",
 ]

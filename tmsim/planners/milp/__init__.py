@@ -4,6 +4,7 @@ formulations inside the layout loop (:mod:`.chain`)."""
 
 from tmsim.planners.milp.chain import (
     plan_async,
+    plan_async_aware,
     plan_milp,
     plan_milp_chain,
     plan_static,
@@ -17,6 +18,7 @@ __all__ = [
     "Formulation",
     "PlanSettings",
     "plan_async",
+    "plan_async_aware",
     "plan_milp",
     "plan_milp_chain",
     "plan_static",

@@ -14,11 +14,17 @@ Constraints, as a few sparse-matrix blocks (no per-row cvxpy objects):
   kernels reach, plus, per faster kernel tier, the difference where an operand is accessed
   there;
 - objective: ``sum_k c_k +`` the synchronous copies.
+
+With :class:`~tmsim.cost.BesideCosts` (the ``async-aware`` formulation) an asynchronous copy
+beside kernel ``k`` takes what interference leaves it (its latency plus its bytes at the
+rate measured beside ``k``), every row bounding ``c_k`` from the kernel's own time gains the
+delay the copy causes the kernel (its bytes times the measured delay per byte), and a copy
+that cannot run beside ``k`` is not offered there (its binary is fixed at 0).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import cvxpy as cp
@@ -26,7 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from hwmodels.timing import MoveMode, Overlap
-from tmsim.cost import CostModel, IndexMove
+from tmsim.cost import BesideCosts, CostModel, IndexMove
 from tmsim.plan.values import Plan, SolverStats
 from tmsim.planners.assemble import assemble_plan
 from tmsim.planners.milp.gadgets import Formulation, Gadgets, build_gadgets
@@ -52,7 +58,8 @@ class Model:
     block of ``n_kernels`` per tier (``u`` as :meth:`complete` gives it, in units of each
     tier's largest limit). ``op_state`` gives 1 + the state index of every operand.
     ``floor_s`` [n_kernels] is the least value of ``c`` whatever the binaries: each kernel
-    with every operand on the tier it reads and writes fastest.
+    with every operand on the tier it reads and writes fastest. ``beside`` and ``forbidden``:
+    see the module documentation (None without them).
     """
 
     problem: cp.Problem
@@ -74,6 +81,9 @@ class Model:
     b_eq: np.ndarray
     capacity: np.ndarray
     floor_s: np.ndarray
+    beside: BesideCosts | None = None
+    #: binaries fixed at 0: copies that cannot run where they are offered
+    forbidden: np.ndarray | None = None
 
     @property
     def n_kernels(self) -> int:
@@ -128,11 +138,13 @@ def build_model(
     formulation: Formulation,
     limits: np.ndarray,
     relax: bool,
+    beside: BesideCosts | None = None,
 ) -> Model:
     """The MILP (or, with ``relax``, its LP relaxation) and what reading it back needs.
 
     ``limits`` [n_kernels]: the fastest tier's limit at each kernel (bytes); slower modelled
-    tiers are limited by their capacity.
+    tiers are limited by their capacity. ``beside``: what asynchronous copies cost beside
+    each kernel (see the module documentation); None charges them their idle time.
     """
     graph = cost.graph
     n_k = len(graph.kernels)
@@ -145,6 +157,9 @@ def build_model(
     seg = build_segments(cost, cat, gad, var, tiers)
     copies = move_costs(cost, cat, gad, var)
     n = var.count
+    slow, forbidden = None, None
+    if beside is not None:
+        copies, slow, forbidden = _beside(cost, cat, gad, var, copies, beside)
     x = cp.Variable(n) if relax else cp.Variable(n, boolean=True)
     u = cp.Variable(n_k * len(tiers))
     c = cp.Variable(n_k)
@@ -170,11 +185,15 @@ def build_model(
     op_seg = seg.covering(cost.op_tensor, cost.op_kernel, n_k)
     constraints = [flow.a_eq @ x == flow.b_eq, diff @ u == delta @ x, u >= 0, u <= capacity]
     rows, floor_s = _time_rows(cost, seg.access, op_seg, floor_s)
+    if slow is not None:
+        rows = [(const, slow if m is None else sp.csr_matrix(m + slow)) for const, m in rows]
     sync_cost = np.where(copies.asynchronous, 0.0, copies.seconds)
     if copies.asynchronous.any():
         rows += _copy_rows(copies, floor_s, n)
     for const, matrix in rows:
         constraints.append(c >= const + matrix @ x if matrix is not None else c >= const)
+    if forbidden is not None and forbidden.any():
+        constraints.append(x[np.flatnonzero(forbidden)] == 0)
     if relax:
         constraints += [x >= 0, x <= 1]
     objective = cp.Minimize(cp.sum(c) + sync_cost @ x)
@@ -200,10 +219,49 @@ def build_model(
         b_eq=flow.b_eq,
         capacity=capacity,
         floor_s=floor_s,
+        beside=beside,
+        forbidden=forbidden,
     )
 
 
 Rows = list[tuple[np.ndarray, sp.csr_matrix | None]]
+
+
+def _beside(
+    cost: CostModel,
+    cat: Catalogue,
+    gad: Gadgets,
+    var: Variables,
+    copies: Copies,
+    beside: BesideCosts,
+) -> tuple[Copies, sp.csr_matrix, np.ndarray]:
+    """The asynchronous copies at what ``beside`` says they cost: their seconds, the matrix
+    of the delays they cause their kernels [n_kernels, n] and the copies that cannot run."""
+    n, n_k = var.count, len(cost.graph.kernels)
+    cols = np.flatnonzero(copies.asynchronous)
+    seconds = copies.seconds.copy()
+    forbidden = np.zeros(n, dtype=bool)
+    if cols.size == 0:
+        return copies, sp.csr_matrix((n_k, n)), forbidden
+    src = copies.source[cols]
+    dst = cat.edge_add[var.edge_type[cols]]
+    k = copies.kernel[cols]
+    nbytes = cost.graph.sizes_bytes[gad.tensor[var.edge_gadget[cols]]].astype(np.float64)
+    names = cost.platform.tier_names
+    pairs = list(zip(src.tolist(), dst.tolist(), strict=True))
+    path = np.array([beside.path(s, d) for s, d in pairs], dtype=np.int64)
+    latency = np.array([cost.platform.copy_latency_s(names[s], names[d]) for s, d in pairs])
+    per_byte = beside.copy_s_per_byte[k, path]
+    delay = beside.slow_s_per_byte[k, path]
+    moving = nbytes > 0
+    blocked = (~np.isfinite(per_byte) | ~np.isfinite(delay)) & moving
+    usable = moving & ~blocked
+    seconds[cols] = np.where(usable, latency + nbytes * np.where(usable, per_byte, 0.0), 0.0)
+    forbidden[cols[blocked]] = True
+    charge = np.where(usable, nbytes * np.where(usable, delay, 0.0), 0.0)
+    keep = charge > 0
+    slow = sp.csr_matrix((charge[keep], (k[keep], cols[keep])), shape=(n_k, n))
+    return replace(copies, seconds=seconds), slow, forbidden
 
 
 def _copy_rows(copies: Copies, floor_s: np.ndarray, n: int) -> Rows:
@@ -311,4 +369,5 @@ def extract_plan(
         drops,
         options,
         stats,
+        beside=model.beside,
     )

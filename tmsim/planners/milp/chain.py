@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -43,6 +44,7 @@ from tmsim.planners.milp.solve import (
 from tmsim.planners.milp.starts import best_heuristic_tiers, lift, offload_start, static_start
 from tmsim.planners.milp.states import MAX_TIERS
 from tmsim.planners.settings import PlanSettings
+from tmsim.sim.beside import beside_costs
 from tmsim.strategies import kernels_reach_slow
 from tmsim.workload.graph import PERSISTENT_ROLES, Graph
 
@@ -74,7 +76,9 @@ def plan_milp(
     solved = _plan(cost, opts, top, limit, gpu, deadline, {})
     plan = solved.plan
     if opts.lp_bound and plan.stats is not None:
-        relaxed = build_model(cost, opts.window, top, solved.limits, relax=True)
+        relaxed = build_model(
+            cost, opts.window, top, solved.limits, relax=True, beside=solved.model.beside
+        )
         lp = math.nan
         try:
             outcome = solve(relaxed, opts.solver, solver_options(opts.solver, 0.0, None), False)
@@ -115,38 +119,56 @@ def _setup(
     return CostModel(graph, platform), limit, gpu, deadline
 
 
-_SMALLER = {Formulation.SYNC: Formulation.STATIC, Formulation.ASYNC: Formulation.SYNC}
+_SMALLER = {
+    Formulation.SYNC: Formulation.STATIC,
+    Formulation.ASYNC: Formulation.SYNC,
+    Formulation.ASYNC_AWARE: Formulation.SYNC,
+}
+
+
+def _chain(top: Formulation) -> list[Formulation]:
+    """``top`` and the formulations it is started from, smallest first."""
+    out = [top]
+    while out[-1] in _SMALLER:
+        out.append(_SMALLER[out[-1]])
+    return out[::-1]
 
 
 def plan_milp_chain(
     graph: Graph,
     platform: Platform,
     settings: PlanSettings | None = None,
-    formulation: Formulation | str = Formulation.ASYNC,
+    formulation: Formulation | str | Sequence[Formulation | str] = Formulation.ASYNC,
 ) -> dict[Formulation, Plan | TmsimError]:
-    """The plans of ``formulation`` and of every formulation it contains, each solved
-    once: static, then sync from it, then async from that (what :func:`plan_milp` solves on
-    the way to its answer anyway).
+    """The plans of ``formulation`` (one, or several) and of every formulation each contains,
+    each solved once: static, then sync from it, then async (and async-aware) from that (what
+    :func:`plan_milp` solves on the way to its answer anyway).
 
     Maps each formulation to its plan, or to the error its solve raised (a formulation whose
     smaller one failed starts cold, as in :func:`plan_milp`). A formulation's build and solve
     seconds include those of the ones it was started from, and ``time_limit_s`` caps the whole
-    chain. Raises :class:`TmsimError` for a platform the MILP cannot plan for and
+    chain of each formulation asked for (the formulations two chains share are solved once,
+    within the first's). Raises :class:`TmsimError` for a platform the MILP cannot plan for and
     :class:`InfeasibleError` when a kernel's own operands do not fit, as :func:`plan_milp`.
     """
     opts = replace(settings or PlanSettings(), lp_bound=False)
-    top = _formulation(formulation)
-    cost, limit, gpu, deadline = _setup(graph, platform, opts, top)
+    wanted = [formulation] if isinstance(formulation, str) else list(formulation)
+    tops = [_formulation(f) for f in wanted]
+    if not tops:
+        raise TmsimError("no MILP formulation asked for")
+    cost, limit, gpu, deadline = _setup(graph, platform, opts, tops[0])
     memo: dict[Formulation, _Solved | TmsimError] = {}
     if gpu:
         try:
             _check_static_fits(graph, limit)
         except TmsimError as exc:
             memo[Formulation.STATIC] = exc
-    order = list(Formulation)
-    for f in order[: order.index(top) + 1]:
-        with contextlib.suppress(TmsimError):  # an error is recorded in memo
-            _plan(cost, opts, f, limit, gpu, deadline, memo)
+    for i, top in enumerate(tops):
+        if i > 0 and opts.time_limit_s is not None:
+            deadline = time.perf_counter() + opts.time_limit_s
+        for f in _chain(top):
+            with contextlib.suppress(TmsimError):  # an error is recorded in memo
+                _plan(cost, opts, f, limit, gpu, deadline, memo)
     return {f: (v if isinstance(v, TmsimError) else v.plan) for f, v in memo.items()}
 
 
@@ -217,6 +239,11 @@ def _solve_formulation(
         # formulation's plan is already within the gap of: nothing to solve
         proven = f"optimal (within the gap of the kernel-time bound: {base.plan.planner}'s plan)"
         return _relabel(base, opts, formulation, (build_total, solve_total), status=proven)
+    beside = None
+    if formulation is Formulation.ASYNC_AWARE:
+        started = time.perf_counter()
+        beside = beside_costs(cost)
+        build_total += time.perf_counter() - started
     limits = np.full(len(cost.graph.kernels), limit, dtype=np.int64)
     previous: int | None = None  # the worst overflow of the last round
     result: _Solved | None = None
@@ -225,11 +252,11 @@ def _solve_formulation(
     basis = None  # the last round's LP basis: the next round differs in its limits only
     for rounds in range(1, opts.max_rounds + 1):
         started = time.perf_counter()
-        model = build_model(cost, opts.window, formulation, limits, relax=False)
+        model = build_model(cost, opts.window, formulation, limits, relax=False, beside=beside)
         build_total += time.perf_counter() - started
         if base is not None:
             start = lift(base.model, np.asarray(base.model.x.value) > 0.5, model)
-            if start is not None and formulation is Formulation.ASYNC:
+            if start is not None and formulation.asynchronous:
                 started = time.perf_counter()
                 start = overlap_copies(model, start, max(opts.window, 1))
                 build_total += time.perf_counter() - started
@@ -385,3 +412,12 @@ def plan_sync(graph: Graph, platform: Platform, settings: PlanSettings | None = 
 def plan_async(graph: Graph, platform: Platform, settings: PlanSettings | None = None) -> Plan:
     """The asynchronous MILP: also copies beside kernels near a tensor's users."""
     return plan_milp(graph, platform, settings, Formulation.ASYNC)
+
+
+def plan_async_aware(
+    graph: Graph, platform: Platform, settings: PlanSettings | None = None
+) -> Plan:
+    """The asynchronous MILP with each copy beside a kernel charged what the full
+    interference model makes it cost, and the delay it causes the kernel
+    (:mod:`tmsim.sim.beside`)."""
+    return plan_milp(graph, platform, settings, Formulation.ASYNC_AWARE)

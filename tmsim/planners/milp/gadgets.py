@@ -22,11 +22,19 @@ BoolArray = npt.NDArray[np.bool_]
 
 
 class Formulation(StrEnum):
-    """Where tensors may move: AutoTM's three formulations."""
+    """Where tensors may move: AutoTM's three formulations, and the asynchronous one charging
+    copies what interference makes them cost (``async-aware``: the same gadgets as
+    ``async``; :mod:`tmsim.sim.beside`)."""
 
     STATIC = "static"
     SYNC = "sync"
     ASYNC = "async"
+    ASYNC_AWARE = "async-aware"
+
+    @property
+    def asynchronous(self) -> bool:
+        """Whether copies may run beside kernels (window gadgets)."""
+        return self in (Formulation.ASYNC, Formulation.ASYNC_AWARE)
 
 
 class GadgetKind(IntEnum):
@@ -77,7 +85,7 @@ def build_gadgets(cost: CostModel, formulation: Formulation, window: int) -> Gad
     kind_parts = [np.where(produced[keep], GadgetKind.CREATE, GadgetKind.USER)]
     flag_parts = [np.where(upd[keep] & (not static), _UPDATE, 0)]
     window = min(window, n_k)  # a wider window reaches no further kernel
-    if formulation is Formulation.ASYNC and window > 0:
+    if formulation.asynchronous and window > 0:
         lo, hi = graph.live_first, graph.live_last
         offsets = np.concatenate((np.arange(-window, 0), np.arange(1, window + 1)))
         wt = np.repeat(op_t, offsets.size)

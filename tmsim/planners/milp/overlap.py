@@ -168,6 +168,9 @@ class _Search:
 
     def _try(self, off: list[int], on: list[int]) -> bool:
         """Apply the change if it lowers the objective and fits; return whether it did."""
+        forbidden = self.model.forbidden
+        if forbidden is not None and forbidden[on].any():
+            return False  # a copy that cannot run beside that kernel
         cols = off + on
         signs = [-1.0] * len(off) + [1.0] * len(on)
         gain = -float(self.model.sync_s[on].sum() - self.model.sync_s[off].sum())
