@@ -1,34 +1,35 @@
-"""Figure: asynchronous against synchronous plans, with and without contention.
+"""Figure: asynchronous and interference-aware asynchronous plans against synchronous ones,
+under the replay's three interference levels.
 
 AutoTM (Hildebrand et al., ASPLOS 2020) extended its ILP with asynchronous movement (copies
 beside running kernels) and found, on Optane, that it "actually hurt performance due to
 interference at the memory controller", while on a GPU over PCIe "asynchronous movement can
-improve performance" (the project page). The planner's cost model charges an asynchronous
-copy only where it outlasts the kernel beside it; it cannot see interference.
+improve performance" (the project page). Its cost model charges an asynchronous copy only where
+it outlasts the kernel beside it; it cannot see interference.
 
-Here each workload is planned by the sync MILP and by the async MILP (warm-started from the
-sync plan with its copies moved beside neighbouring kernels where the model gains,
-:func:`tmsim.planners.milp.chain.plan_milp_chain`), and both plans are replayed under each of
-:data:`CONDITIONS`: ``none`` (``contention=False``) gives exactly the planner's prediction
-(every kernel and copy at its own rate); ``bandwidth`` lets kernels and copies share tier and
-link bandwidth, with Optane's read/write interference; ``controller`` (Optane only) also puts
-DRAM and PMM behind one memory controller, so concurrent traffic on the two adds its device
-time (:attr:`hwmodels.platform.Platform.shared_controllers`, off in the presets because
-strict addition overstates the measured copy rates by 8 to 15%: an upper bound on that
-interference). The figure shows async time over sync time per workload and condition, one
-panel per platform.
+Here each workload is planned by the sync MILP, by the async MILP (warm-started from the sync
+plan with its copies moved beside neighbouring kernels where the model gains) and by the
+``async-aware`` MILP (each copy charged the rate it gets beside its kernel and the delay it
+causes the kernel, :mod:`tmsim.sim.beside`), one chain
+(:func:`tmsim.planners.milp.chain.plan_milp_chain`), and every plan is replayed at each level
+of :data:`CONDITIONS` (:mod:`tmsim.levels`): ``none`` gives exactly the planner's prediction
+for sync and async; ``bandwidth`` lets kernels and copies share tier and link bandwidth, with
+Optane's read/write interference; ``controller`` is the full model (the memory controller's
+channel time, write drains and demand shares, the copy thread's loaded latency and shared
+core; on a GPU, which has neither, it equals ``bandwidth``). The figure shows each plan's time
+over the sync plan's at the same level, per workload, one panel per strategy and platform.
 
-The async MILP is hard for HiGHS: where it does not beat the sync plan within the time limit
-it returns the sync plan (status ``fallback to milp-sync``) or stops at that warm start; such
-points are labelled ``(async = sync plan)`` under the workload, since their ratio of 1 says
-nothing about asynchronous movement (``improved`` in the table).
+The MILPs are hard for HiGHS: where one does not beat the sync plan within the time limit it
+returns the sync plan (status ``fallback to milp-sync``) or stops at that warm start; such
+points are labelled ``(= sync plan)`` under the workload, since their ratio of 1 says nothing
+about asynchronous movement (``improved`` in the table).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,6 @@ from experiments.common import (
     CONVENTIONAL,
     GPU_OVERSUBSCRIBED,
     Progress,
-    async_not_better,
     capacity_of,
     insert_labels,
     point_labels,
@@ -58,6 +58,7 @@ from tmsim.capacity import fast_limit_bytes
 from tmsim.compare import Row, plan_row, rows_frame
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
+from tmsim.levels import InterferenceLevel
 from tmsim.plan.values import Plan
 from tmsim.planners.milp.chain import plan_milp_chain
 from tmsim.planners.milp.gadgets import Formulation
@@ -77,30 +78,30 @@ LEADING = (
     *("footprint_bytes", "condition", "contention"),
 )
 
-#: The replay conditions: the planner's world, shared bandwidth, and (Optane only) shared
-#: bandwidth with DRAM and PMM behind one memory controller.
-CONDITIONS = ("none", "bandwidth", "controller")
+#: The replay conditions: the interference levels, the planner's world to the full model.
+CONDITIONS = tuple(level.value for level in InterferenceLevel)
+
+#: The plans of every workload; each is compared with the first.
+SHOWN = ("sync", "async", "async-aware")
 
 
 @dataclass(frozen=True)
 class Config:
     """What the figure runs; the defaults are the full experiment.
 
-    ``cpu_platform``/``cpu_ratio``/``cpu_workloads``: the Optane preset, its PMM:DRAM ratio
-    (of each step's peak live bytes) and (zoo model, batch) pairs; ``gpu_platform``/
-    ``gpu_workloads``: the GPU preset and its workloads, at the device's real memory, or at
-    ``gpu_device_fraction`` of each step's peak live bytes when that is given;
-    ``time_limit_s``: wall-clock cap of one workload's MILP chain (static, sync, async);
-    ``gap``: relative optimality gap; ``window``: kernels either side of a user where an
-    asynchronous copy may run (AutoTM: 15; 3 keeps HiGHS within minutes);
-    ``workers``: processes running workloads in parallel when :func:`compute` is not told
-    otherwise (not part of any point's key); ``cpu_shared_controllers``: tier
-    groups of the Optane preset put behind one memory controller for the third replay
-    (:attr:`hwmodels.platform.Platform.shared_controllers`; empty: no third replay).
+    ``cpu_platform``/``cpu_ratios``/``cpu_workloads``: the Optane preset, its PMM:DRAM ratios
+    (of each step's peak live bytes; every workload at each) and (zoo model, batch) pairs;
+    ``gpu_platform``/``gpu_workloads``: the GPU preset and its workloads, at the device's real
+    memory, or at ``gpu_device_fraction`` of each step's peak live bytes when that is given;
+    ``time_limit_s``: wall-clock cap of each of the async and async-aware MILP chains (static,
+    sync, then the one asked for); ``gap``: relative optimality gap; ``window``: kernels either
+    side of a user where an asynchronous copy may run (AutoTM: 15; 3 keeps HiGHS within
+    minutes); ``workers``: processes running workloads in parallel when :func:`compute` is not
+    told otherwise (not part of any point's key).
     """
 
     cpu_platform: str = "cascadelake-optane"
-    cpu_ratio: str = "4:1"
+    cpu_ratios: tuple[str, ...] = ("1:1", "4:1", "8:1")
     cpu_workloads: tuple[tuple[str, int], ...] = (*CPU_SMALL, *CONVENTIONAL)
     gpu_platform: str = "rtx2080ti-pcie3"
     gpu_device_fraction: float | None = None
@@ -109,13 +110,13 @@ class Config:
     gap: float = 0.01
     window: int = 3
     workers: int = 2
-    cpu_shared_controllers: tuple[tuple[str, ...], ...] = (("DRAM", "PMM"),)
 
 
 #: Two small workloads per platform (VGG19 b4 and b8 are the CPU ones whose async MILP beats
 #: the sync plan within 5 to 25 s at a 5% gap), the GPU shrunk to 0.6 of each step's peak, a
 #: 30 s cap, one process; about 60 s.
 QUICK = Config(
+    cpu_ratios=("4:1",),
     cpu_workloads=(("vgg19", 4), ("vgg19", 8)),
     gpu_device_fraction=0.6,
     gpu_workloads=(("resnet50", 16), ("vgg19", 16)),
@@ -126,22 +127,20 @@ QUICK = Config(
 
 
 def points(config: Config) -> list[dict[str, Any]]:
-    """One point per workload of ``config``: the CPU workloads at ``cpu_ratio``, then the GPU
-    workloads, each with the settings that shape its rows (the shared controllers on the
-    CPU only)."""
+    """One point per workload of ``config``: the CPU workloads at each of ``cpu_ratios``,
+    then the GPU workloads, each with the settings that shape its rows."""
     solver = {"time_limit_s": config.time_limit_s, "gap": config.gap, "window": config.window}
-    groups = [list(g) for g in config.cpu_shared_controllers]
     cpu: list[dict[str, Any]] = [
         {
             "platform": config.cpu_platform,
             "kind": "Optane PMM",
-            "ratio": config.cpu_ratio,
+            "ratio": ratio,
             "device_fraction": None,
             "model": m,
             "batch": b,
-            "shared_controllers": groups,
             **solver,
         }
+        for ratio in config.cpu_ratios
         for m, b in config.cpu_workloads
     ]
     gpu: list[dict[str, Any]] = [
@@ -152,7 +151,6 @@ def points(config: Config) -> list[dict[str, Any]]:
             "device_fraction": config.gpu_device_fraction,
             "model": m,
             "batch": b,
-            "shared_controllers": [],
             **solver,
         }
         for m, b in config.gpu_workloads
@@ -161,13 +159,12 @@ def points(config: Config) -> list[dict[str, Any]]:
 
 
 def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
-    """The sync and async plans of one point of :func:`points`, each replayed under every
-    condition of :data:`CONDITIONS` that applies (``controller`` only where the point names
-    ``shared_controllers``): one row per plan and condition (:data:`LEADING`, the
+    """The plans of :data:`SHOWN` for one point of :func:`points`, each replayed at every
+    level of :data:`CONDITIONS`: one row per plan and condition (:data:`LEADING`, the
     :class:`tmsim.compare.Row` fields, ``async_moved_bytes``, ``fallback``, ``improved``: the
-    async plan predicts a shorter step than the sync one, and ``over_sync``: the row's
-    simulated time over the sync plan's under the same condition). A formulation that fails
-    gives rows with its error and no times."""
+    plan predicts a shorter step than the sync one, and ``over_sync``: the row's simulated
+    time over the sync plan's under the same condition). A formulation that fails gives rows
+    with its error and no times."""
     preset, ratio, fraction = params["platform"], params["ratio"], params["device_fraction"]
     model, batch = params["model"], params["batch"]
     graph = training_graph_of(model, batch)
@@ -180,20 +177,20 @@ def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
         window=params["window"],
     )
     limit = fast_limit_bytes(graph, platform, settings.capacity)
+    wanted = [Formulation(name) for name in SHOWN[1:]]
     try:
-        chain = plan_milp_chain(graph, platform, settings, Formulation.ASYNC)
+        chain = plan_milp_chain(graph, platform, settings, wanted)
     except TmsimError as exc:
         chain = {f: exc for f in Formulation}
-    conditions = [("none", False, platform), ("bandwidth", True, platform)]
-    if params["shared_controllers"]:
-        groups = tuple(tuple(g) for g in params["shared_controllers"])
-        conditions.append(("controller", True, replace(platform, shared_controllers=groups)))
-    parts = [_replayed(graph, chain, limit, *condition) for condition in conditions]
+    cost = CostModel(graph, platform)
+    parts = [_replayed(graph, platform, cost, chain, limit, level) for level in CONDITIONS]
     out = pd.concat(parts, ignore_index=True)
     insert_labels(out, point_labels(params, graph, limit))
     out["fallback"] = out["status"].str.startswith("fallback")
-    has_async = bool((out["strategy"] == "async").any())
-    out["improved"] = has_async and not bool(async_not_better(out).any())
+    sync_predicted = out.loc[out["strategy"] == "sync", "predicted_s"].min()
+    out["improved"] = (out["strategy"] != "sync") & (
+        out["predicted_s"] < sync_predicted * (1 - 1e-9)
+    )
     sync = out[out["strategy"] == "sync"].set_index("condition")["simulated_s"]
     out["over_sync"] = out["simulated_s"] / out["condition"].map(sync)
     return out
@@ -201,26 +198,26 @@ def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
 
 def _replayed(
     graph: Graph,
+    machine: Platform,
+    cost: CostModel,
     chain: Mapping[Formulation, Plan | TmsimError],
     limit: int,
     condition: str,
-    contention: bool,
-    machine: Platform,
 ) -> pd.DataFrame:
-    """The sync and async plans of ``chain`` replayed on ``machine`` under one condition:
-    ``condition``, ``contention``, the :class:`tmsim.compare.Row` fields and
+    """The plans of :data:`SHOWN` in ``chain`` replayed on ``machine`` at the level
+    ``condition``: ``condition``, ``contention``, the :class:`tmsim.compare.Row` fields and
     ``async_moved_bytes``."""
-    cost = CostModel(graph, machine)
+    level = InterferenceLevel(condition)
+    contention = level is not InterferenceLevel.NONE
     rows: list[Row] = []
     async_bytes: list[float] = []
-    for formulation in (Formulation.SYNC, Formulation.ASYNC):
-        name = formulation.value
-        got = chain.get(formulation, TmsimError("the MILP chain did not reach it"))
+    for name in SHOWN:
+        got = chain.get(Formulation(name), TmsimError("the MILP chain did not reach it"))
         if isinstance(got, TmsimError):
             rows.append(Row(name, "", "error", error=str(got), fast_limit_bytes=limit))
             async_bytes.append(float("nan"))
             continue
-        rows.append(plan_row(name, got, graph, machine, contention, cost))
+        rows.append(plan_row(name, got, graph, machine, contention, cost, level))
         copies = [m for m in got.moves if m.mode is MoveMode.ASYNC]
         async_bytes.append(float(sum(graph.tensor(m.tensor).size_bytes for m in copies)))
     frame = rows_frame(rows)
@@ -256,61 +253,76 @@ def compute(
 
 
 def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
-    """Async step time over sync step time per workload under each replay condition (without
-    contention: the planner's prediction; with shared bandwidth; with a shared memory
-    controller too), one panel per platform; bars grow from 1, so a bar below the line is async
-    winning. Workloads whose async MILP did not improve on the sync plan are labelled so."""
+    """Each plan's step time over the sync plan's per workload at each interference level
+    (``none``: the planner's prediction; ``bandwidth``; ``controller``: the full model), one
+    row of panels per strategy (async, async-aware) and one column per platform; bars grow
+    from 1, so a bar below the line is the plan winning. Workloads whose MILP did not improve
+    on the sync plan are labelled so."""
     frame, _meta = read_data(data)
-    asyn = frame[frame["strategy"] == "async"]
-    platforms = list(dict.fromkeys(asyn["platform"]))
-    counts = [asyn.loc[asyn["platform"] == p, "workload"].nunique() for p in platforms]
+    frame = frame.assign(case=_cases(frame))
+    shown = [s for s in SHOWN[1:] if s in set(frame["strategy"])]
+    platforms = list(dict.fromkeys(frame["platform"]))
+    counts = [frame.loc[frame["platform"] == p, "case"].nunique() for p in platforms]
     widths = [max(2.5, 1.0 * n) for n in counts]
     fig, axes = plt.subplots(
-        1,
+        len(shown),
         len(platforms),
-        figsize=(sum(widths) + 1.5, 4.2),
+        figsize=(sum(widths) + 1.5, 3.6 * len(shown) + 0.6),
         squeeze=False,
         gridspec_kw={"width_ratios": widths},
         sharey=True,
     )
-    ratios = asyn["over_sync"].to_numpy(dtype=float)
+    plans = frame[frame["strategy"].isin(shown)]
+    ratios = plans["over_sync"].to_numpy(dtype=float)
     finite = ratios[np.isfinite(ratios)]
     low, high = float(finite.min(initial=1.0)), float(finite.max(initial=1.0))
     pad = 0.12 * max(high - low, 0.05)  # room for the value labels beyond the bars
     low, high = min(low - pad, 0.98), max(high + pad, 1.02)
-    for ax, name in zip(axes[0], platforms, strict=True):
-        _panel(ax, asyn[asyn["platform"] == name], name, (low, high))
-    axes[0][0].set_ylabel("async step time / sync step time\n(below 1: async faster)")
-    present = [c for c in CONDITIONS if c in set(asyn["condition"])]
+    for row, strategy in enumerate(shown):
+        for ax, name in zip(axes[row], platforms, strict=True):
+            mine = plans[(plans["platform"] == name) & (plans["strategy"] == strategy)]
+            _panel(ax, mine, name, strategy, (low, high))
+        axes[row][0].set_ylabel(f"{strategy} step time / sync step time\n(below 1: faster)")
+    present = [c for c in CONDITIONS if c in set(plans["condition"])]
     handles = [Patch(facecolor=SHADES[c], label=LABELS[c]) for c in present]
     fig.legend(
         handles=handles,
         loc="upper center",
         ncol=len(handles),
         frameon=False,
-        bbox_to_anchor=(0.5, 1.05),
+        bbox_to_anchor=(0.5, 1.02),
         fontsize=8,
     )
     fig.tight_layout()
     return save_figure(fig, out_dir, NAME)
 
 
+def _cases(frame: pd.DataFrame) -> pd.Series:
+    """The label of each row's workload in its panel: with its capacity where its platform
+    has workloads at several."""
+    several = frame.groupby("platform")["capacity"].transform("nunique") > 1
+    with_capacity = frame["workload"] + " @" + frame["capacity"].astype(str)
+    return with_capacity.where(several, frame["workload"])
+
+
 #: Bar colours and legend of each condition: the planner's world and the simulated machine.
 SHADES = {"none": "#a6dba0", "bandwidth": "#1b7837", "controller": "#762a83"}
 LABELS = {
-    "none": "no contention (= planner's prediction)",
+    "none": "no interference (= planner's prediction for async)",
     "bandwidth": "shared bandwidth (simulated)",
-    "controller": "and DRAM+PMM behind one controller (simulated)",
+    "controller": "full model: controller, copy thread (simulated)",
 }
 
 
-def _panel(ax: Axes, rows: pd.DataFrame, platform: str, ylim: tuple[float, float]) -> None:
-    workloads = list(dict.fromkeys(rows["workload"]))
-    x = np.arange(len(workloads))
+def _panel(
+    ax: Axes, rows: pd.DataFrame, platform: str, strategy: str, ylim: tuple[float, float]
+) -> None:
+    cases = list(dict.fromkeys(rows["case"]))
+    x = np.arange(len(cases))
     conditions = [c for c in CONDITIONS if c in set(rows["condition"])]
-    width = 0.8 / len(conditions)
+    width = 0.8 / max(len(conditions), 1)
     for j, condition in enumerate(conditions):
-        sub = rows[rows["condition"] == condition].set_index("workload").reindex(workloads)
+        sub = rows[rows["condition"] == condition].set_index("case").reindex(cases)
         ratio = sub["over_sync"].to_numpy(dtype=float)
         xs = x + (j - (len(conditions) - 1) / 2) * width
         style: dict[str, Any] = {"color": SHADES[condition], "edgecolor": "white", "linewidth": 0.5}
@@ -318,15 +330,15 @@ def _panel(ax: Axes, rows: pd.DataFrame, platform: str, ylim: tuple[float, float
         bars = ax.bar(xs, heights, width, bottom=1.0, label=LABELS[condition], **style)
         for bar, r in zip(bars, ratio, strict=True):
             _value_label(ax, bar.get_x() + width / 2, float(r))
-    first = rows.drop_duplicates("workload").set_index("workload").reindex(workloads)
+    first = rows.drop_duplicates("case").set_index("case").reindex(cases)
     ticks = [
-        w + ("" if bool(i) else "\n(async = sync plan)")
-        for w, i in zip(workloads, first["improved"], strict=True)
+        c + ("" if bool(i) else "\n(= sync plan)")
+        for c, i in zip(cases, first["improved"], strict=True)
     ]
     ax.set_xticks(x, ticks, rotation=30, ha="right", fontsize=7)
     ax.axhline(1.0, color="black", linewidth=0.8)
-    kind = str(first["kind"].iloc[0])
-    ax.set_title(f"{kind}: {platform}\ncapacity {first['capacity'].iloc[0]}", fontsize=9)
+    kind = str(first["kind"].iloc[0]) if len(first) else ""
+    ax.set_title(f"{strategy}, {kind}: {platform}", fontsize=9)
     ax.set_ylim(*ylim)
     ax.grid(axis="y", linewidth=0.3)
 
@@ -354,6 +366,7 @@ __all__ = [
     "LEADING",
     "NAME",
     "QUICK",
+    "SHOWN",
     "TITLE",
     "Config",
     "compute",

@@ -44,7 +44,17 @@ def by_name(rows: list[Row]) -> dict[str, Row]:
 
 def test_every_cpu_strategy_is_present_valid_and_ordered(cpu_rows: list[Row]) -> None:
     rows = by_name(cpu_rows)
-    cpu = ["all-fast", "all-slow", "first-touch", "greedy", "static", "sync", "async", "async-aware", "2lm"]
+    cpu = [
+        "all-fast",
+        "all-slow",
+        "first-touch",
+        "greedy",
+        "static",
+        "sync",
+        "async",
+        "async-aware",
+        "2lm",
+    ]
     assert [r.strategy for r in cpu_rows] == list(applicable(CPU)) == cpu
     assert all(not r.error for r in cpu_rows), [r.error for r in cpu_rows]
     assert all(r.valid for r in cpu_rows)

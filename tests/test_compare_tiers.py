@@ -44,7 +44,15 @@ def test_the_preset_has_three_tiers_and_reaches_the_drive_through_the_host() -> 
 @pytest.mark.parametrize("contention", [False, True])
 def test_every_strategy_runs_on_the_three_tier_preset(contention: bool) -> None:
     rows = _rows(PRESET, contention)
-    assert list(rows) == ["all-fast", "vdnn", "static", "sync", "async", "async-aware", "unified-memory"]
+    assert list(rows) == [
+        "all-fast",
+        "vdnn",
+        "static",
+        "sync",
+        "async",
+        "async-aware",
+        "unified-memory",
+    ]
     assert "nothing moves" in rows["static"].error  # 180 MB live at f3, 170 MB of device
     for name in ("all-fast", "vdnn", "sync", "async"):
         r = rows[name]

@@ -1,6 +1,7 @@
-"""The async-against-sync figure (experiments.async_sync): on a tiny configuration, sync and
-async plans replayed under each condition; without contention the replay is the prediction,
-and a shared memory controller never makes a plan faster."""
+"""The async-against-sync figure (experiments.async_sync): on a tiny configuration, sync, async
+and async-aware plans replayed at each interference level; without interference the replay is
+the prediction for sync and async, the aware plan never predicts worse than sync, and on a GPU
+(no controller, no copy thread) the full model is the bandwidth level."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from experiments import async_sync
 from experiments.common import read_data
 
 ASYNC_TINY = async_sync.Config(
+    cpu_ratios=("4:1",),
     cpu_workloads=(("vgg19", 2),),
     gpu_device_fraction=0.6,
     gpu_workloads=(("vgg19", 8),),
@@ -41,38 +43,43 @@ def test_async_sync_table(async_data: tuple[Path, pd.DataFrame, dict[str, Any]])
     assert list(frame.columns) == [*async_sync.LEADING, *ROW_FIELDS, *extra]
     check_meta(meta, "async_sync", ASYNC_TINY)
     assert set(frame["kind"]) == {"Optane PMM", "GPU"}
-    # sync and async under no contention and shared bandwidth on both platforms, and under a
-    # shared memory controller on Optane only
-    conditions = frame.groupby("kind")["condition"].agg(set)
-    assert conditions["Optane PMM"] == {"none", "bandwidth", "controller"}
-    assert conditions["GPU"] == {"none", "bandwidth"}
-    assert len(frame) == 2 * 3 + 2 * 2
+    # every plan at every level on both platforms
+    assert (
+        frame.groupby("kind")["condition"].agg(set) == {"none", "bandwidth", "controller"}
+    ).all()
+    assert len(frame) == 2 * 3 * 3
+    assert set(frame["strategy"]) == set(async_sync.SHOWN)
     assert (frame["error"] == "").all() and frame["valid"].all()
     assert (frame["contention"] == (frame["condition"] != "none")).all()
-    quiet = frame[~frame["contention"]]
-    # without contention the replay is the planner's world: simulated equals predicted
+    quiet = frame[~frame["contention"] & (frame["strategy"] != "async-aware")]
+    # without interference the replay is the planner's world: simulated equals predicted
     np.testing.assert_allclose(quiet["simulated_s"], quiet["predicted_s"], rtol=1e-9)
     for _, rows in frame.groupby("platform"):
         by = rows.set_index(["strategy", "condition"])
+        sync_predicted = by.at[("sync", "none"), "predicted_s"]
         for condition in set(rows["condition"]):
             assert by.at[("sync", condition), "over_sync"] == pytest.approx(1.0)
-            ratio = (
-                by.at[("async", condition), "simulated_s"]
-                / by.at[("sync", condition), "simulated_s"]
-            )
-            assert by.at[("async", condition), "over_sync"] == pytest.approx(ratio)
+            for strategy in ("async", "async-aware"):
+                ratio = (
+                    by.at[(strategy, condition), "simulated_s"]
+                    / by.at[("sync", condition), "simulated_s"]
+                )
+                assert by.at[(strategy, condition), "over_sync"] == pytest.approx(ratio)
         assert by.at[("sync", "bandwidth"), "async_moved_bytes"] == 0
-        asyn = by.loc[("async", "bandwidth")]
-        assert 0 <= asyn["async_moved_bytes"] <= asyn["moved_bytes"]
-        improved = by.at[("async", "none"), "predicted_s"] < by.at[("sync", "none"), "predicted_s"]
-        assert bool(asyn["improved"]) == bool(improved)
-        if asyn["async_moved_bytes"] == 0:  # no overlap: contention changes nothing
-            assert asyn["simulated_s"] == pytest.approx(asyn["predicted_s"])
-    # a shared controller only adds device time: no plan gets faster than with bandwidth alone
-    cpu = frame[frame["kind"] == "Optane PMM"].set_index(["strategy", "condition"])
-    for strategy in ("sync", "async"):
-        shared = cpu.at[(strategy, "controller"), "simulated_s"]
-        assert shared >= cpu.at[(strategy, "bandwidth"), "simulated_s"] * (1 - 1e-9)
+        for strategy in ("async", "async-aware"):
+            plan = by.loc[(strategy, "bandwidth")]
+            assert 0 <= plan["async_moved_bytes"] <= plan["moved_bytes"]
+            improved = plan["predicted_s"] < sync_predicted * (1 - 1e-9)
+            assert bool(plan["improved"]) == bool(improved)
+            if plan["async_moved_bytes"] == 0:  # no overlap: contention changes nothing
+                assert plan["simulated_s"] == pytest.approx(plan["predicted_s"])
+        # sync is among the aware MILP's plans, under its own charges
+        assert by.at[("async-aware", "none"), "predicted_s"] <= sync_predicted * (1 + 1e-9)
+    gpu = frame[frame["kind"] == "GPU"].set_index(["strategy", "condition"])
+    for strategy in async_sync.SHOWN:
+        assert gpu.at[(strategy, "controller"), "simulated_s"] == pytest.approx(
+            gpu.at[(strategy, "bandwidth"), "simulated_s"], rel=1e-12
+        )
 
 
 def test_async_sync_plot(
@@ -81,11 +88,10 @@ def test_async_sync_plot(
     check_plot(async_sync, async_data[0], tmp_path)
 
 
-def test_only_cpu_points_name_shared_controllers() -> None:
-    cpu, gpu = async_sync.points(ASYNC_TINY)
-    assert cpu["shared_controllers"] == [["DRAM", "PMM"]] and gpu["shared_controllers"] == []
-    plain = async_sync.Config(cpu_workloads=(("vgg19", 2),), cpu_shared_controllers=())
-    assert async_sync.points(plain)[0]["shared_controllers"] == []
+def test_every_ratio_gives_its_cpu_points() -> None:
+    config = async_sync.Config(cpu_ratios=("1:1", "8:1"), cpu_workloads=(("vgg19", 2),))
+    cpu = [p for p in async_sync.points(config) if p["kind"] == "Optane PMM"]
+    assert [p["ratio"] for p in cpu] == ["1:1", "8:1"]
 
 
 def test_quick_is_a_reduced_full_run() -> None:

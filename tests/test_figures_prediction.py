@@ -46,9 +46,11 @@ def test_prediction_table(prediction_data: tuple[Path, pd.DataFrame, dict[str, A
     assert (frame["error"] == "").all() and frame["valid"].all()
     expected = (frame["simulated_s"] - frame["predicted_s"]) / frame["predicted_s"]
     np.testing.assert_allclose(frame["rel_error"], expected, rtol=1e-12)
-    # plans without overlapping copies are simulated exactly as predicted, with contention
+    # plans without overlapping copies are simulated as predicted, with contention (at the
+    # full model a kernel alone can be held by the channel its DRAM and PMM traffic share:
+    # under a millionth of a step here)
     serial = frame[frame["strategy"] != "async"]
-    assert (serial["rel_error"].abs() < 1e-9).all()
+    assert (serial["rel_error"].abs() < 1e-6).all()
     assert frame["rel_error"].abs().max() < 0.5  # contention is a correction, not a new world
     sync = frame[frame["strategy"] == "sync"].set_index("platform")["predicted_s"]
     for _, row in frame[frame["strategy"] == "async"].iterrows():

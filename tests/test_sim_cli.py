@@ -54,14 +54,16 @@ def test_json_summary(plan_file: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert off["moves"] == len(plan["moves"]) == off["sync_moves"] + off["async_moves"]
     assert isinstance(off["moved_bytes"], int) and off["moved_bytes"] > 0
     assert 0 < off["fast_peak_bytes"] <= off["fast_limit_bytes"] == plan["fast_limit_bytes"]
-    on = run_json(capsys, str(plan_file), "--model", "resnet50", "--batch", "2")
+    on = run_json(
+        capsys, str(plan_file), "--model", "resnet50", "--batch", "2", "--interference", "bandwidth"
+    )
     assert on["contention"] is True
     assert on["simulated_s"] > on["predicted_s"]  # see test_sim_replay
     assert {"graph", "platform", "planner", "ratio", "events"} <= set(on)
     assert (off["interference"], on["interference"]) == ("none", "bandwidth")
     none = run_json(capsys, str(plan_file), "--interference", "NONE")
     assert none["simulated_s"] == off["simulated_s"] and none["contention"] is False
-    full = run_json(capsys, str(plan_file), "--interference", "controller")
+    full = run_json(capsys, str(plan_file))  # the full model is the default
     assert full["interference"] == "controller" and full["contention"] is True
     assert full["simulated_s"] >= on["simulated_s"] * (1 - 1e-12)
     causes = {"shared", "blocked", "core", "latency"}

@@ -1,5 +1,6 @@
 """Replays of hand-made plans whose times are computed by hand: what contention does to a
-kernel and its copies on Optane and on a PCIe GPU, engines, links, duplex, overlap rules."""
+kernel and its copies on Optane and on a PCIe GPU, engines, links, duplex, overlap rules, at
+the ``bandwidth`` level (the controller and copy thread have tests of their own)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 from hwmodels.presets import load_preset
 from hwmodels.timing import MoveMode, Overlap
 from tmsim.cost import CostModel, IndexMove, step_time_s
+from tmsim.levels import InterferenceLevel
 from tmsim.plan.validate import validate
 from tmsim.plan.values import Plan
 from tmsim.planners.assemble import assemble_plan
@@ -21,6 +23,7 @@ F = Phase.FORWARD
 GB, MB = 10**9, 10**6
 REL = 1e-9
 FAST, SLOW = 0, 1
+BANDWIDTH = InterferenceLevel.BANDWIDTH
 
 
 def hand_plan(graph: Graph, platform, op_tiers, initial, moves, cost=None) -> Plan:  # type: ignore[no-untyped-def]
@@ -65,7 +68,7 @@ def test_async_eviction_slows_a_pmm_bound_kernel_by_the_device_time_it_takes() -
         [IndexMove(1, FAST, SLOW, 0, MoveMode.ASYNC)],
     )
     off = replay(plan, graph, CPU, contention=False)
-    on = replay(plan, graph, CPU, contention=True)
+    on = replay(plan, graph, CPU, contention=True, level=BANDWIDTH)
     launch = cost.launch_s
     times = cost.kernel_times_s(op_tiers)
     latency = 101.5e-9 + 90.4e-9  # DRAM's read and PMM's write latency: the first byte
@@ -144,7 +147,7 @@ def test_gpu_copy_engines_share_the_link_and_directions_overlap() -> None:
     assert off.simulated_s == pytest.approx(plan.predicted_s, rel=REL)
     # With it: three engines share 12 GB/s host->device (4 GB/s each, done at 3s/12), the
     # fourth copy then alone (at 4s/12); device->host has its own direction (done at s/12).
-    on = replay(plan, graph, GPU, contention=True)
+    on = replay(plan, graph, GPU, contention=True, level=BANDWIDTH)
     h2d = sorted((r.start_s, r.end_s) for r in on.records if r.kind == ASYNC and r.dst == "device")
     first = up + 3 * s / link
     assert [e for _, e in h2d] == pytest.approx([first] * 3 + [first + up + s / link], rel=REL)
@@ -169,7 +172,7 @@ def test_sync_moves_run_between_kernels_and_after_the_last() -> None:
     moves = [IndexMove(1, FAST, SLOW, 1, MoveMode.SYNC), IndexMove(3, FAST, SLOW, 2, MoveMode.SYNC)]
     plan = hand_plan(graph, CPU, [SLOW, FAST, FAST, FAST, FAST], {0: (SLOW,), 1: (FAST,)}, moves)
     for contention in (False, True):
-        trace = replay(plan, graph, CPU, contention=contention)
+        trace = replay(plan, graph, CPU, contention=contention, level=BANDWIDTH)
         k0, k1 = only(trace, "kernel", "k0"), only(trace, "kernel", "k1")
         a, z = only(trace, "sync", "a"), only(trace, "sync", "z")
         assert k0.end_s == a.start_s

@@ -12,6 +12,7 @@ import pytest
 
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
+from tmsim.levels import InterferenceLevel
 from tmsim.planners.heuristics import plan_vdnn
 from tmsim.planners.settings import PlanSettings
 from tmsim.plots import merge_intervals, timeline
@@ -31,7 +32,7 @@ def graph() -> Graph:
 @cache
 def trace() -> Trace:
     p = plan_vdnn(graph(), CPU, PlanSettings(capacity=Capacity.parse("4:1")))
-    return replay(p, graph(), CPU)
+    return replay(p, graph(), CPU, level=InterferenceLevel.BANDWIDTH)
 
 
 def test_to_frame_columns_and_values() -> None:

@@ -98,8 +98,10 @@ def test_keys_are_stable_and_only_what_matters_changes_them() -> None:
 def test_keys_of_points_without_a_node_limit_are_those_stores_hold() -> None:
     """Recorded before node limits were a setting: an old output folder resumes as it was.
     (Pinned again when the Optane preset's asynchronous rates became its copy thread's: a
-    changed platform must not resume the points of the old one.)"""
-    text = """
+    changed platform must not resume the points of the old one.) Points replayed at the
+    ``bandwidth`` level keep these keys; at the full model, now the default, they are new
+    points (their results differ)."""
+    grid = """
     [grid]
     model = "vgg19"
     batch = 1
@@ -107,13 +109,17 @@ def test_keys_of_points_without_a_node_limit_are_those_stores_hold() -> None:
     ratio = "4:1"
     strategy = ["first-touch", "static"]
     """
+    text = grid + '[settings]\ninterference = "bandwidth"\n'
     keys = {p.strategy: p.key for p in sweep_from_dict(tomllib.loads(text), "x").points}
     assert keys == {
         "first-touch": "aacbfe6972c4d88a",
         "static": "1704146b86cc636b",
         "all-fast": "90131e4e4d6c0c09",
     }
-    limited = sweep_from_dict(tomllib.loads(text + "[settings]\nnode_limit = 5\n"), "x")
+    full = {p.strategy: p for p in sweep_from_dict(tomllib.loads(grid), "x").points}
+    assert all(p.level == "controller" for p in full.values())
+    assert not {p.key for p in full.values()} & set(keys.values())
+    limited = sweep_from_dict(tomllib.loads(text + "node_limit = 5\n"), "x")
     static = next(p for p in limited.points if p.strategy == "static")
     assert static.node_limit == 5 and static.config()["node_limit"] == 5
 
@@ -364,3 +370,40 @@ def test_platform_files_that_are_not_utf8_or_toml_fail_in_one_line(tmp_path: Pat
             load_sweep(spec)
         assert str(info.value).startswith(f"{spec}: grid.platform: {message}")
         assert "\n" not in str(info.value)
+
+
+def test_the_full_model_keys_the_controller_and_copy_thread() -> None:
+    # At the full model two points that differ only by the platform's controller (or its copy
+    # thread) are two points; at the bandwidth level, which neither shapes, they are one.
+    def keys(level: str, slope: list[float]) -> set[str]:
+        text = f"""
+        [grid]
+        model = "vgg19"
+        batch = 1
+        platform = "cascadelake-optane"
+        ratio = "4:1"
+        strategy = "static"
+        [grid.overrides]
+        "copy_thread.latency_slope" = {slope}
+        [settings]
+        interference = "{level}"
+        """
+        sweep = sweep_from_dict(tomllib.loads(text), "x")
+        return {p.key for p in sweep.points if p.role == "grid"}
+
+    assert len(keys("controller", [0.1, 0.3])) == 2
+    assert len(keys("bandwidth", [0.1, 0.3])) == 1
+
+
+def test_an_unknown_interference_level_is_one_line() -> None:
+    text = """
+    [grid]
+    model = "vgg19"
+    batch = 1
+    platform = "cascadelake-optane"
+    strategy = "static"
+    [settings]
+    interference = "bus"
+    """
+    with pytest.raises(SweepSpecError, match=r"settings\.interference.*unknown interference level"):
+        sweep_from_dict(tomllib.loads(text), "x")

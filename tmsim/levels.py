@@ -25,8 +25,9 @@ class InterferenceLevel(StrEnum):
     CONTROLLER = "controller"
 
 
-#: The level ``simulate`` and ``compare`` use unless told otherwise.
-DEFAULT_LEVEL = InterferenceLevel.BANDWIDTH
+#: The level ``simulate``, ``compare``, sweeps and figures use unless told otherwise: the full
+#: model (on a platform without a memory controller or copy thread it is ``bandwidth``).
+DEFAULT_LEVEL = InterferenceLevel.CONTROLLER
 
 
 def parse_level(text: str) -> InterferenceLevel:

@@ -51,6 +51,7 @@ import pandas as pd
 
 from hwmodels.serialize import platform_from_dict
 from tmsim.compare import CompareSettings, Row, compare, rows_frame
+from tmsim.levels import InterferenceLevel
 from tmsim.planners import PlanSettings
 from tmsim.results import provenance, write_table
 from tmsim.sweep.jobs import nan_to_none
@@ -113,6 +114,7 @@ def evaluate_task(task: Task) -> list[Outcome]:
         settings = CompareSettings(
             plan=_plan_settings(first),
             contention=first.contention,
+            level=InterferenceLevel(first.level),
             strategies=tuple(p.strategy for p in task.points),
             cache_block_bytes=first.cache_block_bytes,
         )

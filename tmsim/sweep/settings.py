@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from tmsim.compare import CompareSettings
+from tmsim.errors import TmsimError
+from tmsim.levels import DEFAULT_LEVEL, parse_level
 from tmsim.planners import PlanSettings
 from tmsim.planners.settings import MAX_NODE_LIMIT
 from tmsim.sweep.overrides import Fail
@@ -21,7 +23,8 @@ from tmsim.sweep.overrides import Fail
 @dataclass(frozen=True)
 class SweepSettings:
     """Settings of every point, with their defaults (those of :class:`PlanSettings` and
-    :class:`CompareSettings`); ``cache_block_bytes`` None: the 2LM simulator's default."""
+    :class:`CompareSettings`); ``cache_block_bytes`` None: the 2LM simulator's default;
+    ``interference``: the replay's level (:mod:`tmsim.levels`) when ``contention`` is on."""
 
     time_limit_s: float | None = PlanSettings.time_limit_s
     node_limit: int | None = PlanSettings.node_limit
@@ -30,6 +33,7 @@ class SweepSettings:
     solver: str = PlanSettings.solver
     contention: bool = CompareSettings.contention
     cache_block_bytes: int | None = CompareSettings.cache_block_bytes
+    interference: str = DEFAULT_LEVEL.value
 
 
 def check_solver(s: SweepSettings, fail: Fail) -> None:
@@ -54,6 +58,7 @@ def read_settings(raw: Mapping[str, Any], fail: Fail) -> SweepSettings:
         "solver": str,
         "contention": bool,
         "cache_block_bytes": int,
+        "interference": str,
     }
     for key, value in raw.items():
         typed(value, kinds[key], f"settings.{key}", fail)
@@ -64,6 +69,11 @@ def read_settings(raw: Mapping[str, Any], fail: Fail) -> SweepSettings:
             value < 0 or (positive and value == 0) or not math.isfinite(value)
         ):
             fail(f"settings.{key}", f"must be {'> 0' if positive else '>= 0'}, got {value!r}")
+    if "interference" in raw:
+        try:
+            raw = {**raw, "interference": parse_level(raw["interference"]).value}
+        except TmsimError as exc:
+            fail("settings.interference", str(exc))
     # Floats where floats are meant, so that ``60`` and ``60.0`` give one key.
     floats = {k: float(v) for k, v in raw.items() if k in ("time_limit_s", "gap")}
     return replace(base, **{**raw, **floats})

@@ -5,8 +5,9 @@ A spec has four parts, every key explained in ``experiments/sweeps/example.toml`
 ``[sweep]`` (name, seed, description), ``[grid]`` (lists of models, batches, dtypes,
 platforms, ratios or fast-memory sizes, strategies, and ``[grid.overrides]``: platform fields
 by dotted path, :mod:`tmsim.sweep.overrides`, each a list of values), ``[settings]`` (one
-value each: solver settings, contention, the 2LM block size) and optional ``[[points]]`` with
-one value per key. The grid is the cartesian product; unknown keys anywhere are errors.
+value each: solver settings, contention and its interference level, the 2LM block size) and
+optional ``[[points]]`` with one value per key. The grid is the cartesian product; unknown
+keys anywhere are errors.
 
 Grid combinations whose strategy does not apply to their platform (:func:`applicable`) are
 dropped and listed in :attr:`Sweep.skipped`; an explicit point that does not apply is an error.
@@ -30,6 +31,7 @@ from typing import Any, NoReturn
 
 from tmsim.capacity import Capacity, CapacityError, parse_bytes
 from tmsim.errors import TmsimError
+from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
 from tmsim.strategies import STRATEGIES, Kind, applicable, names
 from tmsim.sweep.overrides import Fail, PlatformDocs, read_toml
 from tmsim.sweep.settings import SweepSettings, check_solver, only, read_settings, table, typed
@@ -74,6 +76,7 @@ class Point:
     seed: int
     platform_si: Mapping[str, Any] = field(repr=False)
     role: str = field(default="grid", compare=False)
+    level: str = DEFAULT_LEVEL.value
 
     def config(self) -> dict[str, Any]:
         """The point's configuration as flat columns (each override its own column)."""
@@ -90,11 +93,13 @@ class Point:
         ident = {k: v for k, v in asdict(self).items() if k not in ("overrides", "role")}
         if ident["node_limit"] is None:
             del ident["node_limit"]  # the key of points from before node limits
-        # Sweeps replay at the bandwidth level, which a platform's memory controller and copy
-        # thread do not shape (the thread's idle rates are in its copy paths): points keep the
-        # keys they had before platforms described them.
-        shaped = ("controller", "copy_thread")
-        ident["platform_si"] = {k: v for k, v in self.platform_si.items() if k not in shaped}
+        if not self.contention or self.level == InterferenceLevel.BANDWIDTH.value:
+            # Replays without contention or at the bandwidth level, which a platform's memory
+            # controller and copy thread do not shape (the thread's idle rates are in its copy
+            # paths), keep the keys they had before sweeps had levels and platforms those parts.
+            del ident["level"]
+            shaped = ("controller", "copy_thread")
+            ident["platform_si"] = {k: v for k, v in self.platform_si.items() if k not in shaped}
         text = json.dumps(ident, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -265,6 +270,7 @@ def _expand(
             fast_bytes=cap[1] if cap[0] == "fast_bytes" else None,
             strategy=strategy,
             contention=settings.contention,
+            level=settings.interference,
             seed=seed,
             platform_si=si,
             **_strategy_settings(strategy, settings),
