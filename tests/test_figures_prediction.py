@@ -42,15 +42,18 @@ def test_prediction_table(prediction_data: tuple[Path, pd.DataFrame, dict[str, A
     check_meta(meta, "prediction", PREDICTION_TINY)
     cpu = frame[frame["kind"] == "Optane PMM"]
     assert list(cpu["strategy"]) == list(PREDICTION_TINY.cpu_strategies)
-    assert list(frame.loc[frame["kind"] == "GPU", "strategy"]) == ["sync", "async"]
+    assert list(frame.loc[frame["kind"] == "GPU", "strategy"]) == ["sync", "async", "async-aware"]
     assert (frame["error"] == "").all() and frame["valid"].all()
     expected = (frame["simulated_s"] - frame["predicted_s"]) / frame["predicted_s"]
     np.testing.assert_allclose(frame["rel_error"], expected, rtol=1e-12)
     # plans without overlapping copies are simulated as predicted, with contention (at the
     # full model a kernel alone can be held by the channel its DRAM and PMM traffic share:
     # under a millionth of a step here)
-    serial = frame[frame["strategy"] != "async"]
+    serial = frame[~frame["strategy"].isin(["async", "async-aware"])]
     assert (serial["rel_error"].abs() < 1e-6).all()
+    # the aware plans are predicted with the interference they were planned with
+    aware = frame[frame["strategy"] == "async-aware"]
+    assert (aware["rel_error"].abs() <= 0.02).all()
     assert frame["rel_error"].abs().max() < 0.5  # contention is a correction, not a new world
     sync = frame[frame["strategy"] == "sync"].set_index("platform")["predicted_s"]
     for _, row in frame[frame["strategy"] == "async"].iterrows():
