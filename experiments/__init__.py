@@ -21,6 +21,7 @@ FIGURES: tuple[str, ...] = (
     "large",  # ~650 GB workloads: static and sync against 2LM
     "gpu",  # GPU: sync, async, all-fast oracle against unified memory
     "async_sync",  # asynchronous against synchronous, with and without contention
+    "sensitivity",  # async/sync as each assumed interference parameter spans its range
     "price_performance",  # memory cost against slowdown (DRAM 2.1x the price of PMM per GB)
     "prediction",  # planner prediction against simulation with contention
     "solve_time",  # MILP solve time against graph size

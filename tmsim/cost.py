@@ -143,12 +143,13 @@ class CostModel:
         n_k = len(self.graph.kernels)
         return np.bincount(self.op_kernel, weights=per_op, minlength=n_k).astype(np.float64)
 
-    def _roofline_s(self, memory_s: FloatArray) -> FloatArray:
-        """Kernel times from their memory times: compute and memory overlapped (``max``) or
-        added, plus the launch overhead."""
+    def _roofline_s(self, memory_s: FloatArray, compute_factor: float = 1.0) -> FloatArray:
+        """Kernel times from their memory times: compute (times ``compute_factor``) and
+        memory overlapped (``max``) or added, plus the launch overhead."""
+        compute = self.compute_s * compute_factor
         if self.overlap is Overlap.MAX:
-            return np.maximum(self.compute_s, memory_s) + self.launch_s
-        return self.compute_s + memory_s + self.launch_s
+            return np.maximum(compute, memory_s) + self.launch_s
+        return compute + memory_s + self.launch_s
 
     def kernel_time_range_s(self) -> tuple[FloatArray, FloatArray]:
         """The least and the most time (seconds) the roofline gives each kernel over every
@@ -161,16 +162,18 @@ class CostModel:
         most = self._roofline_s(self._per_kernel(per_op.max(axis=0)))
         return least, most
 
-    def kernel_times_s(self, op_tiers: npt.ArrayLike) -> FloatArray:
-        """Time of every kernel (seconds) under the operand placement ``op_tiers`` [n_ops].
+    def kernel_times_s(self, op_tiers: npt.ArrayLike, compute_factor: float = 1.0) -> FloatArray:
+        """Time of every kernel (seconds) under the operand placement ``op_tiers`` [n_ops],
+        the roofline's compute part times ``compute_factor``.
 
-        Measured entries replace the roofline where they cover the kernel and placement.
-        A placement on a tier kernels may not access gives ``inf``.
+        Measured entries replace the roofline where they cover the kernel and placement (as
+        measured: ``compute_factor`` does not apply to them). A placement on a tier kernels
+        may not access gives ``inf``.
         """
         tiers = np.asarray(op_tiers, dtype=np.int64)
         if tiers.shape != self.op_tensor.shape:
             raise TmsimError(f"op_tiers needs {self.op_tensor.size} entries, got {tiers.size}")
-        times = self._roofline_s(self.memory_s(tiers))
+        times = self._roofline_s(self.memory_s(tiers), compute_factor)
         for (k, placement), seconds in self.measured.items():
             lo, hi = int(self.op_ptr[k]), int(self.op_ptr[k + 1])
             if tuple(int(x) for x in tiers[lo:hi]) == placement:
@@ -225,13 +228,18 @@ class BesideCosts:
     ``copy_s_per_byte``, the seconds a copy takes per byte while beside the kernel (after its
     pair's per-transfer latency; ``inf`` where it cannot run there), and
     ``slow_s_per_byte``, the seconds the kernel is delayed per byte copied beside it. ``level``
-    names the interference level they were computed at.
+    names the interference level they were computed at. ``compute_factor``: what every
+    kernel's compute time is multiplied by once the plan copies beside any kernel on a path
+    of ``stretching`` (a copy thread on a core of its own, taken from the kernels' pool:
+    ``cores / (cores - 1)``; 1 where copies take no core from the kernels).
     """
 
     paths: tuple[tuple[int, int], ...]
     copy_s_per_byte: FloatArray
     slow_s_per_byte: FloatArray
     level: str
+    compute_factor: float = 1.0
+    stretching: tuple[bool, ...] = ()
 
     def path(self, src: int, dst: int) -> int:
         """The index of path ``src -> dst``; raises :class:`TmsimError` for one not listed."""
@@ -252,12 +260,21 @@ def step_time_s(
     Kernel ``k`` costs ``max(kernel time under op_tiers, sum of the asynchronous moves beside
     it)``; each synchronous move adds its own time. With ``beside``, an asynchronous move of
     ``b`` bytes on path ``p`` beside kernel ``k`` takes its latency plus ``b *
-    copy_s_per_byte[k, p]`` and adds ``b * slow_s_per_byte[k, p]`` to the kernel's time.
-    Returns ``(total, per_kernel)`` where ``per_kernel`` [K + 1] holds kernel ``k``'s cost
-    plus the synchronous moves just before it (the last entry: those after the last kernel).
+    copy_s_per_byte[k, p]`` and adds ``b * slow_s_per_byte[k, p]`` to the kernel's time, and
+    once any such move is on a path of ``beside.stretching``, every kernel's compute takes
+    ``beside.compute_factor`` of its time. Returns ``(total, per_kernel)`` where
+    ``per_kernel`` [K + 1] holds kernel ``k``'s cost plus the synchronous moves just before it
+    (the last entry: those after the last kernel).
     """
     n_k = len(cost.graph.kernels)
-    kernel = cost.kernel_times_s(op_tiers)
+    moves = list(moves)
+    factor = 1.0
+    if beside is not None and beside.compute_factor != 1.0:
+        stretched = (
+            m.mode is MoveMode.ASYNC and beside.stretching[beside.path(m.src, m.dst)] for m in moves
+        )
+        factor = beside.compute_factor if any(stretched) else 1.0
+    kernel = cost.kernel_times_s(op_tiers, factor)
     async_s = np.zeros(n_k)
     sync_s = np.zeros(n_k + 1)
     cache: dict[tuple[int, int, MoveMode], FloatArray] = {}

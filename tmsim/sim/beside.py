@@ -22,8 +22,10 @@ floor and rule share one measurement.
 
 What the linear charge leaves out: a copy that outlasts its kernel delays it by ``T1 - T0`` at
 most, not by its bytes times the rate (the charge is then too high, never too low); several
-copies beside one kernel each pay as if alone; a dedicated copy core's stretch of every
-compute floor (a cost of the plan having any copy at all) is in neither ``T0`` nor ``T1``.
+copies beside one kernel each pay as if alone. A dedicated copy core's stretch of every
+compute floor is a cost of the plan having any copy at all, in neither ``T0`` nor ``T1``: the
+costs carry it (``compute_factor``) for the plan's predicted time, not for the MILP's
+objective, and a plan it makes slower than the sync plan loses to that plan in the chain.
 """
 
 from __future__ import annotations
@@ -84,7 +86,23 @@ def beside_costs(
                 got = bench.beside(body, src, dst, idle[p])
                 copy[k, p] = max(copy[k, p], got[0])
                 slow[k, p] = max(slow[k, p], got[1])
-    return BesideCosts(paths, copy, slow, InterferenceLevel(level).value)
+    factor, stretching = _stretch(platform, level, paths)
+    return BesideCosts(paths, copy, slow, InterferenceLevel(level).value, factor, stretching)
+
+
+def _stretch(
+    platform: Platform, level: InterferenceLevel, paths: tuple[tuple[int, int], ...]
+) -> tuple[float, tuple[bool, ...]]:
+    """The compute factor of every kernel once a plan copies on a copy thread that has a
+    core of its own (``cores / (cores - 1)``, as the replay's floors run at ``controller``),
+    and which ``paths`` that thread copies on; (1, no path) where copies take no core from
+    the kernels."""
+    threads = ThreadUse.of(platform) if level is InterferenceLevel.CONTROLLER else None
+    if threads is None or threads.shared_core or threads.cores <= 1:
+        return 1.0, tuple(False for _ in paths)
+    names = platform.tier_names
+    on = tuple(threads.thread.copies(names[s], names[d]) for s, d in paths)
+    return threads.cores / (threads.cores - 1), on
 
 
 _Body = tuple[Flow, float, bool]

@@ -1,0 +1,435 @@
+"""Figure: how the asynchronous plans' standing against the synchronous one moves when each
+assumed parameter of the interference model goes from one end of its published range to
+the other.
+
+The full interference model (``controller``: :mod:`hwmodels.controller`,
+:mod:`hwmodels.copythread`) rests on parameters nobody has measured on AutoTM's machine; the
+Optane preset gives each a value and a range (:data:`OPTANE_ASSUMED`). For every workload one
+chain of MILPs (:func:`tmsim.planners.milp.chain.plan_milp_chain`) plans sync and async once
+on the preset as shipped; the two plans are then replayed under the full model on the preset
+with one parameter set to each end of its range (the others as shipped), through the same
+dotted overrides a sweep spec takes (:mod:`tmsim.sweep.overrides`). AutoTM's asynchronous
+plan does not depend on these parameters (its copies are charged their idle rate, which the
+measured single-thread rates fix), so only its replay moves. The ``async-aware`` plan prices
+its copies on the model, so for the workloads in ``Config.aware_workloads`` it is planned
+again on every variant and compared with the sync plan replayed on that variant.
+
+Two more variants set every parameter at once: all at the end with less interference
+(``low``) and all at the end with more (``high``), the corners of the ranges.
+
+A row's ``over_sync`` is the plan's simulated step over the sync plan's on the same variant;
+a parameter whose range takes a workload's ratio across 1 *flips* the conclusion there
+(column ``flips``). The figure draws one segment per parameter and workload from the low
+end's ratio to the high end's, the shipped value's ratio as a tick, one panel per strategy.
+
+The GPU presets have no assumed parameter on this path: a copy engine's DMA shares the
+device memory's bandwidth with the kernel in the fluid model, from the tiers' and links'
+sourced rates alone (no controller, no copy thread), so this figure has no GPU panel.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
+
+from experiments.common import (
+    CONVENTIONAL,
+    Progress,
+    capacity_of,
+    insert_labels,
+    point_labels,
+    read_data,
+    run_figure_points,
+    save_figure,
+    write_data,
+)
+from hwmodels.platform import Platform
+from tmsim.capacity import fast_limit_bytes
+from tmsim.cost import CostModel
+from tmsim.errors import TmsimError
+from tmsim.levels import InterferenceLevel
+from tmsim.plan.validate import validate
+from tmsim.plan.values import Plan
+from tmsim.planners.milp.chain import plan_milp_chain
+from tmsim.planners.milp.gadgets import Formulation
+from tmsim.planners.settings import PlanSettings
+from tmsim.sim import replay
+from tmsim.sim.beside import beside_for
+from tmsim.sweep.overrides import PlatformDocs
+from tmsim.workload.graph import Graph
+from tmsim.workload.zoo import training_graph_of
+
+NAME = "sensitivity"
+TITLE = "Async/sync under the full interference model, each assumed parameter over its range"
+
+
+@dataclass(frozen=True)
+class Assumed:
+    """One assumed parameter: its dotted path in the preset (as a sweep override names it),
+    a short label, its low and high ends and where the range comes from. ``low`` is the end
+    with less interference (the end that favours copies beside kernels)."""
+
+    path: str
+    label: str
+    low: float | str
+    high: float | str
+    source: str
+
+
+#: The Optane preset's assumed interference parameters with their ranges (the README's
+#: controller and copy-thread tables; reference/interference-and-solvers.md A2).
+OPTANE_ASSUMED: tuple[Assumed, ...] = tuple(
+    Assumed(*row)
+    for row in (
+        ("copy_thread.latency_slope", "latency slope a", 0.05, 0.5, "L(0.9): 1.45-5.5 x idle"),
+        ("copy_thread.max_latency_factor", "most loaded latency f_max", 2.0, 8.0, "assumed"),
+        ("copy_thread.core_slowdown", "core slowdown s", 0.5, 1.0, "1: time-slicing one core"),
+        ("copy_thread.straggler", "straggler sigma", 1 / 24, 1.0, "dynamic (1/P) to static (1)"),
+        ("copy_thread.core", "copy core", "dedicated", "shared", "AutoTM's source: shared"),
+        ("controller.write_priority", "PMM write priority", 0.0, 1.0, "FairHym: writes block"),
+        ("controller.weights.PMM.write", "PMM write weight", 2.0, 7.7, "7.7: AutoTM's copy fits"),
+        ("controller.weights.PMM.read", "PMM read weight", 1.0, 2.99, "additive to PerMA fit"),
+    )
+)
+
+#: ``parameter`` and ``label`` of the variants that set every parameter to one end at once.
+CORNER = "*"
+CORNER_LABEL = "all at once"
+
+#: The plans compared with the sync plan.
+SHOWN = ("async", "async-aware")
+
+
+@dataclass(frozen=True)
+class Config:
+    """What the figure runs; the defaults are the full experiment.
+
+    ``platform``: the preset whose ``parameters`` are varied; ``ratios``: its PMM:DRAM
+    ratios (of each step's peak live bytes); ``workloads``: (zoo model, batch) pairs, each
+    at every ratio; ``aware_workloads``: those of ``workloads`` whose ``async-aware`` plan is
+    made again on every variant (each costs one MILP chain per variant); ``time_limit_s``,
+    ``gap``, ``window``: each MILP chain's wall-clock cap, relative gap and asynchronous
+    window (as the async figure's); ``workers``: processes running workloads in parallel
+    when :func:`compute` is not told otherwise (not part of any point's key).
+    """
+
+    platform: str = "cascadelake-optane"
+    ratios: tuple[str, ...] = ("4:1",)
+    workloads: tuple[tuple[str, int], ...] = (
+        ("vgg19", 16),
+        ("inception_v4", 16),
+        *CONVENTIONAL,
+    )
+    aware_workloads: tuple[tuple[str, int], ...] = (("vgg19", 16), ("inception_v4", 16))
+    parameters: tuple[Assumed, ...] = OPTANE_ASSUMED
+    time_limit_s: float = 150.0
+    gap: float = 0.01
+    window: int = 3
+    workers: int = 2
+
+
+#: VGG19 b4 and b8 at 4:1 (their async MILPs beat the sync plan within seconds at a 5% gap),
+#: the aware plan made again for b4 only, a 30 s cap, one process.
+QUICK = Config(
+    workloads=(("vgg19", 4), ("vgg19", 8)),
+    aware_workloads=(("vgg19", 4),),
+    time_limit_s=30.0,
+    gap=0.05,
+    workers=1,
+)
+
+#: The columns of the figure's table, in order.
+COLUMNS = (
+    *("platform", "kind", "capacity", "workload", "model", "batch", "kernels"),
+    *("footprint_bytes", "strategy", "parameter", "label", "end", "value"),
+    *("predicted_s", "simulated_s", "sync_simulated_s", "over_sync", "improved", "status"),
+    "error",
+)
+
+
+def points(config: Config) -> list[dict[str, Any]]:
+    """One point per workload and ratio of ``config``, each with every variant it replays."""
+    variants = [
+        {"path": a.path, "label": a.label, "low": a.low, "high": a.high} for a in config.parameters
+    ]
+    aware = {tuple(w) for w in config.aware_workloads}
+    return [
+        {
+            "platform": config.platform,
+            "kind": "Optane PMM",
+            "ratio": ratio,
+            "device_fraction": None,
+            "model": model,
+            "batch": batch,
+            "aware": (model, batch) in aware,
+            "variants": variants,
+            "time_limit_s": config.time_limit_s,
+            "gap": config.gap,
+            "window": config.window,
+        }
+        for ratio in config.ratios
+        for model, batch in config.workloads
+    ]
+
+
+def variant_platform(preset: str, overrides: Sequence[tuple[str, Any]]) -> Platform:
+    """The preset ``preset`` with each (dotted path, value) of ``overrides`` set, as a sweep
+    spec's ``[grid.overrides]`` sets them. Raises :class:`TmsimError` naming the path for a
+    path the preset does not have or a value it refuses."""
+
+    def fail(where: str, message: str) -> NoReturn:
+        raise TmsimError(f"{preset}: {where}: {message}")
+
+    docs = PlatformDocs(Path("."), fail)
+    return docs.resolve(preset, tuple(overrides), "sensitivity")[0]
+
+
+def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
+    """The rows of one point of :func:`points`: the shipped preset (``parameter`` ``-``,
+    ``end`` ``shipped``), each variant's ``low`` and ``high`` end and the two corners
+    (``parameter`` :data:`CORNER`: every variant at that end), for each strategy of
+    :data:`SHOWN` (``async-aware`` only where ``params["aware"]``), with the step time the
+    plan gets on that variant under the full model over the sync plan's (``over_sync``)."""
+    preset = params["platform"]
+    graph = training_graph_of(params["model"], params["batch"])
+    shipped = variant_platform(preset, ())
+    settings = PlanSettings(
+        capacity=capacity_of(params["ratio"], None),
+        time_limit_s=params["time_limit_s"],
+        gap=params["gap"],
+        window=params["window"],
+    )
+    limit = fast_limit_bytes(graph, shipped, settings.capacity)
+    wanted = ["async", "async-aware"] if params["aware"] else ["async"]
+    base = _plans(graph, shipped, settings, wanted)
+    cases: list[tuple[str, str, str, Any, Platform]] = [("-", "shipped", "shipped", "", shipped)]
+    variants = params["variants"]
+    for v in variants:
+        for end in ("low", "high"):
+            machine = variant_platform(preset, [(v["path"], v[end])])
+            cases.append((v["path"], v["label"], end, v[end], machine))
+    for end in ("low", "high") if variants else ():
+        machine = variant_platform(preset, [(v["path"], v[end]) for v in variants])
+        cases.append((CORNER, CORNER_LABEL, end, "", machine))
+    records: list[dict[str, Any]] = []
+    for path, text, end, value, machine in cases:
+        plans = dict(base)
+        if params["aware"] and end != "shipped":
+            plans["async-aware"] = _plans(graph, machine, settings, ["async-aware"])["async-aware"]
+        sync_s = _simulated(plans["sync"], graph, machine)
+        for name in SHOWN:
+            if name not in plans:
+                continue
+            got = plans[name]
+            record: dict[str, Any] = {
+                "strategy": name,
+                "parameter": path,
+                "label": text,
+                "end": end,
+                "value": str(value),
+                "sync_simulated_s": sync_s,
+            }
+            if isinstance(got, TmsimError):
+                records.append({**record, "status": "error", "error": str(got)})
+                continue
+            simulated = _simulated(got, graph, machine)
+            sync_plan = plans["sync"]
+            sync_predicted = sync_plan.predicted_s if isinstance(sync_plan, Plan) else np.nan
+            records.append(
+                {
+                    **record,
+                    "predicted_s": got.predicted_s,
+                    "simulated_s": simulated,
+                    "over_sync": simulated / sync_s,
+                    "improved": bool(got.predicted_s < sync_predicted * (1 - 1e-9)),
+                    "status": got.stats.status if got.stats else "",
+                    "error": "",
+                }
+            )
+    out = pd.DataFrame.from_records(records)
+    insert_labels(out, point_labels(params, graph, limit))
+    return out.reindex(columns=list(COLUMNS))
+
+
+def _plans(
+    graph: Graph, machine: Platform, settings: PlanSettings, wanted: list[str]
+) -> dict[str, Plan | TmsimError]:
+    """The sync plan and those of ``wanted`` from one MILP chain on ``machine``, each checked
+    by the validator (a plan it rejects becomes an error). Raises :class:`TmsimError` when
+    there is no sync plan, which every row is measured against."""
+    chain = plan_milp_chain(graph, machine, settings, wanted)
+    cost = CostModel(graph, machine)
+    out: dict[str, Plan | TmsimError] = {}
+    for name in ("sync", *wanted):
+        got = chain.get(Formulation(name), TmsimError("the MILP chain did not reach it"))
+        if isinstance(got, Plan):
+            check = validate(got, graph, machine, cost, beside_for(got, cost))
+            if not check.ok:
+                got = TmsimError(f"the validator rejects the {name} plan: {check.errors[0]}")
+        out[name] = got
+    sync = out["sync"]
+    if isinstance(sync, TmsimError):
+        raise TmsimError(f"{graph.name}: no sync plan to compare with: {sync}")
+    return out
+
+
+def _simulated(plan: Plan | TmsimError, graph: Graph, machine: Platform) -> float:
+    """``plan``'s step on ``machine`` under the full interference model (nan for an error)."""
+    if isinstance(plan, TmsimError):
+        return float("nan")
+    level = InterferenceLevel.CONTROLLER
+    return replay(plan, graph, machine, level=level).simulated_s
+
+
+def compute(
+    config: Config,
+    out_dir: str | os.PathLike[str],
+    progress: Progress | None = None,
+    *,
+    workers: int | None = None,
+    dask_address: str | None = None,
+) -> Path:
+    """Run every point of ``config`` (:func:`point_rows`, in ``workers`` processes, default
+    ``config.workers``, or on the Dask scheduler at ``dask_address``) and write the table
+    (:data:`COLUMNS` and ``flips``: the strategy's ratio on this workload lies on both sides
+    of 1 over this parameter's range) with the configuration; return the data file's path.
+    Raises :class:`tmsim.errors.TmsimError` when points failed (once the others are
+    stored)."""
+    frame = run_figure_points(
+        NAME,
+        points(config),
+        point_rows,
+        out_dir,
+        progress,
+        workers=workers,
+        dask_address=dask_address,
+        default_workers=config.workers,
+    )
+    frame["flips"] = flips(frame)
+    return write_data(frame, out_dir, NAME, config)
+
+
+def flips(frame: pd.DataFrame) -> pd.Series:
+    """Per row: whether the ratios of its (workload, capacity, strategy, parameter) group's
+    ends and the shipped preset's ratio lie on both sides of 1 (by more than 1e-9): the
+    parameter's range decides whether the strategy beats the sync plan there. False for the
+    shipped rows."""
+    keys = ["workload", "capacity", "strategy"]
+    excess = frame["over_sync"].to_numpy(dtype=float) - 1
+    side = pd.Series(np.sign(np.where(np.abs(excess) > 1e-9, excess, 0.0)), index=frame.index)
+    shipped = frame["end"] == "shipped"
+    base = side[shipped].groupby([frame.loc[shipped, k] for k in keys]).first()
+    own = pd.MultiIndex.from_frame(frame[keys]).map(base.to_dict()).to_numpy(dtype=float)
+    group = [frame[k] for k in [*keys, "parameter"]]
+    above = pd.Series((side > 0) | (own > 0), index=frame.index).groupby(group).transform("any")
+    below = pd.Series((side < 0) | (own < 0), index=frame.index).groupby(group).transform("any")
+    return pd.Series(above & below & ~shipped, index=frame.index, dtype=bool)
+
+
+def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
+    """One panel per strategy: a row per parameter, a segment per workload from the ratio at
+    the low end of the parameter's range (open circle) to that at the high end (filled), the
+    shipped preset's ratio as a tick; a segment crossing the line at 1 flips the conclusion
+    and is labelled so."""
+    frame, _meta = read_data(data)
+    frame = frame.assign(case=frame["workload"] + " @" + frame["capacity"].astype(str))
+    shown = [s for s in SHOWN if s in set(frame["strategy"])]
+    params = list(dict.fromkeys(frame.loc[frame["end"] != "shipped", "label"]))
+    cases = list(dict.fromkeys(frame["case"]))
+    colours = plt.get_cmap("tab10")
+    fig, axes = plt.subplots(
+        1, len(shown), figsize=(6.0 * len(shown), 0.55 * len(params) * 1.3 + 1.8), squeeze=False
+    )
+    for ax, strategy in zip(axes[0], shown, strict=True):
+        mine = frame[frame["strategy"] == strategy]
+        _panel(ax, mine, strategy, params, cases, colours)
+    handles = [
+        Line2D([], [], color=colours(i % 10), marker="o", linewidth=1.2, label=c)
+        for i, c in enumerate(cases)
+        if c in set(frame["case"])
+    ]
+    handles += [
+        Line2D([], [], color="grey", marker="o", fillstyle="none", linestyle="", label="low end"),
+        Line2D([], [], color="grey", marker="o", linestyle="", label="high end"),
+        Line2D([], [], color="grey", marker="|", markersize=9, linestyle="", label="as shipped"),
+    ]
+    fig.legend(
+        handles=handles,
+        loc="upper center",
+        ncol=min(len(handles), 4),
+        frameon=False,
+        bbox_to_anchor=(0.5, 1.0 + 0.02 * (len(handles) // 4 + 1)),
+        fontsize=7,
+    )
+    fig.tight_layout()
+    return save_figure(fig, out_dir, NAME)
+
+
+def _panel(
+    ax: Axes,
+    rows: pd.DataFrame,
+    strategy: str,
+    params: list[str],
+    cases: list[str],
+    colours: Any,
+) -> None:
+    n = max(len(cases), 1)
+    for j, case in enumerate(cases):
+        sub = rows[rows["case"] == case]
+        if sub.empty:
+            continue
+        shipped = sub.loc[sub["end"] == "shipped", "over_sync"]
+        colour = colours(j % 10)
+        for i, name in enumerate(params):
+            y = i + (j - (n - 1) / 2) * 0.7 / n
+            ends = sub[sub["label"] == name].set_index("end")["over_sync"]
+            low, high = float(ends.get("low", np.nan)), float(ends.get("high", np.nan))
+            ax.plot([low, high], [y, y], color=colour, linewidth=1.2)
+            ax.plot([low], [y], marker="o", fillstyle="none", color=colour, markersize=4)
+            ax.plot([high], [y], marker="o", color=colour, markersize=4)
+            if len(shipped):
+                ax.plot([float(shipped.iloc[0])], [y], marker="|", color=colour, markersize=8)
+            if bool(sub.loc[sub["label"] == name, "flips"].any()):
+                ax.annotate(
+                    "flips",
+                    (max(low, high), y),
+                    fontsize=6,
+                    xytext=(3, -2),
+                    textcoords="offset points",
+                    color=colour,
+                )
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_yticks(range(len(params)), params, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"{strategy} step / sync step, full model (below 1: {strategy} faster)")
+    ax.set_title(f"{strategy}: {rows['platform'].iloc[0] if len(rows) else ''}", fontsize=9)
+    ax.grid(axis="x", linewidth=0.3)
+
+
+__all__ = [
+    "COLUMNS",
+    "CORNER",
+    "CORNER_LABEL",
+    "NAME",
+    "OPTANE_ASSUMED",
+    "QUICK",
+    "SHOWN",
+    "TITLE",
+    "Assumed",
+    "Config",
+    "compute",
+    "flips",
+    "plot",
+    "point_rows",
+    "points",
+    "variant_platform",
+]
