@@ -200,3 +200,65 @@ def test_an_lp_basis_starts_the_next_rounds_lp_and_changes_nothing_but_the_work(
     other = run_highs(problem(0.5, room - 40, values[::-1].copy()), options, False, start, 10**6)
     foreign = run_highs(tighter, options, False, start, 10**6, other.lp_basis)
     assert foreign.iterations == cold.iterations and foreign.bound == cold.bound
+
+
+def test_a_rens_point_within_the_gap_of_the_lp_ends_a_solve_without_a_start() -> None:
+    rng = np.random.default_rng(7)
+    weights = rng.integers(10, 60, 200)
+    values = weights + rng.integers(0, 9, 200)
+    x = cp.Variable(200, boolean=True)
+    problem = cp.Problem(cp.Minimize(-(values @ x)), [weights @ x <= int(0.4 * weights.sum())])
+    exact = run_highs(problem, {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0}, False)
+    outcome = run_highs(problem, {"mip_rel_gap": 0.05}, False, None, 10**6)
+    # the LP leaves one item fractional; with it fixed out the rest is within 5% of the LP
+    # bound, so neither RINS (no start) nor the whole MIP runs
+    assert outcome.status == cp.OPTIMAL and outcome.nodes == 0 and outcome.trace == ()
+    assert outcome.bound <= exact.objective + 1e-9 <= outcome.objective + 2e-9
+    assert (outcome.objective - outcome.bound) / abs(outcome.objective) <= 0.05
+    assert np.dot(weights, np.round(x.value)) <= int(0.4 * weights.sum())
+
+
+def test_rens_leaves_a_neighbourhood_alone_that_frees_most_binaries() -> None:
+    from cvxpy import settings as cps
+
+    from tmsim.planners.milp.highs import RENS_MAX_FREE, _fixed
+
+    data = {cps.BOOL_IDX: np.arange(4)}
+    bounds = (np.zeros(5), np.ones(5))
+    half = np.array([0.5, 0.5, 1.0, 0.0, 3.0])
+    lower, upper = _fixed(half, None, data, bounds) or (None, None)
+    assert lower is not None and upper is not None  # half fractional: at the limit, kept
+    assert list(lower[:4]) == [0, 0, 1, 0] and list(upper[:4]) == [1, 1, 1, 0]
+    assert upper[4] == 1.0  # a continuous column is never fixed
+    most = np.array([0.5, 0.5, 0.5, 0.0, 3.0])
+    assert RENS_MAX_FREE < (3 / 4) and _fixed(most, None, data, bounds) is None
+    # RINS fixes only where the LP also agrees with the start, and always has a neighbourhood
+    got = _fixed(most, np.array([0.0, 0.0, 0.0, 1.0, 0.0]), data, bounds)
+    assert got is not None and list(got[1][:4]) == [1, 1, 1, 1]
+
+
+@pytest.mark.parametrize("maximise", [False, True])
+def test_a_known_bound_ends_the_solve_once_a_point_is_within_its_gap(maximise: bool) -> None:
+    rng = np.random.default_rng(11)
+    weights = rng.integers(10, 60, 120)
+    values = weights + rng.integers(0, 9, 120)
+    x = cp.Variable(120, boolean=True)
+    room = [weights @ x <= int(0.4 * weights.sum())]
+    sign = 1.0 if maximise else -1.0
+    objective = (cp.Maximize if maximise else cp.Minimize)(sign * (values @ x) + 7)
+    problem = cp.Problem(objective, room)
+    exact = run_highs(problem, {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0}, False)
+    best = np.round(x.value)
+    options = {"mip_rel_gap": 1e-9, "mip_abs_gap": 0.0}
+    # the optimum as a known bound: the optimal start is within any gap of it at once, with
+    # or without the LP first; the reported bound is the known one
+    for lp_first in (None, 10**6):
+        outcome = run_highs(problem, options, False, {x: best}, lp_first, None, exact.objective)
+        assert outcome.status == cp.OPTIMAL
+        assert outcome.objective == pytest.approx(exact.objective, rel=1e-12)
+        assert outcome.bound == pytest.approx(exact.objective, rel=1e-12)
+        assert outcome.nodes <= 1
+    # a bound on the wrong side of nothing: a useless known bound changes no optimum
+    loose = exact.objective + sign * 1e6
+    outcome = run_highs(problem, {"mip_rel_gap": 0.0}, False, None, None, None, loose)
+    assert outcome.objective == pytest.approx(exact.objective, rel=1e-12)

@@ -79,7 +79,9 @@ class SolverStats:
     ``build_s`` covers building the model and its warm start, ``solve_s`` the solver.
     ``nodes`` counts branch-and-bound nodes; ``trace`` is the last solve's progress as
     (seconds since it began, primal bound, dual bound) points, in time order (empty where the
-    solver reports none).
+    solver reports none). Where layout rounds lowered the limits, ``bound`` is the first
+    round's (every plan that lays out is a point of that problem) while the trace is the last
+    round's, whose dual bounds hold for its lowered limits only.
     """
 
     solver: str

@@ -28,7 +28,7 @@ from tmsim.cost import CostModel
 from tmsim.errors import InfeasibleError, NoPlanError, TmsimError
 from tmsim.intervals import occupancy
 from tmsim.plan.layout import overflow_bytes, resident_bytes, resident_overflow_bytes
-from tmsim.plan.values import Plan
+from tmsim.plan.values import Plan, SolverStats
 from tmsim.planners.assemble import check_operands_fit
 from tmsim.planners.milp.build import Model, build_model, extract_plan
 from tmsim.planners.milp.gadgets import Formulation
@@ -250,6 +250,9 @@ def _solve_formulation(
     failure: TmsimError | None = None
     own = "not solved"  # how this formulation's own last solve ended
     basis = None  # the last round's LP basis: the next round differs in its limits only
+    # the first round's proven bound: a later round solves under lowered limits, so its bound
+    # holds for that problem only, while every plan whose layout fits is a point of the first
+    first_bound: float | None = None
     for rounds in range(1, opts.max_rounds + 1):
         started = time.perf_counter()
         model = build_model(cost, opts.window, formulation, limits, relax=False, beside=beside)
@@ -271,7 +274,11 @@ def _solve_formulation(
         started = time.perf_counter()
         stopped: SolveStopped | None = None
         try:
-            outcome = solve_within(model, opts, formulation, limits, deadline, start, basis)
+            # a round solves under lower limits than the first: its plans are the first's
+            # too, so the first round's bound holds for its optimum
+            outcome = solve_within(
+                model, opts, formulation, limits, deadline, start, basis, first_bound
+            )
         except SolveStopped as exc:
             stopped = exc  # without a solution of its own: its start is the plan, if any
             outcome = exc.outcome
@@ -290,9 +297,13 @@ def _solve_formulation(
         else:
             failure = stopped
             break
-        plan = extract_plan(
-            cost, model, formulation, opts.to_dict(), limit, replace(stats, rounds=rounds)
-        )
+        if first_bound is None:
+            first_bound = stats.bound
+        stats = _against(replace(stats, rounds=rounds), first_bound)
+        if stats.status == "optimal" and not stats.gap <= opts.gap + 1e-9:
+            # the last round reached the gap of its own bound, not of the first round's
+            stats = replace(stats, status=f"optimal in layout round {rounds}")
+        plan = extract_plan(cost, model, formulation, opts.to_dict(), limit, stats)
         graph, platform = cost.graph, cost.platform
         if opts.layout:
             overflow = overflow_bytes(plan, graph, platform, limit)
@@ -317,7 +328,8 @@ def _solve_formulation(
     if base is not None and (result is None or base.plan.predicted_s < result.plan.predicted_s):
         assert base.plan.stats is not None
         status = f"fallback to {base.plan.planner} ({base.plan.stats.status}); own solve: {own}"
-        return _relabel(base, opts, formulation, (build_total, solve_total), status)
+        seconds = (build_total, solve_total)
+        return _relabel(base, opts, formulation, seconds, status, first_bound)
     if result is not None:
         return result
     if failure is not None:
@@ -351,26 +363,39 @@ def _at_floor(base: _Solved, gap: float) -> bool:
     return (stats.objective - base.model.lower_bound_s) / stats.objective <= gap
 
 
+def _against(stats: SolverStats, bound: float) -> SolverStats:
+    """``stats`` with ``bound`` as its bound and the gap measured against it."""
+    objective = stats.objective
+    finite = objective > 0 and math.isfinite(bound) and math.isfinite(objective)
+    gap = max(0.0, objective - bound) / objective if finite else math.nan
+    return replace(stats, bound=bound, gap=gap)
+
+
 def _relabel(
     base: _Solved,
     opts: PlanSettings,
     formulation: Formulation,
     seconds: tuple[float, float],
     status: str,
+    own_bound: float | None = None,
 ) -> _Solved:
     """``base``'s plan as a plan of ``formulation`` (which contains it), with the total
     (build, solve) ``seconds`` and ``status`` (saying why, and, for a fallback, how this
-    formulation's own solve ended, so that a limit it hit is not hidden)."""
+    formulation's own solve ended, so that a limit it hit is not hidden), its gap against
+    ``own_bound`` (this formulation's first-round bound) or, without one, the kernel-time
+    bound."""
     build_s, solve_s = seconds
     stats = base.plan.stats
     assert stats is not None
     # The smaller problem's bound says nothing about this one's optimum; the kernel-time
     # bound holds for every formulation.
-    bound = base.model.lower_bound_s
-    objective = stats.objective
-    gap = max(0.0, objective - bound) / objective if objective > 0 else math.nan
+    floor = base.model.lower_bound_s
+    bound = floor if own_bound is None else max(own_bound, floor)
     relabelled = replace(
-        stats, status=status, bound=bound, gap=gap, build_s=build_s, solve_s=solve_s
+        _against(stats, bound),
+        status=status,
+        build_s=build_s,
+        solve_s=solve_s,
     )
     plan = replace(
         base.plan,

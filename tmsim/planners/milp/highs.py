@@ -25,6 +25,7 @@ from tmsim.planners.milp.highs_model import (
     FloatArray,
     column_vector,
     compile_problem,
+    objective_shift,
     write_values,
 )
 
@@ -32,6 +33,7 @@ from tmsim.planners.milp.highs_model import (
 TIME_LIMIT = "time_limit"
 #: Status of a solve the node limit stopped: a limit on work, the same on any load.
 NODE_LIMIT = "node_limit"
+
 
 #: A point of a solve's progress: (seconds since the run began, primal bound, dual bound);
 #: a bound not known yet is ``inf`` (primal) or ``-inf`` (dual).
@@ -91,6 +93,7 @@ def run_highs(
     start: Mapping[cp.Variable, FloatArray] | None = None,
     lp_iterations: int | None = None,
     lp_basis: LpBasis | None = None,
+    known_bound: float | None = None,
 ) -> Outcome:
     """Solve the linear (mixed-integer) ``problem`` with HiGHS and write its solution into
     the problem's variables (left unset without one).
@@ -101,21 +104,26 @@ def run_highs(
     handed to HiGHS as its first incumbent (variables it does not name start at 0).
 
     With ``lp_iterations``, a mixed-integer problem of at most :data:`LP_FIRST_MAX_COLUMNS`
-    columns is solved in up to three phases (a larger one goes to phase 3 at once):
+    columns is solved in up to four phases (a larger one goes to phase 4 at once):
 
     1. its LP relaxation, within that many simplex iterations (where it needs more, the
-       solve goes on to phase 3 at once); the LP's optimum is a bound every later phase
+       solve goes on to phase 4 at once); the LP's optimum is a bound every later phase
        keeps;
-    2. with a ``start`` not within the gap of that bound: the MIP restricted to the binaries
-       the LP leaves fractional or sets unlike the start (the rest fixed as both have them:
-       RINS, Danna, Rothberg and Le Pape, Math. Prog. 2005), from the start. The start is a
-       point of it, so its optimum is no worse;
-    3. with the best point so far still not within the gap of the bound: the whole MIP from
-       that point, in what is left of the time limit.
+    2. the MIP restricted to the binaries the LP leaves fractional, the rest fixed as the LP
+       has them (RENS, Berthold, Math. Prog. Comp. 2014), where at most
+       :data:`RENS_MAX_FREE` of them are fractional;
+    3. with a ``start``: the MIP restricted to the binaries the LP leaves fractional or sets
+       unlike the start (the rest fixed as both have them: RINS, Danna, Rothberg and Le Pape,
+       Math. Prog. 2005), from the start, which is a point of it, so its optimum is no worse;
+       again around each better point it finds, up to :data:`RINS_ROUNDS` times;
+    4. with the best point of phases 2 and 3 still not within the gap of the bound: the
+       whole MIP from that point, in what is left of the time limit.
 
     A phase whose point is within the gap of the LP's bound ends the solve (``optimal``).
     ``lp_basis`` (an earlier outcome's) starts phase 1 where its key is this problem's, and
-    is ignored otherwise.
+    is ignored otherwise. ``known_bound``: a bound on the optimum the caller has proven (in
+    the problem's own sense, e.g. that of a relaxation solved before), kept beside the LP's:
+    a phase ends the solve once its point is within the gap of the better of the two.
     Raises :class:`TmsimError` for an option HiGHS refuses or a problem that is not linear.
     """
     import highspy
@@ -129,6 +137,9 @@ def run_highs(
     # HiGHS minimises c x; the problem's objective is sign * c x + shift
     sign = -1.0 if isinstance(problem.objective, cp.Maximize) else 1.0
     lp_bound, iterations, spent_s = -math.inf, 0, 0.0
+    shift = objective_shift(data, sign)
+    if known_bound is not None and shift is not None and math.isfinite(known_bound):
+        lp_bound = sign * (known_bound - shift)  # a bound of c x, as HiGHS minimises it
     basis: LpBasis | None = None
 
     def done(x: FloatArray, bound: float) -> Outcome:
@@ -153,38 +164,53 @@ def run_highs(
         if name not in ("kOptimal", "kIterationLimit"):
             return Outcome(_status(name, 0, None), solved=False, iterations=iterations)
     if relaxed is not None and name == "kOptimal":
-        lp_bound = float(relaxed.getInfo().objective_function_value)
+        lp_bound = max(lp_bound, float(relaxed.getInfo().objective_function_value))
         basis = LpBasis(key, relaxed.getBasis())
         if best is not None and within(best):
             return done(best, lp_bound)
         x_lp = np.asarray(relaxed.getSolution().col_value)
         sub_options = {**options, "mip_rel_gap": gap * RINS_GAP_SHARE}
+        bounds = lp.col_lower_, lp.col_upper_
+        # RENS: the MIP over the binaries the LP leaves fractional, the rest fixed as the LP has
+        # them; it needs no start
+        rens = None
+        fixed = _fixed(x_lp, None, data, bounds)
+        if fixed is not None:
+            rens, work = _neighbourhood(highspy, lp, fixed, sub_options, verbose, None, spent_s)
+            iterations, spent_s = iterations + work[0], spent_s + work[1]
+            if within(rens):
+                assert rens is not None
+                return done(rens, lp_bound)
+        # RINS around the start (around RENS's point it would be RENS's neighbourhood again)
         for _ in range(RINS_ROUNDS if best is not None else 0):
             assert best is not None
-            bounds = lp.col_lower_, lp.col_upper_
-            lp.col_lower_, lp.col_upper_ = _fixed(x_lp, best, data, bounds)
-            try:
-                sub = _run(highspy, lp, sub_options, verbose, best, spent_s=spent_s)
-            finally:
-                lp.col_lower_, lp.col_upper_ = bounds
-            iterations += max(int(sub.getInfo().simplex_iteration_count), 0)
-            spent_s += float(sub.getRunTime())
-            if int(sub.getInfo().primal_solution_status) != 2:  # kSolutionStatusFeasible
-                break
-            x_sub = np.asarray(sub.getSolution().col_value)
-            if not float(cost @ x_sub) < float(cost @ best) - 1e-12:
+            fixed = _fixed(x_lp, best, data, bounds)
+            assert fixed is not None  # RINS always has a neighbourhood
+            found, work = _neighbourhood(highspy, lp, fixed, sub_options, verbose, best, spent_s)
+            iterations, spent_s = iterations + work[0], spent_s + work[1]
+            if found is None or not float(cost @ found) < float(cost @ best) - 1e-12:
                 break  # the same neighbourhood again: nothing more to find there
-            best = x_sub
+            best = found
             if within(best):
                 return done(best, lp_bound)
+        if rens is not None and (best is None or float(cost @ rens) < float(cost @ best)):
+            best = rens
     trace: list[TracePoint] = []
+    # the branch and bound's regular limit checks, where a solve may be interrupted
+    checks = int(highspy.cb.HighsCallbackType.kCallbackMipInterrupt)
 
     def record(event: Any) -> None:
         out = event.data_out
         dual = max(float(out.mip_dual_bound), lp_bound)
-        point = (spent_s + float(out.running_time), float(out.mip_primal_bound), dual)
+        primal = float(out.mip_primal_bound)
+        point = (spent_s + float(out.running_time), primal, dual)
         if not trace or trace[-1][1:] != point[1:]:
             trace.append(point)
+        # within the gap of a bound HiGHS does not know (the LP's or the caller's); before
+        # its first incumbent HiGHS may report a primal bound below every bound
+        known = math.isfinite(primal) and dual <= primal
+        if int(event.callback_type) == checks and known and primal - dual <= gap * abs(primal):
+            event.data_in.user_interrupt = True
 
     highs = _run(highspy, lp, options, verbose, best, spent_s=spent_s, record=record)
     info = highs.getInfo()
@@ -193,6 +219,8 @@ def run_highs(
     status = _status(highs.getModelStatus().name, nodes, options.get("mip_max_nodes"))
     objective, shift = math.nan, 0.0
     solved = int(info.primal_solution_status) == 2  # kSolutionStatusFeasible
+    if status == "interrupted" and solved:
+        status = cp.OPTIMAL  # only the gap of the bound above interrupts
     if solved:
         objective, shift = write_values(
             problem, columns, np.asarray(highs.getSolution().col_value), data, sign
@@ -235,8 +263,18 @@ def _run(
         lp.integrality_ = integrality
         if lp_iterations is not None:
             highs.setOptionValue("simplex_iteration_limit", int(lp_iterations))
+        if basis is None and lp.num_col_ >= IPM_MIN_COLUMNS:
+            # a large LP from scratch: interior point, then crossover to a vertex (RENS and
+            # RINS fix what the LP leaves integral, which an interior point rarely is)
+            highs.setOptionValue("solver", "ipm")
+            highs.setOptionValue("run_crossover", "on")
+            highs.setOptionValue("ipm_iteration_limit", IPM_ITERATIONS)
     else:
         highs.passModel(lp)
+        if lp.num_col_ >= IPM_MIN_COLUMNS:
+            # the root LP of a large MIP by interior point: HiGHS's dual simplex did not end
+            # it within 170 s on the asynchronous model of ResNet-200 b64 on the RTX 2080 Ti
+            highs.setOptionValue("mip_lp_solver", "ipm")
     if basis is not None:
         highs.setBasis(basis)
     if start is not None:
@@ -259,28 +297,71 @@ def _run(
 #: LP 7 s against 76 s for the root LP inside the branch and bound; a 0.5% gap in 14 s after
 #: RINS against 0.4% in 126 s).
 LP_FIRST_MAX_COLUMNS = 600_000
+#: Smallest LP (columns) solved by interior point and crossover rather than dual simplex when
+#: no basis is offered: the asynchronous model of ResNet-200 b64 on the RTX 2080 Ti (window
+#: 15, 235k columns) took 19 s so and did not end within 300 s by dual simplex; that of
+#: ResNet-200 b512 at 4:1 on Optane (216k columns) 13.8 s against 16.3 s.
+IPM_MIN_COLUMNS = 100_000
+#: Most interior-point iterations of the LP first (a limit on work; 30 to 60 suffice here).
+IPM_ITERATIONS = 400
 #: Most RINS sub-MIPs in a row (each around the point the last one found).
 RINS_ROUNDS = 3
 #: The gap a RINS sub-MIP aims at, as a share of the solve's: it is small, and a point well
 #: inside the gap of the sub-MIP's own bound is what may end the whole solve.
 RINS_GAP_SHARE = 0.25
+#: Most share of the booleans a RENS neighbourhood may leave free (Berthold, "RENS", Math.
+#: Prog. Comp. 2014, finds it pays where at most about half are fractional).
+RENS_MAX_FREE = 0.5
 #: How far from 0 or 1 an LP value may be and still count as integral when fixing.
 INTEGRAL_TOL = 1e-6
 
 
 def _fixed(
-    x_lp: FloatArray, start: FloatArray, data: Mapping[str, Any], bounds: tuple[Any, Any]
-) -> tuple[FloatArray, FloatArray]:
+    x_lp: FloatArray,
+    start: FloatArray | None,
+    data: Mapping[str, Any],
+    bounds: tuple[Any, Any],
+) -> tuple[FloatArray, FloatArray] | None:
     """Column bounds ``bounds`` with every boolean column fixed where the LP point ``x_lp``
-    is integral and agrees with ``start`` (RINS's neighbourhood of ``start``)."""
+    is integral and, with a ``start``, agrees with it (RINS's neighbourhood of ``start``;
+    without one, RENS's neighbourhood of the LP point). None for a RENS neighbourhood that
+    leaves more than :data:`RENS_MAX_FREE` of the booleans free: almost the whole MIP."""
     booleans = np.asarray(data[cps.BOOL_IDX], dtype=np.int64)
     lower = np.array(bounds[0], dtype=np.float64)
     upper = np.array(bounds[1], dtype=np.float64)
     value = np.round(x_lp[booleans])
-    agree = (np.abs(x_lp[booleans] - value) <= INTEGRAL_TOL) & (value == np.round(start[booleans]))
+    agree = np.abs(x_lp[booleans] - value) <= INTEGRAL_TOL
+    if start is not None:
+        agree &= value == np.round(start[booleans])
+    elif booleans.size and (~agree).mean() > RENS_MAX_FREE:
+        return None
     lower[booleans[agree]] = value[agree]
     upper[booleans[agree]] = value[agree]
     return lower, upper
+
+
+def _neighbourhood(
+    highspy: Any,
+    lp: Any,
+    fixed: tuple[FloatArray, FloatArray],
+    options: Mapping[str, Any],
+    verbose: bool,
+    start: FloatArray | None,
+    spent_s: float,
+) -> tuple[FloatArray | None, tuple[int, float]]:
+    """The best point HiGHS finds in ``lp`` with its column bounds set to ``fixed`` (from
+    ``start`` if given; None if it finds none), and the (simplex iterations, seconds) that
+    cost. ``lp``'s own bounds are left as they were."""
+    bounds = lp.col_lower_, lp.col_upper_
+    lp.col_lower_, lp.col_upper_ = fixed
+    try:
+        sub = _run(highspy, lp, options, verbose, start, spent_s=spent_s)
+    finally:
+        lp.col_lower_, lp.col_upper_ = bounds
+    work = (max(int(sub.getInfo().simplex_iteration_count), 0), float(sub.getRunTime()))
+    if int(sub.getInfo().primal_solution_status) != 2:  # kSolutionStatusFeasible
+        return None, work
+    return np.asarray(sub.getSolution().col_value), work
 
 
 def _status(name: str, nodes: int, node_limit: object) -> str:

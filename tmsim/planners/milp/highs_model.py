@@ -5,11 +5,11 @@ cvxpy compiles the problem (``Problem.get_problem_data``) into ``A x (=, <=) b``
 column vector of values given per variable, and :func:`write_values` stores a column vector
 back in the problem's variables.
 
-Two pieces of cvxpy used here are not its documented API: the column each variable was
-given (``ParamConeProg.var_id_to_col``) and ``Leaf.save_value``, which stores a solver's
-values as cvxpy's own solve does (the public setter rejects values of an empty boolean
-variable in cvxpy 1.9); :func:`check_cvxpy_version` guards both by the releases they were
-tested with.
+Three pieces of cvxpy used here are not its documented API: the column each variable was
+given (``ParamConeProg.var_id_to_col``), the constant of the objective (the last entry of
+``ParamConeProg.q``) and ``Leaf.save_value``, which stores a solver's values as cvxpy's own
+solve does (the public setter rejects values of an empty boolean variable in cvxpy 1.9);
+:func:`check_cvxpy_version` guards them by the releases they were tested with.
 """
 
 from __future__ import annotations
@@ -77,6 +77,20 @@ def compile_problem(highspy: Any, problem: cp.Problem) -> Compiled:
     a = data[cps.A].tocsc()
     lp = _lp(highspy, data, a, dims.zero, dims.nonneg, highspy.Highs().inf)
     return Compiled(data, data[cps.PARAM_PROB].var_id_to_col, lp, _key(a, data[cps.C]))
+
+
+def objective_shift(data: Mapping[str, Any], sign: float) -> float | None:
+    """The constant the problem's objective adds to ``sign * c x`` (``sign``: -1 for a
+    maximisation, whose compiled costs and constant cvxpy negates), read from the compiled
+    problem, or None for a problem with parameters (whose constant depends on their
+    values)."""
+    prob = data[cps.PARAM_PROB]
+    if prob.parameters:
+        return None
+    q = prob.q
+    last = q[-1] if not sp.issparse(q) else q.tocsr()[-1]
+    value = float(last.toarray().ravel()[0]) if sp.issparse(last) else float(np.ravel(last)[0])
+    return sign * value
 
 
 def _key(a: sp.csc_matrix, cost: FloatArray) -> str:

@@ -134,17 +134,18 @@ def solve(
     deadline: float | None = None,
     lp_iterations: int | None = None,
     lp_basis: LpBasis | None = None,
+    known_bound: float | None = None,
 ) -> Outcome:
     """Solve ``model.problem`` in place (its variables hold the solution), from incumbent
     ``start`` when the solver is HiGHS, and say how it ended.
 
     ``options`` are :func:`solver_options`'. With a ``deadline`` (a ``time.perf_counter()``
     reading) HiGHS gets what is left of it once cvxpy has compiled the problem (seconds on a
-    million variables) as its time limit; ``lp_iterations`` and ``lp_basis`` are
-    :func:`~tmsim.planners.milp.highs.run_highs`' (HiGHS only). A warm-started solve HiGHS
-    calls optimal whose solution is not within the gap of its bound is not trusted (HiGHS
-    1.16 can score a start wrongly in its presolved space and stop): it is solved again
-    without the start. Raises :class:`TmsimError` if the solver fails.
+    million variables) as its time limit; ``lp_iterations``, ``lp_basis`` and
+    ``known_bound`` are :func:`~tmsim.planners.milp.highs.run_highs`' (HiGHS only). A
+    warm-started solve HiGHS calls optimal whose solution is not within the gap of its
+    bound is not trusted (HiGHS 1.16 can score a start wrongly in its presolved space and
+    stop): it is solved again without the start. Raises :class:`TmsimError` if the solver fails.
     """
     if solver.upper() != "HIGHS":
         return _solve_cvxpy(model.problem, solver, options, verbose)
@@ -155,12 +156,14 @@ def solve(
         values = {model.x: x0, model.u: u0, model.c: c0}
     problem = model.problem
     outcome = run_highs(
-        problem, _until(options, deadline), verbose, values, lp_iterations, lp_basis
+        problem, _until(options, deadline), verbose, values, lp_iterations, lp_basis, known_bound
     )
     gap = float(options.get("mip_rel_gap", 0.0))
     if start is not None and outcome.status == cp.OPTIMAL and not _gap_holds(outcome, gap):
         basis = outcome.lp_basis or lp_basis
-        outcome = run_highs(problem, _until(options, deadline), verbose, None, lp_iterations, basis)
+        outcome = run_highs(
+            problem, _until(options, deadline), verbose, None, lp_iterations, basis, known_bound
+        )
     return outcome
 
 
@@ -218,10 +221,12 @@ def solve_within(
     deadline: float | None,
     start: BoolArray | None,
     lp_basis: LpBasis | None = None,
+    known_bound: float | None = None,
 ) -> Outcome:
     """Solve ``model`` in place from ``start`` with ``opts``, within what is left until
     ``deadline`` (a ``time.perf_counter()`` reading, None for none), and say how it ended;
-    ``lp_basis``: an earlier round's (:func:`solve`).
+    ``lp_basis``: an earlier round's, ``known_bound``: a bound of its optimum proven before
+    (:func:`solve`).
 
     Raises :class:`InfeasibleError` if the solver proves there is no plan (``limits``: the
     fastest tier's per-kernel limits, for the message), :class:`SolveStopped` if a limit
@@ -236,7 +241,15 @@ def solve_within(
         )
     options = solver_options(opts.solver, opts.gap, remaining, opts.node_limit)
     outcome = solve(
-        model, opts.solver, options, opts.verbose, start, deadline, opts.lp_iterations, lp_basis
+        model,
+        opts.solver,
+        options,
+        opts.verbose,
+        start,
+        deadline,
+        opts.lp_iterations,
+        lp_basis,
+        known_bound,
     )
     if outcome.solved:
         return outcome
