@@ -11,7 +11,11 @@ within it). The Optane cases were recorded again (``python tests/two_tier_record
 when the preset's asynchronous copy rates became its copy thread's idle rates (1.73 and 2.65
 GB/s instead of AutoTM's 2.0 and 2.5), and again when rates on a mixing tier became a
 converged fixed point (bisection where the plain iteration cycled: only the 2LM replays moved,
-by up to 0.5%).
+by up to 0.5%). It was recorded again when the asynchronous windows became copy events between
+a tensor's uses (the compact form: another problem with the same optimum, exhaustive search
+checks), when statuses began to say that a plan is only within the gap of its last layout
+round's bound (``optimal in layout round N``) and when a layout round's solve began to stop
+once its point is within the gap of the first round's bound.
 Each record holds, by the same measurements as :func:`measure`, for each
 case of :data:`CASES`: the AutoTM paper's conventional and GPU models at batch 2, on the
 Optane preset at 4:1 (PMM:DRAM) and on the RTX 2080 Ti with device memory at three quarters

@@ -35,14 +35,14 @@ from hwmodels.timing import MoveMode, Overlap
 from tmsim.cost import BesideCosts, CostModel, IndexMove
 from tmsim.plan.values import Plan, SolverStats
 from tmsim.planners.assemble import assemble_plan
+from tmsim.planners.milp.copies import Copies, move_costs
 from tmsim.planners.milp.gadgets import Formulation, Gadgets, build_gadgets
+from tmsim.planners.milp.gaps import Gaps, gaps_of, is_compact
 from tmsim.planners.milp.network import (
-    Copies,
     Variables,
     build_flow,
     build_segments,
     build_variables,
-    move_costs,
 )
 from tmsim.planners.milp.prune import prune_windows
 from tmsim.planners.milp.states import Catalogue, build_catalogue
@@ -53,7 +53,8 @@ class Model:
     """The problem, its variables, and what reading a solution back (or in) needs.
 
     ``c`` is bounded below by ``rows``: ``c >= const + (matrix @ x)`` for each pair; the
-    objective is ``sum(c) + sync_s @ x``; ``a_eq @ x == b_eq`` is the flow and
+    objective is ``sum(c) + sync_s @ x``; ``a_eq @ x == b_eq`` and ``a_ub @ x <= b_ub`` are
+    the flow (the second: the order of the compact form's events, ``gaps``) and
     ``0 <= u <= capacity`` the limit of each modelled tier (``tiers``) at each kernel, one
     block of ``n_kernels`` per tier (``u`` as :meth:`complete` gives it, in units of each
     tier's largest limit). ``op_state`` gives 1 + the state index of every operand.
@@ -79,6 +80,9 @@ class Model:
     sync_s: np.ndarray
     a_eq: sp.csr_matrix
     b_eq: np.ndarray
+    a_ub: sp.csr_matrix
+    b_ub: np.ndarray
+    gaps: Gaps
     capacity: np.ndarray
     floor_s: np.ndarray
     beside: BesideCosts | None = None
@@ -139,12 +143,16 @@ def build_model(
     limits: np.ndarray,
     relax: bool,
     beside: BesideCosts | None = None,
+    compact: bool = True,
 ) -> Model:
     """The MILP (or, with ``relax``, its LP relaxation) and what reading it back needs.
 
     ``limits`` [n_kernels]: the fastest tier's limit at each kernel (bytes); slower modelled
     tiers are limited by their capacity. ``beside``: what asynchronous copies cost beside
     each kernel (see the module documentation); None charges them their idle time.
+    ``compact``: write asynchronous windows as events where the compact form applies
+    (:mod:`~tmsim.planners.milp.gaps`); False: the general form everywhere (the same optimum
+    with more variables).
     """
     graph = cost.graph
     n_k = len(graph.kernels)
@@ -152,10 +160,12 @@ def build_model(
     tiers = modelled_tiers(cost)
     floor_s, ceiling_s = cost.kernel_time_range_s()
     gad = prune_windows(cost, build_gadgets(cost, formulation, window), tiers, ceiling_s)
-    var = build_variables(cost, cat, gad, formulation)
-    flow = build_flow(cost, cat, gad, var)
-    seg = build_segments(cost, cat, gad, var, tiers)
-    copies = move_costs(cost, cat, gad, var)
+    applies = is_compact(len(cost.platform.tiers), formulation, tiers, gad)
+    gaps = gaps_of(gad, compact and applies)
+    var = build_variables(cost, cat, gad, formulation, gaps)
+    flow = build_flow(cost, cat, gad, var, gaps)
+    seg = build_segments(cost, cat, gad, var, tiers, gaps)
+    copies = move_costs(cost, cat, gad, var.edge_gadget, var.edge_type, var.count)
     n = var.count
     slow, forbidden = None, None
     if beside is not None:
@@ -165,17 +175,22 @@ def build_model(
     c = cp.Variable(n_k)
 
     # capacity, difference form: rows k get +size*flag at a segment's start, - after its end
-    n_seg = seg.tensor.size
-    arrive = sp.csr_matrix((np.ones(n_seg), (seg.start, np.arange(n_seg))), shape=(n_k + 1, n_seg))
-    leave = sp.csr_matrix((np.ones(n_seg), (seg.end + 1, np.arange(n_seg))), shape=(n_k + 1, n_seg))
+    steps = [_steps(seg.tensor, seg.start, seg.end, n_k)]
+    steps.append(_steps(seg.changes.tensor, seg.changes.start, seg.changes.end, n_k))
     deltas, bounds = [], []
     for tier in tiers:
         tier_limits = (
             limits if tier == 0 else np.full(n_k, cost.platform.tiers[tier].capacity_bytes)
         )
         unit = float(max(int(tier_limits.max()), 1))
-        scaled = sp.diags(graph.sizes_bytes[seg.tensor] / unit) @ seg.member[tier]
-        deltas.append(((arrive - leave) @ scaled)[:n_k])
+        parts = [seg.member[tier], seg.changes.member[tier]]
+        sizes = [graph.sizes_bytes[seg.tensor], graph.sizes_bytes[seg.changes.tensor]]
+        deltas.append(
+            sum(
+                (step @ sp.diags(size / unit) @ part)[:n_k]
+                for step, size, part in zip(steps, sizes, parts, strict=True)
+            )
+        )
         bounds.append(tier_limits / unit)
     delta = sp.vstack(deltas) if len(deltas) > 1 else deltas[0]
     step = sp.eye(n_k) - sp.eye(n_k, k=-1)
@@ -184,6 +199,8 @@ def build_model(
 
     op_seg = seg.covering(cost.op_tensor, cost.op_kernel, n_k)
     constraints = [flow.a_eq @ x == flow.b_eq, diff @ u == delta @ x, u >= 0, u <= capacity]
+    if flow.a_ub.shape[0]:
+        constraints.append(flow.a_ub @ x <= flow.b_ub)
     rows, floor_s = _time_rows(cost, seg.access, op_seg, floor_s)
     if slow is not None:
         rows = [(const, slow if m is None else sp.csr_matrix(m + slow)) for const, m in rows]
@@ -198,7 +215,7 @@ def build_model(
         constraints += [x >= 0, x <= 1]
     objective = cp.Minimize(cp.sum(c) + sync_cost @ x)
     problem = cp.Problem(objective, constraints)
-    n_rows = flow.a_eq.shape[0] + 3 * n_k * len(tiers) + n_k * len(rows)
+    n_rows = flow.a_eq.shape[0] + flow.a_ub.shape[0] + 3 * n_k * len(tiers) + n_k * len(rows)
     return Model(
         problem=problem,
         x=x,
@@ -217,6 +234,9 @@ def build_model(
         sync_s=sync_cost,
         a_eq=flow.a_eq,
         b_eq=flow.b_eq,
+        a_ub=flow.a_ub,
+        b_ub=flow.b_ub,
+        gaps=gaps,
         capacity=capacity,
         floor_s=floor_s,
         beside=beside,
@@ -225,6 +245,15 @@ def build_model(
 
 
 Rows = list[tuple[np.ndarray, sp.csr_matrix | None]]
+
+
+def _steps(tensor: np.ndarray, start: np.ndarray, end: np.ndarray, n_k: int) -> sp.csr_matrix:
+    """[n_k + 1, rows]: +1 at each row's start kernel, -1 after its end kernel."""
+    n = tensor.size
+    cols = np.arange(n)
+    arrive = sp.csr_matrix((np.ones(n), (start, cols)), shape=(n_k + 1, n))
+    leave = sp.csr_matrix((np.ones(n), (end + 1, cols)), shape=(n_k + 1, n))
+    return sp.csr_matrix(arrive - leave)
 
 
 def _beside(

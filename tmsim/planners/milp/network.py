@@ -20,9 +20,10 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-from hwmodels.timing import MoveMode
 from tmsim.cost import CostModel
+from tmsim.planners.milp.copies import behind_fetch, copy_sources
 from tmsim.planners.milp.gadgets import Formulation, GadgetKind, Gadgets
+from tmsim.planners.milp.gaps import Changes, Events, Gaps, event_changes, event_mask
 from tmsim.planners.milp.states import Catalogue, Kind
 from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES
 
@@ -49,24 +50,12 @@ class Variables:
         return int(self.edge_gadget.size + self.init_tensor.size)
 
 
-def copy_sources(cat: Catalogue, edge: int, behind_fetch: bool) -> list[int]:
-    """The tiers a copy by ``edge`` may come from: its source state's tiers, but where a
-    fetch may run beside the same kernel (``behind_fetch``, an asynchronous gadget that may
-    fetch) not the state's fastest tier when it has others, as that copy may still be arriving
-    (a fetch always adds the fastest tier)."""
-    tiers = sorted(cat.states[int(cat.edge_src[edge])])
-    return tiers[1:] if behind_fetch and len(tiers) > 1 else tiers
-
-
-def _behind_fetch(g: Gadgets) -> BoolArray:
-    """[n_gadgets]: asynchronous gadgets that may fetch (see :func:`copy_sources`)."""
-    return np.asarray((g.kind == GadgetKind.WINDOW) & g.may_fetch, dtype=bool)
-
-
 def _allowed_edges(
-    cost: CostModel, cat: Catalogue, g: Gadgets, formulation: Formulation
+    cost: CostModel, cat: Catalogue, g: Gadgets, formulation: Formulation, gaps: Gaps
 ) -> BoolArray:
-    """[n_gadgets, n_edges]: which edge types exist at which gadget."""
+    """[n_gadgets, n_edges]: which edge types exist at which gadget (at an events-only
+    gadget of the compact form, its copies; none after the last use of a tensor that does
+    not outlive the step, where nothing follows)."""
     kind = cat.edge_kind
     single = np.array([len(cat.states[s]) == 1 for s in range(cat.n_states)])
     prefetch = kind <= Kind.FETCH_INVAL
@@ -90,17 +79,21 @@ def _allowed_edges(
         for e in writes
         if not any(cost.has_path(s, int(cat.edge_add[e])) for s in copy_sources(cat, int(e), True))
     ]
-    allowed[np.ix_(_behind_fetch(g), np.asarray(stuck, dtype=np.int64))] = False
+    allowed[np.ix_(behind_fetch(g), np.asarray(stuck, dtype=np.int64))] = False
+    if gaps.compact:
+        allowed[np.ix_(~gaps.core, ~event_mask(cat))] = False
+        persistent = np.array([t.role in PERSISTENT_ROLES for t in cost.graph.tensors])
+        allowed[~gaps.core & (gaps.next_core < 0) & ~persistent[g.tensor]] = False
     return allowed
 
 
 def build_variables(
-    cost: CostModel, cat: Catalogue, g: Gadgets, formulation: Formulation
+    cost: CostModel, cat: Catalogue, g: Gadgets, formulation: Formulation, gaps: Gaps
 ) -> Variables:
     """Decide which edges and initial states exist and number them."""
     graph = cost.graph
     n_g = g.tensor.size
-    allowed = _allowed_edges(cost, cat, g, formulation)
+    allowed = _allowed_edges(cost, cat, g, formulation, gaps)
     gi, ei = np.nonzero(allowed)
     edge_index = np.full((n_g, cat.n_edges), -1, dtype=np.int64)
     edge_index[gi, ei] = np.arange(gi.size)
@@ -139,16 +132,21 @@ def _sum_rows(
 
 @dataclass(frozen=True)
 class Flow:
-    """``A_eq @ x == b_eq``: flow conservation of every tensor's network."""
+    """``A_eq @ x == b_eq``: flow conservation of every tensor's network; ``A_ub @ x <=
+    b_ub``: in the compact form, the order of the events in a gap
+    (:mod:`~tmsim.planners.milp.gaps`; no rows otherwise)."""
 
     a_eq: sp.csr_matrix
     b_eq: FloatArray
+    a_ub: sp.csr_matrix
+    b_ub: FloatArray
 
 
-def build_flow(cost: CostModel, cat: Catalogue, g: Gadgets, v: Variables) -> Flow:
-    """Balance at each gadget, links between gadgets, sources and the end-of-step condition."""
+def build_flow(cost: CostModel, cat: Catalogue, g: Gadgets, v: Variables, gaps: Gaps) -> Flow:
+    """Balance at each core gadget, links between consecutive core gadgets of a tensor (with
+    the events between them), sources and the end-of-step condition."""
     graph = cost.graph
-    n_g = g.tensor.size
+    cg = np.flatnonzero(gaps.core)
     pre_edges, evict_edges = cat.of_phase(True), cat.of_phase(False)
 
     def into(s: int, edges: IntArray) -> IntArray:
@@ -157,21 +155,24 @@ def build_flow(cost: CostModel, cat: Catalogue, g: Gadgets, v: Variables) -> Flo
     def out_of(s: int, edges: IntArray) -> IntArray:
         return np.asarray(edges[cat.edge_src[edges] == s], dtype=np.int64)
 
+    ev = Events.of(cat, g, v.edge_gadget, v.edge_type, gaps)
     trip: list[tuple[IntArray, IntArray, FloatArray]] = []
     b_parts: list[FloatArray] = []
     row = 0
-    gid = np.arange(n_g)
     for s in range(cat.n_states):  # during: prefetch side == evict side
-        rows = row + gid
-        trip.append(_sum_rows(rows, v.edge_index, into(s, pre_edges), 1.0))
-        trip.append(_sum_rows(rows, v.edge_index, out_of(s, evict_edges), -1.0))
-        b_parts.append(np.zeros(n_g))
-        row += n_g
-    link = np.flatnonzero(~g.last)
-    for s in range(cat.n_states):  # after(g) == before(g + 1)
+        rows = row + np.arange(cg.size)
+        trip.append(_sum_rows(rows, v.edge_index[cg], into(s, pre_edges), 1.0))
+        trip.append(_sum_rows(rows, v.edge_index[cg], out_of(s, evict_edges), -1.0))
+        b_parts.append(np.zeros(cg.size))
+        row += cg.size
+    link = np.flatnonzero(gaps.core & (gaps.next_core >= 0))
+    nxt = gaps.next_core[link]
+    inner = np.searchsorted(link, ev.prev, side="left")  # events between two core gadgets
+    for s in range(cat.n_states):  # after(a) + events == before(b)
         rows = row + np.arange(link.size)
         trip.append(_sum_rows(rows, v.edge_index[link], into(s, evict_edges), 1.0))
-        trip.append(_sum_rows(rows, v.edge_index[link + 1], out_of(s, pre_edges), -1.0))
+        trip.append(_sum_rows(rows, v.edge_index[nxt], out_of(s, pre_edges), -1.0))
+        trip.append(ev.change(row + inner, s, ev.between, 1.0))
         b_parts.append(np.zeros(link.size))
         row += link.size
     roles = [t.role for t in graph.tensors]
@@ -194,20 +195,28 @@ def build_flow(cost: CostModel, cat: Catalogue, g: Gadgets, v: Variables) -> Flo
         trip.append((rows[ok], c[ok], np.ones(int(ok.sum()))))
     b_parts.append(np.ones(pre_t.size))
     row += pre_t.size
-    pre_first = firsts[pre[g.tensor[firsts]]]
-    ends = np.flatnonzero(g.last & persistent[g.tensor])
-    for gadgets, edges, pick in ((pre_first, pre_edges, out_of), (ends, evict_edges, into)):
-        for s in range(cat.n_states):  # first gadget starts from, last returns to, the start
+    core_first = np.flatnonzero(gaps.core & (gaps.prev_core < 0))
+    pre_first = core_first[pre[g.tensor[core_first]]]
+    ends = np.flatnonzero(gaps.core & (gaps.next_core < 0) & persistent[g.tensor])
+    sides = (
+        (pre_first, pre_edges, out_of, ev.leading, -1.0),
+        (ends, evict_edges, into, ev.trailing, 1.0),
+    )
+    for gadgets, edges, pick, events, sign in sides:
+        at = np.searchsorted(g.tensor[gadgets], g.tensor[ev.gadget])
+        for s in range(cat.n_states):  # first core gadget starts from, last returns to, the start
             rows = row + np.arange(gadgets.size)
             trip.append(_sum_rows(rows, v.edge_index[gadgets], pick(s, edges), 1.0))
             c = v.init_index[g.tensor[gadgets], s]
             ok = c >= 0
             trip.append((rows[ok], c[ok], np.full(int(ok.sum()), -1.0)))
+            trip.append(ev.change(row + at, s, events, sign))
             b_parts.append(np.zeros(gadgets.size))
             row += gadgets.size
     r, c, d = (np.concatenate([t[i] for t in trip]) for i in range(3))
     a = sp.csr_matrix((d, (r, c)), shape=(row, v.count))
-    return Flow(a, np.concatenate(b_parts))
+    a_ub = ev.order_rows(v.edge_index, v.count)
+    return Flow(a, np.concatenate(b_parts), a_ub, np.zeros(a_ub.shape[0]))
 
 
 @dataclass(frozen=True)
@@ -217,7 +226,8 @@ class Segments:
     Sorted by (tensor, start). ``state_code @ x`` is 1 + the index of the tensor's state over
     the segment (one variable of each row is one); ``member[i] @ x`` is 1 where the tensor
     occupies tier ``i`` there (for the tiers whose capacity is modelled) and ``access[i] @ x``
-    1 where kernels access it on tier ``i``.
+    1 where kernels access it on tier ``i``; ``changes``: what the events of the compact form
+    add to or take from ``member`` within their gaps.
     """
 
     tensor: IntArray
@@ -226,6 +236,7 @@ class Segments:
     state_code: sp.csr_matrix
     member: dict[int, sp.csr_matrix]
     access: dict[int, sp.csr_matrix]
+    changes: Changes
 
     def covering(self, tensors: IntArray, kernels: IntArray, n_k: int) -> IntArray:
         """Index of the segment of ``tensors[i]`` that covers ``kernels[i]``."""
@@ -234,11 +245,17 @@ class Segments:
 
 
 def build_segments(
-    cost: CostModel, cat: Catalogue, g: Gadgets, v: Variables, modelled: tuple[int, ...]
+    cost: CostModel,
+    cat: Catalogue,
+    g: Gadgets,
+    v: Variables,
+    modelled: tuple[int, ...],
+    gaps: Gaps,
 ) -> Segments:
-    """Initial segments (pre-existing tensors), during and after segments of every gadget,
-    with the membership expressions of the tiers in ``modelled`` and the access expressions
-    of every tier kernels may access.
+    """Initial segments (pre-existing tensors), during and after segments of every core
+    gadget, with the membership expressions of the tiers in ``modelled`` and the access
+    expressions of every tier kernels may access; and, in the compact form, the membership
+    changes of the events (:attr:`Segments.changes`).
 
     A tensor occupies a tier during a gadget's kernel if its during state holds it, if an
     in-place update there leaves that copy stale (it is freed after the kernel), or if a
@@ -250,21 +267,26 @@ def build_segments(
     persistent = np.array([r in PERSISTENT_ROLES for r in roles], dtype=bool)
     eol = np.where(persistent, n_k - 1, graph.live_last)
     n_t = len(graph.tensors)
+    cg = np.flatnonzero(gaps.core)
     first_gadget = np.full(n_t, n_k, dtype=np.int64)
-    np.minimum.at(first_gadget, g.tensor, g.kernel)
+    np.minimum.at(first_gadget, g.tensor[cg], g.kernel[cg])
     pre = np.flatnonzero(v.init_index.max(axis=1) >= 0)
-    next_k = np.empty_like(g.kernel)
-    next_k[:-1] = g.kernel[1:]
-    next_k[g.last] = eol[g.tensor[g.last]] + 1
+    # the segment after a gadget ends before its tensor's next core gadget (or at its end)
+    next_core = gaps.next_core
+    next_k = np.where(next_core >= 0, g.kernel[np.maximum(next_core, 0)], eol[g.tensor] + 1).astype(
+        np.int64
+    )
+    tc, kc = g.tensor[cg], g.kernel[cg]
     parts = [
         (pre, np.zeros(pre.size, np.int64), np.minimum(first_gadget[pre], eol[pre] + 1) - 1),
-        (g.tensor, g.kernel, g.kernel),
-        (g.tensor, g.kernel + 1, next_k - 1),
+        (tc, kc, kc),
+        (tc, kc + 1, next_k[cg] - 1),
     ]
     tensor = np.concatenate([p[0] for p in parts])
     start = np.concatenate([p[1] for p in parts])
     end = np.concatenate([p[2] for p in parts])
-    n_pre, n_g = pre.size, g.tensor.size
+    n_pre, n_g = pre.size, cg.size
+    index = v.edge_index[cg]
     prefetch, evict = cat.of_phase(True), cat.of_phase(False)
 
     def block(offset: int, index: IntArray, edges: IntArray) -> tuple[IntArray, IntArray]:
@@ -285,7 +307,7 @@ def build_segments(
         for offset, edges in ((n_pre, prefetch), (n_pre + n_g, evict)):
             for e in edges:
                 if states[cat.edge_dst[e]]:
-                    out.append(block(offset, v.edge_index, np.array([e])))
+                    out.append(block(offset, index, np.array([e])))
         return out
 
     code_pieces: list[tuple[IntArray, IntArray]] = []
@@ -299,15 +321,15 @@ def build_segments(
     # or after the last kernel (a synchronous eviction there ends the step, which has no
     # later kernel to hold it at; counted besides a stale copy on the same tier, which the
     # plan frees as the write lands: conservative, as a union is not linear in the edges)
-    held = np.flatnonzero((g.kind == GadgetKind.WINDOW) | (g.kernel == n_k - 1))
+    held = np.flatnonzero((g.kind[cg] == GadgetKind.WINDOW) | (kc == n_k - 1))
     for tier in modelled:
         pieces = state_rows(cat.member[:, tier])
         stale = [e for e in prefetch if tier in cat.edges[e].frees]
         written = [e for e in evict if cat.edge_add[e] == tier]
         if stale:
-            pieces.append(block(n_pre, v.edge_index, np.array(stale)))
+            pieces.append(block(n_pre, index, np.array(stale)))
         if written:
-            r, c = block(0, v.edge_index[held], np.array(written))
+            r, c = block(0, index[held], np.array(written))
             pieces.append((n_pre + held[r], c))
         member[tier] = matrix(pieces, [1.0] * len(pieces))
     access: dict[int, sp.csr_matrix] = {}
@@ -323,51 +345,5 @@ def build_segments(
         matrix(code_pieces, code_weights)[order],
         {t: m[order] for t, m in member.items()},
         {t: m[order] for t, m in access.items()},
+        event_changes(cat, g, v.edge_gadget, v.edge_type, v.count, gaps, modelled, next_k, n_k),
     )
-
-
-@dataclass(frozen=True)
-class Copies:
-    """Per variable: the copy's seconds (0 for edges that copy nothing), the kernel it is
-    attributed to, whether it is asynchronous, and its source tier (-1 for none)."""
-
-    seconds: FloatArray
-    kernel: IntArray
-    asynchronous: BoolArray
-    source: IntArray
-
-
-def move_costs(cost: CostModel, cat: Catalogue, g: Gadgets, v: Variables) -> Copies:
-    """Each copy edge's time: from the tier of its sources (:func:`copy_sources`) whose copy
-    of the tensor is fastest (ties: the faster tier), synchronous at users and producers,
-    asynchronous beside window kernels. A synchronous eviction runs after its kernel, so
-    before the next one."""
-    seconds = np.zeros(v.count)
-    kernel = np.zeros(v.count, dtype=np.int64)
-    asynchronous = np.zeros(v.count, dtype=bool)
-    source = np.full(v.count, -1, dtype=np.int64)
-    et, eg = v.edge_type, v.edge_gadget
-    window = g.kind[eg] == GadgetKind.WINDOW
-    n_e = eg.size
-    behind = _behind_fetch(g)[eg]
-    for e, edge in enumerate(cat.edges):
-        if edge.add < 0:
-            continue
-        for is_async, late in ((False, False), (True, False), (True, True)):
-            pick = np.flatnonzero((et == e) & (window == is_async) & (behind == late))
-            if pick.size == 0:
-                continue  # e.g. static: no copies, so no copy path is needed
-            fetch = edge.kind.prefetch
-            sources = [
-                s for s in copy_sources(cat, e, late and not fetch) if cost.has_path(s, edge.add)
-            ]
-            mode = MoveMode.ASYNC if is_async else MoveMode.SYNC
-            tensors = g.tensor[eg[pick]]
-            times = np.stack([cost.move_s(s, edge.add, mode)[tensors] for s in sources])
-            best = np.argmin(times, axis=0)
-            seconds[:n_e][pick] = times[best, np.arange(pick.size)]
-            source[:n_e][pick] = np.asarray(sources)[best]
-            asynchronous[:n_e][pick] = is_async
-    prefetch = cat.edge_kind[et] <= Kind.FETCH_INVAL
-    kernel[:n_e] = g.kernel[eg] + np.where(prefetch | window, 0, 1)
-    return Copies(seconds, kernel, asynchronous, source)

@@ -40,15 +40,21 @@ def overlap_copies(model: Model, x: BoolArray, rounds: int) -> BoolArray:
     """Binaries of ``model`` at least as good as ``x``: ``x`` with copies moved into
     asynchronous window gadgets while that lowers the objective and fits fast memory.
 
-    ``x`` must satisfy the model's flow (``a_eq @ x == b_eq``); ``rounds`` bounds how many
-    gadgets a copy moves (one per round). The result satisfies the flow, keeps the occupancy
-    of every kernel within ``max(capacity, occupancy under x)`` and has an objective no
-    higher than that of ``x``; where a final check finds otherwise, ``x`` is returned.
+    ``x`` must satisfy the model's flow (``a_eq @ x == b_eq``, ``a_ub @ x <= b_ub``);
+    ``rounds`` bounds how many gadgets a copy moves (one per round; in the compact form,
+    where each slot of a window is one event, any ``rounds`` above 0 tries every slot once).
+    The result satisfies the flow, keeps the occupancy of every kernel within ``max(capacity,
+    occupancy under x)`` and has an objective no higher than that of ``x``; where a final
+    check finds otherwise, ``x`` is returned.
     """
     search = _Search(model, x)
-    for _ in range(max(rounds, 0)):
-        if search.round() == 0:
-            break
+    if model.gaps.compact:  # every slot of a gap is one event away: one pass tries them all
+        if rounds > 0:
+            search.events_round()
+    else:
+        for _ in range(max(rounds, 0)):
+            if search.round() == 0:
+                break
     out = search.x
     return out if _acceptable(model, x, out) else x
 
@@ -58,12 +64,24 @@ def _acceptable(model: Model, before: BoolArray, after: BoolArray) -> bool:
     xf = after.astype(np.float64)
     if not np.allclose(model.a_eq @ xf, model.b_eq, atol=1e-9):
         return False
+    if model.a_ub.shape[0] and np.any(model.a_ub @ xf > model.b_ub + 1e-9):
+        return False
     u_after, _ = model.complete(xf)
     u_before, _ = model.complete(before.astype(np.float64))
     bound = np.maximum(model.capacity, u_before) + 1e-9
     if np.any(u_after > bound):
         return False
     return model.objective(after) <= model.objective(before) + 1e-12
+
+
+@dataclass
+class _Change:
+    """What an evaluated change does: the occupancy steps, the time rows' changes per kernel
+    and the new ``c`` of the kernels it touches."""
+
+    ranges: list[tuple[int, int, float]]
+    rows: list[dict[int, float]]
+    c: dict[int, float]
 
 
 @dataclass
@@ -106,6 +124,8 @@ class _Search:
         self.evict[eg[~prefetch]] = et[~prefetch]
         self.scale = max(abs(float(self.c.sum() + model.sync_s @ xf)), 1e-30)
         self.n_k = model.n_kernels
+        self.ub = sp.csc_matrix(model.a_ub) if model.a_ub.shape[0] else None
+        self.ub_value = model.a_ub @ xf if self.ub is not None else np.zeros(0)
 
     # -- candidates ------------------------------------------------------------------------
 
@@ -168,18 +188,30 @@ class _Search:
 
     def _try(self, off: list[int], on: list[int]) -> bool:
         """Apply the change if it lowers the objective and fits; return whether it did."""
+        found = self._evaluate(off, on)
+        if found is None:
+            return False
+        self._commit(off, on, found[1])
+        return True
+
+    def _evaluate(self, off: list[int], on: list[int]) -> tuple[float, _Change] | None:
+        """What the change gains and does, if it lowers the objective and fits (None else)."""
         forbidden = self.model.forbidden
         if forbidden is not None and forbidden[on].any():
-            return False  # a copy that cannot run beside that kernel
+            return None  # a copy that cannot run beside that kernel
         cols = off + on
         signs = [-1.0] * len(off) + [1.0] * len(on)
+        if self.ub is not None:
+            rows = _column_sum(self.ub, cols, signs)
+            if any(self.ub_value[r] + w > self.model.b_ub[r] + 1e-9 for r, w in rows.items()):
+                return None  # an event before what makes the copy it reads
         gain = -float(self.model.sync_s[on].sum() - self.model.sync_s[off].sum())
         ranges = _step_ranges(_column_sum(self.delta, cols, signs), self.n_k)
         for lo, hi, lvl in ranges:
             if lvl > 0 and np.any(
                 self.u[lo:hi] + lvl > np.maximum(self.model.capacity[lo:hi], self.u[lo:hi])
             ):
-                return False
+                return None
         changes = [
             _column_sum(r.matrix, cols, signs) if r.matrix is not None else {} for r in self.rows
         ]
@@ -191,22 +223,96 @@ class _Search:
             )
             gain -= new_c[k] - self.c[k]
         if gain <= MIN_GAIN * self.scale:
-            return False
-        for lo, hi, lvl in ranges:
+            return None
+        return gain, _Change(ranges, changes, new_c)
+
+    def _commit(self, off: list[int], on: list[int], change: _Change) -> None:
+        for lo, hi, lvl in change.ranges:
             self.u[lo:hi] += lvl
-        for r, ch in zip(self.rows, changes, strict=True):
+        for r, ch in zip(self.rows, change.rows, strict=True):
             for k, w in ch.items():
                 r.value[k] += w
-        for k, value in new_c.items():
+        for k, value in change.c.items():
             self.c[k] = value
+        if self.ub is not None:
+            signs = [-1.0] * len(off) + [1.0] * len(on)
+            for row, w in _column_sum(self.ub, off + on, signs).items():
+                self.ub_value[row] += w
         self.x[off] = False
         self.x[on] = True
-        for col in cols:
+        for col in off + on:
+            if col >= self.v.edge_gadget.size:
+                continue
             gad, edge = int(self.v.edge_gadget[col]), int(self.v.edge_type[col])
             phase = self.pre if self.kind[edge] <= Kind.FETCH_INVAL else self.evict
             if self.x[col]:
                 phase[gad] = edge
-        return True
+
+    def events_round(self) -> int:
+        """The compact form: move each copy at a user (largest blocking cost first) to the
+        event in its gap that gains most; return how many moved."""
+        gaps, g, ei, cat = self.model.gaps, self.g, self.v.edge_index, self.cat
+        moved = 0
+        for gad, kind in self._copies():
+            phase = self.evict if kind else self.pre
+            edge = int(phase[gad])
+            if kind:  # a write after the user: keep the fast copy, write beside a kernel
+                during = int(cat.edge_src[edge])
+                stay = cat.edge(Kind.KEEP, during, during)
+                lo, hi = gad + 1, gaps.next_core[gad]
+                event = edge
+            else:  # a fetch before the user: fetch beside a kernel, arrive in both tiers
+                before = int(cat.edge_src[edge])
+                both = cat.state(sorted(cat.states[before] | {int(cat.edge_add[edge])}))
+                event = cat.edge(Kind.FETCH, before, both)
+                if self.kind[edge] == Kind.FETCH:
+                    stay = cat.edge(Kind.STAY, both, both)
+                else:  # the fetched tier is the fastest: keep only it
+                    stay = cat.edge(Kind.INVAL, both, int(cat.edge_dst[edge]))
+                lo, hi = gaps.prev_core[gad] + 1, gad
+                if gaps.prev_core[gad] < 0:
+                    first = np.flatnonzero(g.tensor == g.tensor[gad])[0]
+                    lo = int(first)
+            if stay < 0 or event < 0 or hi <= lo:
+                continue
+            keep = int(ei[gad, stay])
+            slots = [int(ei[j, event]) for j in range(lo, hi) if ei[j, event] >= 0]
+            if keep < 0 or not slots:
+                continue
+            off, best = [int(ei[gad, edge])], None
+            for col in slots:
+                found = self._evaluate(off, [col, keep])
+                if found is not None and (best is None or found[0] > best[0]):
+                    best = (found[0], found[1], col)
+            if best is not None:
+                self._commit(off, [best[2], keep], best[1])
+                moved += 1
+        return moved
+
+    def _copies(self) -> list[tuple[int, bool]]:
+        """(gadget, is an eviction) of every copy at a core gadget, largest blocking cost
+        first."""
+        core = self.model.gaps.core
+        on = self.pre >= 0
+        fetches = np.flatnonzero(
+            core
+            & on
+            & np.isin(self.kind[np.where(on, self.pre, 0)], (Kind.FETCH, Kind.FETCH_INVAL))
+        )
+        on = self.evict >= 0
+        evicts = np.flatnonzero(
+            core
+            & on
+            & np.isin(self.kind[np.where(on, self.evict, 0)], (Kind.WRITE, Kind.WRITE_DROP))
+        )
+        ei, sync_s = self.v.edge_index, self.model.sync_s
+        cost = np.concatenate(
+            (sync_s[ei[fetches, self.pre[fetches]]], sync_s[ei[evicts, self.evict[evicts]]])
+        )
+        kinds = np.concatenate((np.zeros(fetches.size, bool), np.ones(evicts.size, bool)))
+        gadgets = np.concatenate((fetches, evicts))
+        order = np.argsort(-cost, kind="stable")
+        return [(int(gadgets[i]), bool(kinds[i])) for i in order]
 
     def round(self) -> int:
         """Try every copy once, largest blocking cost first; return how many moved."""

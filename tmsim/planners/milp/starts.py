@@ -35,7 +35,8 @@ def lift(small: Model, x_small: BoolArray, large: Model) -> BoolArray | None:
     """Binaries of ``large`` equivalent to ``x_small``, or None if they cannot be expressed.
 
     Both models must come from one cost model (one catalogue of states and edges): at every
-    gadget ``large`` has and ``small`` lacks, the tensor stays in the state it was in.
+    gadget ``large`` has and ``small`` lacks, the tensor stays in the state it was in (an
+    events-only gadget of the compact form runs no copy).
     """
     cat = large.catalogue
     gs, vs = small.gadgets, small.vars
@@ -70,7 +71,7 @@ def lift(small: Model, x_small: BoolArray, large: Model) -> BoolArray | None:
     rows = np.flatnonzero(known)
     g_src, e_src = np.nonzero(chosen[pos[rows]])
     target = vl.edge_index[rows[g_src], e_src]
-    unknown = np.flatnonzero(~known)
+    unknown = np.flatnonzero(~known & large.gaps.core)
     stay = vl.edge_index[unknown, _loops(cat, Kind.STAY)[carried[unknown]]]
     keep = vl.edge_index[unknown, _loops(cat, Kind.KEEP)[carried[unknown]]]
     every = np.concatenate((target, stay, keep))

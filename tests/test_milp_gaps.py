@@ -1,0 +1,120 @@
+"""The compact form of the asynchronous MILP (tmsim.planners.milp.gaps): window kernels as
+copy events between a tensor's uses. It must have the general form's optimum (both solved
+exactly on tiny graphs, and its LP relaxation the same) with far fewer variables."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from milp_brute import brute_force
+from tiny_graphs import MB, spill_step, tiny_graphs
+
+from hwmodels.platform import Platform
+from hwmodels.presets import load_preset
+from tmsim.cost import CostModel
+from tmsim.planners.milp.build import Model, build_model
+from tmsim.planners.milp.gadgets import Formulation, GadgetKind, Gadgets
+from tmsim.planners.milp.gaps import gaps_of, is_compact
+from tmsim.workload.graph import Graph
+
+
+def _gadgets(tensor: list[int], kind: list[int]) -> Gadgets:
+    t = np.array(tensor, dtype=np.int64)
+    n = t.size
+    first = np.ones(n, dtype=bool)
+    first[1:] = t[1:] != t[:-1]
+    last = np.ones(n, dtype=bool)
+    last[:-1] = t[:-1] != t[1:]
+    true = np.ones(n, dtype=bool)
+    return Gadgets(t, np.arange(n), np.array(kind), ~true, true, first, last, true, true)
+
+
+def test_each_gadget_knows_the_core_gadgets_around_it() -> None:
+    c, u, w = GadgetKind.CREATE, GadgetKind.USER, GadgetKind.WINDOW
+    #            tensor 0 .........  tensor 1 ...
+    g = _gadgets([0, 0, 0, 0, 0, 1, 1, 1], [c, w, w, u, w, w, u, w])
+    gaps = gaps_of(g, compact=True)
+    assert gaps.compact
+    assert list(gaps.core) == [True, False, False, True, False, False, True, False]
+    assert list(gaps.prev_core) == [-1, 0, 0, 0, 3, -1, -1, 6]
+    assert list(gaps.next_core) == [3, 3, 3, -1, -1, 6, -1, -1]
+    general = gaps_of(g, compact=False)
+    assert not general.compact and general.core.all()
+    assert list(general.prev_core) == [-1, 0, 1, 2, 3, -1, 5, 6]
+    assert list(general.next_core) == [1, 2, 3, 4, -1, 6, 7, -1]
+
+
+def _both(
+    graph: Graph, platform: Platform, limit: int, window: int, relax: bool
+) -> tuple[Model, Model]:
+    cost = CostModel(graph, platform)
+    limits = np.full(len(graph.kernels), limit, dtype=np.int64)
+    models = [
+        build_model(cost, window, Formulation.ASYNC, limits, relax=relax, compact=flag)
+        for flag in (True, False)
+    ]
+    return models[0], models[1]
+
+
+def _value(model: Model) -> float | None:
+    model.problem.solve(solver="HIGHS", mip_rel_gap=0.0, mip_abs_gap=0.0)
+    return float(model.problem.value) if model.problem.status == cp.OPTIMAL else None
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    tiny_graphs,
+    st.floats(0.2, 1.2),
+    st.sampled_from(["cascadelake-optane", "rtx2080ti-pcie3"]),
+    st.integers(1, 3),
+)
+def test_the_compact_form_has_the_general_forms_optimum_and_lp_bound(
+    graph: Graph, share: float, preset: str, window: int
+) -> None:
+    platform = load_preset(preset)
+    limit = max(1, int(graph.peak_live_bytes * share))
+    for relax in (True, False):
+        compact, general = _both(graph, platform, limit, window, relax)
+        if not compact.gaps.compact:
+            return  # no window gadget survives: the two are one model
+        assert compact.variables < general.variables
+        a, b = _value(compact), _value(general)
+        assert (a is None) == (b is None)
+        if a is not None and b is not None:
+            assert a == pytest.approx(b, rel=1e-6, abs=1e-12)
+
+
+@pytest.mark.parametrize("preset", ["cascadelake-optane", "rtx2080ti-pcie3"])
+def test_the_compact_form_against_exhaustive_search(preset: str) -> None:
+    graph = spill_step()
+    platform = load_preset(preset)
+    for limit in (150 * MB, 250 * MB):
+        compact, _ = _both(graph, platform, limit, 2, relax=False)
+        assert compact.gaps.compact
+        optimum = brute_force(CostModel(graph, platform), limit, "async", 2)
+        value = _value(compact)
+        assert (value if value is not None else np.inf) == pytest.approx(optimum, rel=1e-9)
+
+
+def test_the_compact_form_applies_only_where_it_is_exact() -> None:
+    graph = spill_step()
+    gpu = load_preset("rtx2080ti-pcie3")
+    cost = CostModel(graph, gpu)
+    limits = np.full(len(graph.kernels), 250 * MB, dtype=np.int64)
+    for formulation in (Formulation.STATIC, Formulation.SYNC):  # no windows to compact
+        assert not build_model(cost, 2, formulation, limits, relax=True).gaps.compact
+    assert build_model(cost, 2, Formulation.ASYNC_AWARE, limits, relax=True).gaps.compact
+    # the host's capacity modelled (a byte short of every tensor): the general form
+    small = gpu.with_tier_capacity("host", int(graph.sizes_bytes.sum()) - 1)
+    assert not build_model(CostModel(graph, small), 2, Formulation.ASYNC, limits, True).gaps.compact
+    model = build_model(cost, 2, Formulation.ASYNC, limits, relax=True)
+    assert not is_compact(3, Formulation.ASYNC, (0,), model.gadgets)
+    assert not is_compact(2, Formulation.ASYNC, (0, 1), model.gadgets)
+    # window kernels carry copies only: no stay or keep, so their binaries are all moves
+    window = ~model.gaps.core[model.vars.edge_gadget]
+    assert window.any()
+    assert np.all(model.catalogue.edge_add[model.vars.edge_type[window]] >= 0)
+    assert np.all(model.gadgets.kind[model.vars.edge_gadget[window]] == GadgetKind.WINDOW)
