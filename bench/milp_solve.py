@@ -6,9 +6,16 @@ workload one MILP chain (static, then sync from it, then async from that, as ``t
 compare`` runs it) and per formulation: kernels, variables, constraints, the seconds until
 the plan was returned (build and solve, the formulations it was started from included), the
 gap proven at the end, the bound and the objective, and how the solve ended. A plan whose
-status is ``optimal`` reached the gap asked for (1%) in the time shown.
+status is ``optimal`` reached the gap asked for (1%) in the time shown. ``first s`` is the
+time to the chain's first valid plan: its smallest formulation stopped at once, which returns
+its warm start (a heuristic's placement on CPUs, every tensor fetched for its uses on GPUs).
 
-Environment variables: ``TMSIM_BENCH_SETS`` (default ``conventional,gpu``),
+The ``scale`` set plans the synchronous formulation of ResNets of growing depth (bottleneck
+blocks per stage scaled from ResNet-200's 3, 24, 36, 3 up to about four times its kernels:
+ResNet-752, 8.2k kernels, the size of a graph four times the largest conventional one) at
+batch 64 on Optane at 4:1, so that solve time against kernel count can be read off.
+
+Environment variables: ``TMSIM_BENCH_SETS`` (default ``conventional,gpu,scale``),
 ``TMSIM_BENCH_FORMULATIONS`` (default ``static,sync,async``; the chain stops at the last),
 ``TMSIM_BENCH_TIME_LIMIT_S`` (cap of one chain, default 120), ``TMSIM_BENCH_WINDOW``
 (async window, default AutoTM's 15).
@@ -20,46 +27,81 @@ import os
 import time
 
 from experiments.common import CONVENTIONAL, GPU_WORKLOADS
+from hwmodels.platform import Platform
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.errors import TmsimError
 from tmsim.planners import PlanSettings
-from tmsim.planners.milp.chain import plan_milp_chain
+from tmsim.planners.milp.chain import plan_milp, plan_milp_chain
+from tmsim.workload.graph import Graph
+from tmsim.workload.training import training_graph
 from tmsim.workload.zoo import training_graph_of
+from tmsim.workload.zoo.resnet import bottleneck_resnet
 
 RATIOS = ("1:1", "4:1", "8:1")
 
+#: Bottleneck blocks per stage of the scale set's ResNets: ResNet-200's, then deeper ones.
+SCALE_BLOCKS: tuple[tuple[int, ...], ...] = (
+    (3, 24, 36, 3),
+    (3, 48, 72, 3),
+    (3, 72, 108, 3),
+    (3, 100, 144, 3),
+)
 
-def _cases(sets: list[str]) -> list[tuple[str, str, int, str | None]]:
-    """(preset, model, batch, ratio) of every chain the chosen sets hold."""
-    out: list[tuple[str, str, int, str | None]] = []
+
+def _cases(sets: list[str]) -> list[tuple[str, Graph, str | None, str]]:
+    """(preset, graph, ratio, last formulation) of every chain the chosen sets hold."""
+    last = os.environ.get("TMSIM_BENCH_FORMULATIONS", "static,sync,async").split(",")[-1]
+    out: list[tuple[str, Graph, str | None, str]] = []
     if "conventional" in sets:
         for model, batch in CONVENTIONAL:
-            out += [("cascadelake-optane", model, batch, ratio) for ratio in RATIOS]
+            graph = training_graph_of(model, batch)
+            out += [("cascadelake-optane", graph, ratio, last) for ratio in RATIOS]
     if "gpu" in sets:
-        out += [("rtx2080ti-pcie3", model, batch, None) for model, batch in GPU_WORKLOADS]
+        out += [
+            ("rtx2080ti-pcie3", training_graph_of(model, batch), None, last)
+            for model, batch in GPU_WORKLOADS
+        ]
+    if "scale" in sets:
+        for blocks in SCALE_BLOCKS:
+            graph = training_graph(bottleneck_resnet(blocks, 64))
+            out.append(("cascadelake-optane", graph, "4:1", "sync"))
     return out
 
 
+def _first_plan_s(graph: Graph, platform: Platform, settings: PlanSettings) -> float:
+    """Seconds until the chain's smallest formulation returns a valid plan when stopped at
+    once (static on CPUs; sync where nothing fits statically)."""
+    quick = PlanSettings(capacity=settings.capacity, time_limit_s=1e-3, window=settings.window)
+    started = time.perf_counter()
+    for formulation in ("static", "sync"):
+        try:
+            plan_milp(graph, platform, quick, formulation)
+            break
+        except TmsimError:
+            continue
+    return time.perf_counter() - started
+
+
 def main() -> None:
-    sets = os.environ.get("TMSIM_BENCH_SETS", "conventional,gpu").split(",")
-    formulations = os.environ.get("TMSIM_BENCH_FORMULATIONS", "static,sync,async").split(",")
+    sets = os.environ.get("TMSIM_BENCH_SETS", "conventional,gpu,scale").split(",")
     limit_s = float(os.environ.get("TMSIM_BENCH_TIME_LIMIT_S", "120"))
     window = int(os.environ.get("TMSIM_BENCH_WINDOW", "15"))
     print(f"chain cap {limit_s:.0f} s, gap 1%, async window {window}, HiGHS")
     print(
         f"{'platform':18s} {'workload':18s} {'ratio':>5s} {'kernels':>7s} {'form':>6s} "
         f"{'vars':>7s} {'rows':>7s} {'time s':>7s} {'gap %':>6s} {'bound':>9s} "
-        f"{'objective':>9s} {'nodes':>6s}  status"
+        f"{'objective':>9s} {'nodes':>6s} {'first s':>7s}  status"
     )
-    for preset, model, batch, ratio in _cases(sets):
-        graph = training_graph_of(model, batch)
+    for preset, graph, ratio, last in _cases(sets):
         settings = PlanSettings(
             capacity=Capacity.parse(ratio) if ratio else None, time_limit_s=limit_s, window=window
         )
+        platform = load_preset(preset)
+        first_s = _first_plan_s(graph, platform, settings)
         started = time.perf_counter()
         try:
-            plans = plan_milp_chain(graph, load_preset(preset), settings, formulations[-1])
+            plans = plan_milp_chain(graph, platform, settings, last)
         except TmsimError as exc:
             print(f"{preset:18s} {graph.name:18s} {ratio or '-':>5s}  {exc}", flush=True)
             continue
@@ -76,7 +118,8 @@ def main() -> None:
             assert s is not None
             print(
                 f"{head} {s.variables:7d} {s.constraints:7d} {s.build_s + s.solve_s:7.1f} "
-                f"{100 * s.gap:6.2f} {s.bound:9.4f} {s.objective:9.4f} {s.nodes:6d}  {s.status}",
+                f"{100 * s.gap:6.2f} {s.bound:9.4f} {s.objective:9.4f} {s.nodes:6d} "
+                f"{first_s:7.2f}  {s.status}",
                 flush=True,
             )
         print(f"  (chain wall {wall:.1f} s)", flush=True)

@@ -146,3 +146,22 @@ def test_a_large_batch_under_the_bound_counts_exactly() -> None:
     assert g.peak_live_bytes == max(itertools.accumulate(delta[:-1]))
     small = training_graph_of("resnet50", 1)
     assert g.peak_live_bytes > 10**7 * small.peak_live_bytes
+
+
+def test_a_bottleneck_resnet_of_resnet200s_blocks_is_resnet200_and_deeper_ones_grow() -> None:
+    from tmsim.workload.training import training_graph
+    from tmsim.workload.zoo.resnet import bottleneck_resnet, resnet200
+
+    same = training_graph(bottleneck_resnet((3, 24, 36, 3), 2))
+    zoo = training_graph(resnet200(2))
+    assert same.name == zoo.name == "resnet200-b2"
+    assert [k.name for k in same.kernels] == [k.name for k in zoo.kernels]
+    assert list(same.sizes_bytes) == list(zoo.sizes_bytes)
+    deep = training_graph(bottleneck_resnet((3, 100, 144, 3), 2))
+    assert deep.name == "resnet752-b2"
+    # each added bottleneck adds the same kernels: ResNet-752 has 184 blocks more than 200
+    per_block = (len(deep.kernels) - len(zoo.kernels)) / (250 - 66)
+    assert per_block == int(per_block) and len(deep.kernels) > 3.7 * len(zoo.kernels)
+    for bad in ((3, 24, 36), (3, 0, 36, 3)):
+        with pytest.raises(GraphError, match="4 stages of at least one block"):
+            bottleneck_resnet(bad, 2)

@@ -8,6 +8,7 @@ AutoTM's ``src/zoo/resnet.jl``.
 
 from __future__ import annotations
 
+from tmsim.errors import GraphError
 from tmsim.workload.layers import ForwardModel, Network
 
 STAGE_WIDTHS = (64, 128, 256, 512)
@@ -47,6 +48,24 @@ def _resnet(
     x = net.linear(net.global_avg_pool(x), classes, name="fc")
     net.softmax_cross_entropy(x)
     return net.build()
+
+
+def bottleneck_resnet(
+    blocks: tuple[int, ...],
+    batch: int,
+    image_hw: tuple[int, int] = (224, 224),
+    dtype: str = "fp32",
+    classes: int = 1000,
+) -> ForwardModel:
+    """An ImageNet bottleneck ResNet with ``blocks`` bottleneck blocks in each of its four
+    stages (ResNet-50: 3, 4, 6, 3; ResNet-200: 3, 24, 36, 3), named ``resnet<depth>`` with
+    depth ``3 * sum(blocks) + 2`` (e.g. deeper graphs than the zoo's, for scaling studies).
+    Raises :class:`GraphError` for other than four stages or a stage without a block."""
+    if len(blocks) != len(STAGE_WIDTHS) or any(b < 1 for b in blocks):
+        raise GraphError(
+            f"a ResNet has {len(STAGE_WIDTHS)} stages of at least one block, not {blocks}"
+        )
+    return _resnet(f"resnet{3 * sum(blocks) + 2}", blocks, batch, image_hw, dtype, classes)
 
 
 def resnet50(
