@@ -262,3 +262,22 @@ def test_a_known_bound_ends_the_solve_once_a_point_is_within_its_gap(maximise: b
     loose = exact.objective + sign * 1e6
     outcome = run_highs(problem, {"mip_rel_gap": 0.0}, False, None, None, None, loose)
     assert outcome.objective == pytest.approx(exact.objective, rel=1e-12)
+
+
+def test_interior_point_gives_the_lp_and_the_optimum_simplex_gives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import tmsim.planners.milp.highs as highs_run
+
+    rng = np.random.default_rng(13)
+    weights = rng.integers(10, 60, (3, 80))
+    values = rng.integers(10, 90, 80)
+    x = cp.Variable(80, boolean=True)
+    problem = cp.Problem(cp.Minimize(-(values @ x)), [weights @ x <= weights.sum(axis=1) // 3])
+    options = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0}
+    simplex = run_highs(problem, options, False, {x: np.zeros(80)}, 10**6)
+    monkeypatch.setattr(highs_run, "IPM_MIN_COLUMNS", 1)  # every LP and root by interior point
+    interior = run_highs(problem, options, False, {x: np.zeros(80)}, 10**6)
+    assert simplex.status == interior.status == cp.OPTIMAL
+    assert interior.objective == pytest.approx(simplex.objective, rel=1e-9)
+    assert interior.lp_basis is not None  # crossover leaves a basis for the next round

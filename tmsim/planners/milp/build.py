@@ -160,7 +160,7 @@ def build_model(
     tiers = modelled_tiers(cost)
     floor_s, ceiling_s = cost.kernel_time_range_s()
     gad = prune_windows(cost, build_gadgets(cost, formulation, window), tiers, ceiling_s)
-    applies = is_compact(len(cost.platform.tiers), formulation, tiers, gad)
+    applies = is_compact(len(cost.platform.tiers), formulation, gad)
     gaps = gaps_of(gad, compact and applies)
     var = build_variables(cost, cat, gad, formulation, gaps)
     flow = build_flow(cost, cat, gad, var, gaps)

@@ -3,8 +3,7 @@
 In the general form every kernel of an asynchronous window is a gadget with a full layer of
 edges per phase, its stays and keeps included: a window of ``w`` kernels costs about ``7 w``
 binaries and ``6 w`` flow rows per use, most of which only carry the tensor's state along.
-On two tiers whose slower tier's capacity is not modelled, what can happen between two
-consecutive *core* gadgets of a tensor (its producer and users, at which the synchronous
+On two tiers, what can happen between two consecutive *core* gadgets of a tensor (its producer and users, at which the synchronous
 formulation has its gadgets) is short. After the earlier one the tensor is in state F (fast
 only), FS (both) or S (slow only); beside a window kernel a copy may then write it to the
 slow tier (F -> FS), write it and drop the fast copy (F -> S) or fetch it (S -> FS), and the
@@ -20,12 +19,13 @@ write-drop's copy arriving after its kernel::
 
     sum(fetches up to kernel k) <= E_S + sum(write-drops before kernel k)
 
-Fast-tier capacity counts each event from its kernel to the end of its gap: a fetch from its
-kernel on, a write-drop after its kernel.
+Capacity counts each event to the end of its gap: the tier it copies into from its kernel on
+(a fetch's fast copy, a write's slow copy), the tier it frees after its kernel (a
+write-drop's fast copy).
 
 Left out, as no optimum needs them on two tiers: a drop beside a window kernel (the core
-gadget before the gap drops the same copy for free, and sooner: a gap before a tensor's first
-use has fetch windows only, no drop); a write followed by a drop in the same gap (a write-drop
+gadget before the gap drops the same copy, fast or slow, for free and sooner: a gap before a
+tensor's first use has fetch windows only, no drop); a write followed by a drop in the same gap (a write-drop
 at the write's kernel makes the same copy and frees the fast tier sooner); a fetch followed
 by an eviction (they undo each other). Every plan of the general form that avoids these is a
 plan of the compact form with the same costs and occupancy, and the general form's other
@@ -71,13 +71,11 @@ class Gaps:
         return not bool(self.core.all())
 
 
-def is_compact(
-    tier_count: int, formulation: Formulation, modelled: tuple[int, ...], gadgets: Gadgets
-) -> bool:
-    """Whether the compact form applies: an asynchronous formulation on two tiers whose
-    slower tier's capacity is not modelled, with window gadgets to compact."""
+def is_compact(tier_count: int, formulation: Formulation, gadgets: Gadgets) -> bool:
+    """Whether the compact form applies: an asynchronous formulation on two tiers, with
+    window gadgets to compact."""
     windows = bool(np.any(gadgets.kind == GadgetKind.WINDOW))
-    return formulation.asynchronous and tier_count == 2 and modelled == (0,) and windows
+    return formulation.asynchronous and tier_count == 2 and windows
 
 
 def gaps_of(g: Gadgets, compact: bool) -> Gaps:
@@ -221,24 +219,34 @@ def event_changes(
     n_k: int,
 ) -> Changes:
     """How each event of the compact form changes its tensor's membership of the modelled
-    tiers, from its kernel (a fetch: the copy arrives beside it) or after it (an eviction:
-    the fast copy is read beside it) to the end of its gap (``next_k``: the kernel of each
-    gadget's next core gadget, or one past its tensor's end; ``count`` columns)."""
+    tiers to the end of its gap: a tier it copies into from its kernel on (the copy lands
+    beside it), a tier it frees after its kernel (the copy is read beside it). ``next_k``: the
+    kernel of each gadget's next core gadget, or one past its tensor's end; ``count``
+    columns. One row per event and tier it changes."""
     ev = Events.of(cat, g, edge_gadget, edge_type, gaps)
-    prefetch = cat.edge_kind[ev.edge] <= Kind.FETCH_INVAL
-    start = ev.kernel + np.where(prefetch, 0, 1)
-    end = next_k[ev.gadget] - 1
-    ok = end >= start
-    rows = np.arange(ev.column.size)
-    member: dict[int, sp.csr_matrix] = {}
+    end = np.minimum(next_k[ev.gadget] - 1, n_k - 1)
+    tensor = g.tensor[ev.gadget]
+    parts: list[tuple[IntArray, IntArray, IntArray, IntArray, FloatArray, int]] = []
     for tier in modelled:
-        d = cat.member[cat.edge_dst[ev.edge], tier].astype(float)
+        d = cat.member[cat.edge_dst[ev.edge], tier].astype(np.int64)
         d -= cat.member[cat.edge_src[ev.edge], tier]
-        nz = ok & (d != 0)
-        member[tier] = sp.csr_matrix(
-            (d[nz], (rows[nz], ev.column[nz])), shape=(ev.column.size, count)
+        start = ev.kernel + (d < 0)
+        keep = np.flatnonzero((d != 0) & (end >= start))
+        parts.append((tensor[keep], start[keep], end[keep], ev.column[keep], d[keep] * 1.0, tier))
+    n = sum(p[0].size for p in parts)
+    member: dict[int, sp.csr_matrix] = {}
+    offset = 0
+    for _, _, _, column, change, tier in parts:
+        rows = offset + np.arange(column.size)
+        member[tier] = sp.csr_matrix((change, (rows, column)), shape=(n, count))
+        offset += column.size
+
+    def joined(i: int) -> IntArray:
+        return np.concatenate(
+            [np.asarray(p[i], dtype=np.int64) for p in parts] or [np.zeros(0, np.int64)]
         )
-    return Changes(g.tensor[ev.gadget], start, np.minimum(end, n_k - 1), member)
+
+    return Changes(joined(0), joined(1), joined(2), member)
 
 
 __all__ = [
