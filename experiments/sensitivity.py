@@ -339,7 +339,7 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
     """One panel per strategy: a row per parameter, a segment per workload from the ratio at
     the low end of the parameter's range (open circle) to that at the high end (filled), the
     shipped preset's ratio as a tick; a segment crossing the line at 1 flips the conclusion
-    and is labelled so."""
+    and is labelled so. Workloads whose async MILP kept the sync plan say so in the legend."""
     frame, _meta = read_data(data)
     frame = frame.assign(case=frame["workload"] + " @" + frame["capacity"].astype(str))
     shown = [s for s in SHOWN if s in set(frame["strategy"])]
@@ -352,10 +352,18 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
     for ax, strategy in zip(axes[0], shown, strict=True):
         mine = frame[frame["strategy"] == strategy]
         _panel(ax, mine, strategy, params, cases, colours)
+    shipped = frame[(frame["end"] == "shipped") & (frame["strategy"] == "async")]
+    same = set(shipped.loc[~shipped["improved"].astype(bool), "case"])
     handles = [
-        Line2D([], [], color=colours(i % 10), marker="o", linewidth=1.2, label=c)
+        Line2D(
+            [],
+            [],
+            color=colours(i % 10),
+            marker="o",
+            linewidth=1.2,
+            label=c + (" (= sync plan)" if c in same else ""),
+        )
         for i, c in enumerate(cases)
-        if c in set(frame["case"])
     ]
     handles += [
         Line2D([], [], color="grey", marker="o", fillstyle="none", linestyle="", label="low end"),
@@ -408,6 +416,8 @@ def _panel(
                     color=colour,
                 )
     ax.axvline(1.0, color="black", linewidth=0.8)
+    low, high = ax.get_xlim()
+    ax.set_xlim(min(low, 0.99), max(high, 1.01))  # a span of differences that matter
     ax.set_yticks(range(len(params)), params, fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel(f"{strategy} step / sync step, full model (below 1: {strategy} faster)")

@@ -2,14 +2,14 @@
 
 In the general form every kernel of an asynchronous window is a gadget with a full layer of
 edges per phase, its stays and keeps included: a window of ``w`` kernels costs about ``7 w``
-binaries and ``6 w`` flow rows per use, most of which only carry the tensor's state along.
-On two tiers, what can happen between two consecutive *core* gadgets of a tensor (its producer and users, at which the synchronous
-formulation has its gadgets) is short. After the earlier one the tensor is in state F (fast
-only), FS (both) or S (slow only); beside a window kernel a copy may then write it to the
-slow tier (F -> FS), write it and drop the fast copy (F -> S) or fetch it (S -> FS), and the
-later core gadget takes whatever state these leave. So the compact form keeps the layers of
-the core gadgets and gives a window kernel only its *events*, one binary per copy it may run
-there, with, per gap and state ``s``::
+binaries and ``6 w`` flow rows per use, most of which only carry the tensor's state along. On
+two tiers, what can happen between two consecutive *core* gadgets of a tensor (its producer and
+users, at which the synchronous formulation has its gadgets) is short. After the earlier one the
+tensor is in state F (fast only), FS (both) or S (slow only); beside a window kernel a copy may
+then write it to the slow tier (F -> FS), write it and drop the fast copy (F -> S) or fetch it
+(S -> FS), and the later core gadget takes whatever state these leave. So the compact form keeps
+the layers of the core gadgets and gives a window kernel only its *events*, one binary per copy
+it may run there, with, per gap and state ``s``::
 
     X_s = E_s + sum(events into s) - sum(events out of s)
 
@@ -23,14 +23,13 @@ Capacity counts each event to the end of its gap: the tier it copies into from i
 (a fetch's fast copy, a write's slow copy), the tier it frees after its kernel (a
 write-drop's fast copy).
 
-Left out, as no optimum needs them on two tiers: a drop beside a window kernel (the core
-gadget before the gap drops the same copy, fast or slow, for free and sooner: a gap before a
-tensor's first use has fetch windows only, no drop); a write followed by a drop in the same gap (a write-drop
-at the write's kernel makes the same copy and frees the fast tier sooner); a fetch followed
-by an eviction (they undo each other). Every plan of the general form that avoids these is a
-plan of the compact form with the same costs and occupancy, and the general form's other
-plans are no better: the exhaustive search of the tests checks both give the same optimum.
-"""
+Left out, as no optimum needs them on two tiers: a drop beside a window kernel (the core gadget
+before the gap drops the same copy, fast or slow, for free and sooner: a gap before a tensor's
+first use has fetch windows only, no drop); a write followed by a drop in the same gap (a
+write-drop at the write's kernel makes the same copy and frees the fast tier sooner); a fetch
+followed by an eviction (they undo each other). Every plan of the general form that avoids these
+is a plan of the compact form with the same costs and occupancy, and the general form's other
+plans are no better: the exhaustive search of the tests checks both give the same optimum."""
 
 from __future__ import annotations
 
