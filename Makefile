@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo reproduce reproduce-quick test test-slow lint bench constraints clean
+.PHONY: demo reproduce reproduce-quick test test-slow lint bench notebook docs constraints clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,dev]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,dev,docs]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -36,6 +36,14 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# The API reference from the docstrings, into out/docs (warnings are errors).
+docs: $(STAMP)
+	$(BIN)/sphinx-build -q -W --keep-going -b html docs/api out/docs
+
+# Run the tutorial again in place, keeping the outputs of this run (tests run a copy).
+notebook: $(STAMP)
+	$(BIN)/python docs/execute.py docs/tutorial.ipynb
 
 # Record the installed versions as the new constraints (run after a passing `make test`).
 constraints: $(STAMP)

@@ -16,8 +16,8 @@ import warnings
 from hwmodels.platform import Platform
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
-from tmsim.plan.values import Plan
 from tmsim.planners import PlanSettings, plan
+from tmsim.plans.values import Plan
 from tmsim.sim import replay
 from tmsim.workload.graph import Graph
 from tmsim.workload.zoo import training_graph_of

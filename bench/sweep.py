@@ -1,4 +1,4 @@
-"""Throughput of ``tmsim sweep`` (tmsim.sweep.engine.run_sweep), in points per second.
+"""Throughput of ``tmsim sweep`` (tmsim.sweeps.engine.run_sweep), in points per second.
 
 The sweep: resnet50 at batch 8 on cascadelake-optane, strategies all-slow, first-touch and
 2lm (block 64 KiB) at four slow:fast ratios and two PMM read bandwidths: 24 points and 2
@@ -18,8 +18,8 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from tmsim.sweep.engine import SweepReport, run_sweep
-from tmsim.sweep.spec import Sweep, sweep_from_dict
+from tmsim.sweeps.engine import SweepReport, run_sweep
+from tmsim.sweeps.spec import Sweep, sweep_from_dict
 
 SPEC = """
 [sweep]

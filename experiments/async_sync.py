@@ -55,14 +55,14 @@ from hwmodels.platform import Platform
 from hwmodels.presets import load_preset
 from hwmodels.timing import MoveMode
 from tmsim.capacity import fast_limit_bytes
-from tmsim.compare import Row, plan_row, rows_frame
+from tmsim.comparison import Row, plan_row, rows_frame
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.levels import InterferenceLevel
-from tmsim.plan.values import Plan
 from tmsim.planners.milp.chain import plan_milp_chain
 from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.settings import PlanSettings
+from tmsim.plans.values import Plan
 from tmsim.workload.graph import Graph
 from tmsim.workload.zoo import training_graph_of
 
@@ -72,7 +72,7 @@ TITLE = "Asynchronous against synchronous movement, with and without contention"
 #: Small-batch CPU workloads, where a helper thread's copies can hide behind kernels.
 CPU_SMALL: tuple[tuple[str, int], ...] = (("vgg19", 8), ("vgg19", 16), ("inception_v4", 16))
 
-#: The columns written before those of :func:`tmsim.compare.rows_frame`.
+#: The columns written before those of :func:`tmsim.comparison.rows_frame`.
 LEADING = (
     *("platform", "kind", "capacity", "workload", "model", "batch", "kernels"),
     *("footprint_bytes", "condition", "contention"),
@@ -161,7 +161,7 @@ def points(config: Config) -> list[dict[str, Any]]:
 def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     """The plans of :data:`SHOWN` for one point of :func:`points`, each replayed at every
     level of :data:`CONDITIONS`: one row per plan and condition (:data:`LEADING`, the
-    :class:`tmsim.compare.Row` fields, ``async_moved_bytes``, ``fallback``, ``improved``: the
+    :class:`tmsim.comparison.Row` fields, ``async_moved_bytes``, ``fallback``, ``improved``: the
     plan predicts a shorter step than the sync one, and ``over_sync``: the row's simulated
     time over the sync plan's under the same condition). A formulation that fails gives rows
     with its error and no times."""
@@ -205,7 +205,7 @@ def _replayed(
     condition: str,
 ) -> pd.DataFrame:
     """The plans of :data:`SHOWN` in ``chain`` replayed on ``machine`` at the level
-    ``condition``: ``condition``, ``contention``, the :class:`tmsim.compare.Row` fields and
+    ``condition``: ``condition``, ``contention``, the :class:`tmsim.comparison.Row` fields and
     ``async_moved_bytes``."""
     level = InterferenceLevel(condition)
     contention = level is not InterferenceLevel.NONE

@@ -5,7 +5,7 @@ A figure module under :mod:`experiments` follows :class:`tmsim.figures.FigureMod
 the work into *points*, each a JSON-ready mapping of everything that shapes its rows (the
 point's own parameters and the ``Config`` fields that matter to it), and hands them to
 :func:`run_figure_points`, which runs them through the sweep engine
-(:func:`tmsim.sweep.jobs.run_jobs`): in this process, a local pool or on Dask, each finished
+(:func:`tmsim.sweeps.jobs.run_jobs`): in this process, a local pool or on Dask, each finished
 point kept under ``out_dir/NAME.points/`` keyed by a hash of the figure's name and the point,
 so an interrupted compute resumes and a changed configuration recomputes only the points it
 changes. The figure then derives its columns from the rows and writes one tidy table with
@@ -33,12 +33,12 @@ from matplotlib.figure import Figure
 
 from hwmodels.platform import Platform
 from tmsim.capacity import Capacity
-from tmsim.compare import CompareSettings, compare, rows_frame
+from tmsim.comparison import CompareSettings, compare, rows_frame
 from tmsim.figures import Progress, points_dir
 from tmsim.results import provenance, read_table, write_table
 from tmsim.strategies import STRATEGIES, Kind, strategy
-from tmsim.sweep.jobs import Job, JsonRow, nan_to_none, run_jobs
-from tmsim.sweep.store import Counts, PointStore
+from tmsim.sweeps.jobs import Job, JsonRow, nan_to_none, run_jobs
+from tmsim.sweeps.store import Counts, PointStore
 from tmsim.workload.graph import Graph
 
 #: The AutoTM paper's conventional workloads (model, batch): footprints 111 to 143 GB.
@@ -151,10 +151,10 @@ def geomean(values: Iterable[float]) -> float:
 def compare_frame(
     graph: Graph, platform: Platform, settings: CompareSettings, **labels: object
 ) -> pd.DataFrame:
-    """:func:`tmsim.compare.compare` of ``graph`` on ``platform`` as a frame
-    (:func:`tmsim.compare.rows_frame`), with one leading column per keyword of ``labels``
+    """:func:`tmsim.comparison.compare` of ``graph`` on ``platform`` as a frame
+    (:func:`tmsim.comparison.rows_frame`), with one leading column per keyword of ``labels``
     (e.g. ``model="resnet50", batch=2``) holding that value on every row. Raises as
-    :func:`~tmsim.compare.compare`."""
+    :func:`~tmsim.comparison.compare`."""
     return insert_labels(rows_frame(compare(graph, platform, settings)), labels)
 
 
@@ -252,7 +252,7 @@ def run_figure_points(
     can write (NaN is written as null and read back as NaN). ``workers``: local processes
     (``default_workers`` when neither it nor ``dask_address`` is given); ``dask_address``: a
     Dask scheduler to run the points on. ``progress(message)`` hears how many points were
-    finished before and each point as it ends. Raises :class:`tmsim.sweep.store.SweepError`
+    finished before and each point as it ends. Raises :class:`tmsim.sweeps.store.SweepError`
     (a :class:`~tmsim.errors.TmsimError`) for bad options or when points failed (after the
     others are stored; a second call evaluates only the failed ones).
     """

@@ -42,7 +42,7 @@ from experiments.common import (
     write_data,
 )
 from hwmodels.presets import load_preset
-from tmsim.compare import CompareSettings
+from tmsim.comparison import CompareSettings
 from tmsim.planners import PlanSettings
 from tmsim.workload.zoo import training_graph_of
 
@@ -56,7 +56,7 @@ ALL_PMM = "all-PMM"
 #: Label of the geometric-mean group in the figure.
 GEOMEAN = "geo. mean"
 
-#: The columns :func:`slowdowns` writes before those of :func:`tmsim.compare.rows_frame`.
+#: The columns :func:`slowdowns` writes before those of :func:`tmsim.comparison.rows_frame`.
 LEADING = ("workload", "model", "batch", "kernels", "footprint_bytes", "ratio")
 
 
@@ -68,7 +68,7 @@ class Config:
     ``ratios``: PMM:DRAM capacity ratios (``"S:F"`` of each step's peak live bytes, see
     :class:`tmsim.capacity.Capacity`); all-DRAM and all-PMM are always added;
     ``strategies``: the strategies planned at every ratio (names of
-    :data:`tmsim.compare.STRATEGIES`); ``time_limit_s``: wall-clock cap of the MILP chain
+    :data:`tmsim.comparison.STRATEGIES`); ``time_limit_s``: wall-clock cap of the MILP chain
     (static, then sync from it) of one workload at one ratio; ``gap``: the MILP's relative
     optimality gap; ``contention``: simulate with shared bandwidth.
     """
@@ -113,7 +113,7 @@ def points(config: Config) -> list[dict[str, Any]]:
 
 def point_frame(params: Mapping[str, Any]) -> pd.DataFrame:
     """The rows of one point of :func:`points`: :data:`LEADING`, then the columns of
-    :func:`tmsim.compare.rows_frame` (``slowdown`` left to :func:`slowdowns`)."""
+    :func:`tmsim.comparison.rows_frame` (``slowdown`` left to :func:`slowdowns`)."""
     model, batch, ratio = params["model"], params["batch"], params["ratio"]
     graph = training_graph_of(model, batch)
     plan = PlanSettings(
@@ -151,7 +151,7 @@ def slowdowns(
 
     Columns: :data:`LEADING` (``workload`` is the figure label, ``kernels`` the graph's kernel
     count, ``footprint_bytes`` its peak live bytes), then those of
-    :func:`tmsim.compare.rows_frame`; ``slowdown`` is the simulated step time over that of the
+    :func:`tmsim.comparison.rows_frame`; ``slowdown`` is the simulated step time over that of the
     workload's all-DRAM row. A strategy that cannot run keeps its row, with ``status`` error,
     the reason in ``error`` and ``nan`` times. Raises :class:`tmsim.errors.TmsimError` for an
     unknown strategy, and when points failed (an unknown model or platform, a malformed

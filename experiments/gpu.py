@@ -10,7 +10,7 @@ where copy engines move data over PCIe beside the kernels.
 Here each workload's training step is planned (``sync`` and ``async`` MILPs, the ``all-fast``
 oracle), validated and replayed with contention, and unified memory is simulated as a
 steady-state step (:func:`tmsim.sim.unified.replay.replay_unified`, ``warm=True``), all through
-:func:`tmsim.compare.compare`; the figure shows each strategy's speedup over unified memory
+:func:`tmsim.comparison.compare`; the figure shows each strategy's speedup over unified memory
 (unified-memory time over the strategy's time), one panel per platform.
 
 Two platforms: the paper's ``rtx2080ti-pcie3`` at its real 11 GiB, with the paper's batches;
@@ -52,7 +52,7 @@ from experiments.common import (
 )
 from hwmodels.presets import load_preset
 from tmsim.capacity import fast_limit_bytes
-from tmsim.compare import CompareSettings, compare, rows_frame
+from tmsim.comparison import CompareSettings, compare, rows_frame
 from tmsim.planners import PlanSettings
 from tmsim.workload.zoo import training_graph_of
 
@@ -68,7 +68,7 @@ LEGEND = {"sync": "sync", "async": "async", "all-fast": "all-fast (oracle: the s
 #: The paper's GPU workloads with batches four times larger, for a 40 GiB A100.
 A100_WORKLOADS: tuple[tuple[str, int], ...] = tuple((m, 4 * b) for m, b in GPU_WORKLOADS)
 
-#: The columns written before those of :func:`tmsim.compare.rows_frame`.
+#: The columns written before those of :func:`tmsim.comparison.rows_frame`.
 LEADING = (
     *("platform", "workload", "model", "batch", "kernels", "footprint_bytes"),
     *("device_bytes", "oversubscription"),
@@ -142,11 +142,11 @@ def points(config: Config) -> list[dict[str, Any]]:
 
 def workload_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     """Every strategy of :data:`STRATEGIES` for one point of :func:`points`: the rows of
-    :func:`tmsim.compare.compare` after the :data:`LEADING` columns, plus ``speedup`` (the
+    :func:`tmsim.comparison.compare` after the :data:`LEADING` columns, plus ``speedup`` (the
     unified-memory time over the row's simulated time), ``fallback`` (the MILP returned the
     plan of the formulation it contains) and ``unimproved`` (an async plan predicting no
     better than the sync plan on an oversubscribed device). Raises as
-    :func:`~tmsim.compare.compare`."""
+    :func:`~tmsim.comparison.compare`."""
     preset, model, batch = params["platform"], params["model"], params["batch"]
     fraction = params["device_fraction"]
     graph = training_graph_of(model, batch)
@@ -191,10 +191,10 @@ def compute(
 ) -> Path:
     """Run every point of ``config`` (in ``workers`` processes, default ``config.workers``, or
     on the Dask scheduler at ``dask_address``) and write the table (:data:`LEADING`, the
-    :class:`tmsim.compare.Row` fields, ``speedup``, ``fallback`` and ``unimproved``: an async
+    :class:`tmsim.comparison.Row` fields, ``speedup``, ``fallback`` and ``unimproved``: an async
     plan predicting no better than sync on an oversubscribed device) with the configuration;
     return the data file's path. A strategy that cannot run gives a row with its error and no
-    times (see :func:`tmsim.compare.compare`); a point that raises fails the compute (raised
+    times (see :func:`tmsim.comparison.compare`); a point that raises fails the compute (raised
     as :class:`tmsim.errors.TmsimError` once the others are stored)."""
     frame = run_figure_points(
         NAME,

@@ -7,7 +7,7 @@ management came out up to 2x (abstract) or 3x (talk) faster than 2LM.
 
 Here each workload is planned by ``static`` and ``sync`` with the fast tier at the platform's
 real DRAM capacity (no ratio), validated and replayed, and the ``2lm`` strategy of
-:func:`tmsim.compare.compare` simulates the DRAM cache at that same capacity. ``all-fast`` (as
+:func:`tmsim.comparison.compare` simulates the DRAM cache at that same capacity. ``all-fast`` (as
 if all 650 GB were DRAM) and ``all-slow`` (all PMM) bound the picture. A point is one workload
 with every strategy.
 """
@@ -38,7 +38,7 @@ from experiments.common import (
     write_data,
 )
 from hwmodels.presets import load_preset
-from tmsim.compare import CompareSettings
+from tmsim.comparison import CompareSettings
 from tmsim.errors import TmsimError
 from tmsim.planners import PlanSettings
 from tmsim.workload.zoo import training_graph_of
@@ -58,7 +58,7 @@ class Config:
     ``workloads``: (zoo model, batch) pairs; ``platform``: a :mod:`hwmodels.presets` name;
     ``fast_share``: the fast tier (DRAM, and the 2LM cache) as a share of each step's peak
     live bytes; ``None`` (the paper's setting): the platform's DRAM capacity; ``strategies``:
-    strategies of :data:`tmsim.compare.STRATEGIES` to run (``2lm`` is what the others are
+    strategies of :data:`tmsim.comparison.STRATEGIES` to run (``2lm`` is what the others are
     compared against); ``time_limit_s``: wall-clock cap of the MILP chain of one workload;
     ``gap``: the MILP's relative optimality gap; ``contention``: simulate with shared
     bandwidth; ``cache_block_bytes``: the 2LM simulation's block size (``None``: its default).
@@ -149,7 +149,7 @@ def compute(
 
     One row per workload and strategy: ``workload``, ``model``, ``batch``, ``kernels``,
     ``footprint_bytes`` (peak live bytes), then the columns of
-    :func:`tmsim.compare.rows_frame` (``fast_limit_bytes`` is the DRAM capacity compared at),
+    :func:`tmsim.comparison.rows_frame` (``fast_limit_bytes`` is the DRAM capacity compared at),
     then ``speedup_vs_2lm`` (2LM's simulated step time over the row's; ``nan`` if either
     failed). Raises :class:`tmsim.errors.TmsimError` for an unknown strategy or a
     ``fast_share`` outside (0, 1] before any point runs, and when points failed (an unknown

@@ -8,7 +8,7 @@ and shares a core, none of which the cost model of the AutoTM formulations sees.
 contention the replay equals their prediction exactly, a test of :mod:`tmsim.sim.replay`.)
 Many plans are made: heuristics and the static, sync, async and async-aware MILPs on the
 Optane CPU at several PMM:DRAM ratios, and sync, async and async-aware on a GPU, each
-validated and replayed through :func:`tmsim.compare.compare`. The error of a plan is
+validated and replayed through :func:`tmsim.comparison.compare`. The error of a plan is
 ``(simulated - predicted) / predicted``.
 
 In this model overlap makes nearly all of the error: a plan whose copies all run between
@@ -50,14 +50,14 @@ from experiments.common import (
 )
 from hwmodels.presets import load_preset
 from tmsim.capacity import fast_limit_bytes
-from tmsim.compare import CompareSettings, compare, rows_frame
+from tmsim.comparison import CompareSettings, compare, rows_frame
 from tmsim.planners import PlanSettings
 from tmsim.workload.zoo import training_graph_of
 
 NAME = "prediction"
 TITLE = "Planner prediction against simulation with contention"
 
-#: The columns written before those of :func:`tmsim.compare.rows_frame`.
+#: The columns written before those of :func:`tmsim.comparison.rows_frame`.
 LEADING = (
     *("platform", "kind", "capacity", "workload"),
     *("model", "batch", "kernels", "footprint_bytes"),
@@ -151,7 +151,7 @@ def points(config: Config) -> list[dict[str, Any]]:
 
 def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     """The plans of one point of :func:`points`, replayed with contention: the :data:`LEADING`
-    columns, the :class:`tmsim.compare.Row` fields, ``rel_error`` (``(simulated_s -
+    columns, the :class:`tmsim.comparison.Row` fields, ``rel_error`` (``(simulated_s -
     predicted_s) / predicted_s``), ``fallback`` and ``same_as_sync`` (an async row whose plan
     predicts no better than the sync plan: a fallback, or the solver stopped at its sync
     start; such a row repeats the sync point and the figure leaves it out)."""

@@ -8,7 +8,7 @@ Optane preset gives each a value and a range (:data:`OPTANE_ASSUMED`). For every
 chain of MILPs (:func:`tmsim.planners.milp.chain.plan_milp_chain`) plans sync and async once
 on the preset as shipped; the two plans are then replayed under the full model on the preset
 with one parameter set to each end of its range (the others as shipped), through the same
-dotted overrides a sweep spec takes (:mod:`tmsim.sweep.overrides`). AutoTM's asynchronous
+dotted overrides a sweep spec takes (:mod:`tmsim.sweeps.overrides`). AutoTM's asynchronous
 plan does not depend on these parameters (its copies are charged their idle rate, which the
 measured single-thread rates fix), so only its replay moves. The ``async-aware`` plan prices
 its copies on the model, so for the workloads in ``Config.aware_workloads`` it is planned
@@ -57,14 +57,14 @@ from tmsim.capacity import fast_limit_bytes
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.levels import InterferenceLevel
-from tmsim.plan.validate import validate
-from tmsim.plan.values import Plan
 from tmsim.planners.milp.chain import plan_milp_chain
 from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.settings import PlanSettings
+from tmsim.plans.validate import validate
+from tmsim.plans.values import Plan
 from tmsim.sim import replay
 from tmsim.sim.beside import beside_for
-from tmsim.sweep.overrides import PlatformDocs
+from tmsim.sweeps.overrides import PlatformDocs
 from tmsim.workload.graph import Graph
 from tmsim.workload.zoo import training_graph_of
 

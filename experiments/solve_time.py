@@ -42,10 +42,10 @@ from experiments.common import (
 )
 from hwmodels.presets import load_preset
 from tmsim.errors import TmsimError
-from tmsim.plan.values import Plan
 from tmsim.planners.milp.chain import plan_milp_chain
 from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.settings import PlanSettings
+from tmsim.plans.values import Plan
 from tmsim.workload.zoo import training_graph_of
 
 NAME = "solve_time"

@@ -9,6 +9,7 @@ from hwmodels.cache import DramCache
 from hwmodels.compute import Compute
 from hwmodels.controller import MemoryController
 from hwmodels.copythread import CopyThread
+from hwmodels.display import SummaryRow, gigabytes, html_table, text_table
 from hwmodels.errors import HardwareModelError
 from hwmodels.memory_mode import MemoryMode
 from hwmodels.paths import CopyPath
@@ -205,6 +206,44 @@ class Platform:
                     f"{where}: the cache tier {cache.cache_tier!r} is hidden in memory mode "
                     f"and cannot be a copy endpoint ({path.src!r} -> {path.dst!r})"
                 )
+
+    def summary_rows(self) -> list[SummaryRow]:
+        """Headline numbers as ``(label, value)`` text: each tier's capacity and bandwidths,
+        each copy path's rates, the compute device and the optional models present."""
+        rows = [
+            (
+                f"tier {t.name}",
+                f"{gigabytes(t.capacity_bytes)}, read {t.read_bw_bytes_per_s / 1e9:g} GB/s, "
+                f"write {t.write_bw_bytes_per_s / 1e9:g} GB/s"
+                + (" (2LM cache)" if self.cache and t.name == self.cache.cache_tier else ""),
+            )
+            for t in self.tiers
+        ]
+        rows += [
+            (
+                f"copy {c.src}->{c.dst}",
+                f"sync {c.sync_bw_bytes_per_s / 1e9:g} GB/s, async "
+                f"{c.async_bw_bytes_per_s / 1e9:g} GB/s",
+            )
+            for c in self.copy_paths
+        ]
+        rows.append(("kernels reach", ", ".join(self.kernel_tiers)))
+        rows.append(("compute", f"{self.compute.cores} cores"))
+        models = {
+            "memory controller": self.controller,
+            "copy thread": self.copy_thread,
+            "memory mode": self.memory_mode,
+            "unified memory": self.unified_memory,
+        }
+        present = [name for name, model in models.items() if model is not None]
+        rows.append(("models", ", ".join(present) or "none"))
+        return rows
+
+    def __repr__(self) -> str:
+        return text_table(f"Platform {self.name!r}", self.summary_rows())
+
+    def _repr_html_(self) -> str:
+        return html_table(f"Platform {self.name}", self.summary_rows())
 
     def controller_groups(self) -> tuple[tuple[int, ...], ...]:
         """:attr:`shared_controllers` as tier indices."""

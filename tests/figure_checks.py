@@ -7,7 +7,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
-from tmsim.compare import Row
+from tmsim.comparison import Row
 from tmsim.figures import points_dir
 
 #: One small workload (142 kernels, 1.2 GB) whose sync MILP at 4:1 solves in about a second

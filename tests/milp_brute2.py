@@ -1,7 +1,7 @@
 """Exhaustive search over every placement and move of a tiny graph, for checking the MILP.
 
 Each tensor's possible histories are enumerated one by one from the rules of a plan
-(tmsim/plan/values.py) restricted to what a formulation allows; then every combination of histories
+(tmsim/plans/values.py) restricted to what a formulation allows; then every combination of histories
 is scored at once with numpy broadcasting, and the cheapest one that fits is the optimum.
 Nothing here uses the MILP's variables, matrices or gadget code.
 """

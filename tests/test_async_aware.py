@@ -29,9 +29,9 @@ from tmsim.capacity import Capacity
 from tmsim.cost import BesideCosts, CostModel, IndexMove, step_time_s
 from tmsim.errors import TmsimError
 from tmsim.levels import InterferenceLevel
-from tmsim.plan.validate import validate
 from tmsim.planners import PlanSettings, plan
 from tmsim.planners.milp import chain
+from tmsim.plans.validate import validate
 from tmsim.sim import replay
 from tmsim.sim.beside import beside_costs, beside_for
 from tmsim.strategies import STRATEGIES

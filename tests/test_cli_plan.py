@@ -11,8 +11,8 @@ import pytest
 
 from hwmodels.presets import load_preset
 from tmsim.cli.main import main
-from tmsim.plan.files import load_plan
-from tmsim.plan.validate import validate
+from tmsim.plans.files import load_plan
+from tmsim.plans.validate import validate
 from tmsim.workload.zoo import training_graph_of
 
 KEYS = ("predicted_s", "status", "gap", "solve_s", "valid", "moved_bytes", "fast_peak_bytes")
@@ -150,7 +150,7 @@ def test_fast_bytes_in_scientific_notation_is_accepted(
 def test_an_invalid_plan_exits_1_with_an_error_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import tmsim.plan.validate as validate_module
+    import tmsim.plans.validate as validate_module
 
     real = validate_module.validate
 

@@ -98,7 +98,7 @@ def test_parsing_every_light_command_imports_no_heavy_library() -> None:
 
 def test_the_catalog_mirrors_the_library() -> None:
     from tmsim.planners import PLANNERS, PlanSettings
-    from tmsim.sweep.engine import FORMATS
+    from tmsim.sweeps.engine import FORMATS
     from tmsim.workload.tensors import DTYPE_BYTES
     from tmsim.workload.zoo import MODELS
 

@@ -13,7 +13,7 @@ import pytest
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.cli.main import main
-from tmsim.compare import CompareSettings, Row, compare, rows_frame
+from tmsim.comparison import CompareSettings, Row, compare, rows_frame
 from tmsim.errors import TmsimError
 from tmsim.planners import PlanSettings
 from tmsim.planners.milp.chain import plan_milp, plan_milp_chain

@@ -15,9 +15,9 @@ from hwmodels.platform import Platform
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.cli.main import main
-from tmsim.compare import CompareSettings, Row, compare
-from tmsim.plan.validate import validate
+from tmsim.comparison import CompareSettings, Row, compare
 from tmsim.planners import PlanSettings, plan
+from tmsim.plans.validate import validate
 
 PRESET = load_preset("h100-host-nvme")
 SETTINGS = PlanSettings(capacity=Capacity.of_bytes(170 * MB), window=2, gap=1e-9, time_limit_s=None)

@@ -16,7 +16,7 @@ from figure_checks import RATIO, ROW_FIELDS, TINY, check_meta, check_plot, store
 from experiments import conventional
 from experiments.common import read_data
 from tmsim.figures import points_dir
-from tmsim.sweep.jobs import Job
+from tmsim.sweeps.jobs import Job
 
 CONV = conventional.Config(workloads=TINY, ratios=(RATIO,), time_limit_s=20.0)
 

@@ -31,10 +31,10 @@ from tmsim.capacity import Capacity
 from tmsim.cli.main import main
 from tmsim.cli.simulate import plan_graph
 from tmsim.errors import TmsimError
-from tmsim.plan.files import load_plan, plan_to_dict
-from tmsim.plan.validate import validate
 from tmsim.planners import plan
 from tmsim.planners.settings import PlanSettings
+from tmsim.plans.files import load_plan, plan_to_dict
+from tmsim.plans.validate import validate
 from tmsim.workload.files import graph_to_dict, save_graph
 from tmsim.workload.identity import file_identity, graph_sha256
 from tmsim.workload.zoo import training_graph_of

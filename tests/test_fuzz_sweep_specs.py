@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_fuzz_mutations import OK, mutated_bytes, outcome
 
-from tmsim.sweep.spec import Sweep, load_sweep
+from tmsim.sweeps.spec import Sweep, load_sweep
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = tomllib.loads((REPO / "experiments" / "sweeps" / "example.toml").read_text("utf-8"))

@@ -16,8 +16,6 @@ from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity, fast_limit_bytes
 from tmsim.cost import CostModel
 from tmsim.errors import InfeasibleError, NoPlanError, TmsimError
-from tmsim.plan.files import plan_from_dict, plan_to_dict
-from tmsim.plan.validate import validate
 from tmsim.planners.heuristics import (
     REGISTRY,
     plan_all_fast,
@@ -26,6 +24,8 @@ from tmsim.planners.heuristics import (
     plan_vdnn,
 )
 from tmsim.planners.settings import PlanSettings
+from tmsim.plans.files import plan_from_dict, plan_to_dict
+from tmsim.plans.validate import validate
 from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
 from tmsim.workload.zoo import training_graph_of
 

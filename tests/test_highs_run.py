@@ -113,10 +113,10 @@ def test_a_milp_plan_carries_its_progress_and_keeps_it_through_json() -> None:
 
     from hwmodels.presets import load_preset
     from tmsim.capacity import Capacity
-    from tmsim.plan.files import plan_from_dict, plan_to_dict
     from tmsim.planners.heuristics import plan_all_fast
     from tmsim.planners.milp.chain import plan_milp
     from tmsim.planners.settings import PlanSettings
+    from tmsim.plans.files import plan_from_dict, plan_to_dict
     from tmsim.workload.identity import identity_of
 
     graph = spill_step()

@@ -1,4 +1,4 @@
-"""Memory mode: the value, the platform it builds (against tmsim.compare's older function and
+"""Memory mode: the value, the platform it builds (against tmsim.comparison's older function and
 by hand), its errors, and the ``[memory_mode]`` table of a platform file."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def test_the_platform_in_memory_mode_by_hand() -> None:
     assert (mm.tiers, mm.compute, mm.memory_mode) == (CPU.tiers, CPU.compute, MODE)
 
 
-# tmsim.compare.memory_mode_platform, before it became Platform.in_memory_mode, took the line, associativity,
+# tmsim.comparison.memory_mode_platform, before it became Platform.in_memory_mode, took the line, associativity,
 # policies and miss latency from the cascadelake-2lm preset's cache and rounded the capacity
 # down to 64-byte sets; checked against it field by field for these capacities (all equal
 # but ``source``, which named the preset it loaded).

@@ -16,10 +16,10 @@ from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
 from tmsim.errors import InfeasibleError, TmsimError
-from tmsim.plan.validate import validate
 from tmsim.planners.heuristics import plan_all_fast
 from tmsim.planners.milp.chain import plan_milp
 from tmsim.planners.settings import PlanSettings
+from tmsim.plans.validate import validate
 from tmsim.sim import replay
 from tmsim.workload.graph import Graph, Kernel, Role, Tensor
 
@@ -264,7 +264,7 @@ def test_layout_loop_cuts_the_peak_when_cutting_limits_does_not_help() -> None:
     190 KB at kernels where the plan holds 11 MB less than its limit, so lowering the limit
     there changes nothing and the loop used to spend all ten rounds and fall back to static
     (0.968 s). Cutting the plan's peak instead lays it out in the third round."""
-    from tmsim.plan.layout import overflow_bytes
+    from tmsim.plans.layout import overflow_bytes
     from tmsim.workload.zoo import training_graph_of
 
     graph = training_graph_of("inception_v4", 16)

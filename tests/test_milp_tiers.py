@@ -17,10 +17,10 @@ from hwmodels.platform import Platform
 from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
 from tmsim.errors import InfeasibleError
-from tmsim.plan.validate import validate
 from tmsim.planners.milp.chain import plan_milp
 from tmsim.planners.milp.states import Kind, build_catalogue
 from tmsim.planners.settings import PlanSettings
+from tmsim.plans.validate import validate
 from tmsim.sim import replay
 from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
 

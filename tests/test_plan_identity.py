@@ -14,10 +14,10 @@ import pytest
 from hwmodels.presets import load_preset
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
-from tmsim.plan.files import VERSION, load_plan, plan_from_dict, plan_to_dict, save_plan
-from tmsim.plan.values import Plan, PlanFileError
 from tmsim.planners import plan
 from tmsim.planners.assemble import assemble_plan
+from tmsim.plans.files import VERSION, load_plan, plan_from_dict, plan_to_dict, save_plan
+from tmsim.plans.values import Plan, PlanFileError
 from tmsim.workload.files import graph_from_dict, graph_to_dict, save_graph
 from tmsim.workload.graph import Graph
 from tmsim.workload.identity import (

@@ -12,10 +12,10 @@ import pytest
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.cli.main import main
-from tmsim.plan.files import save_plan
 from tmsim.planners import plan
 from tmsim.planners.heuristics import plan_vdnn
 from tmsim.planners.settings import PlanSettings
+from tmsim.plans.files import save_plan
 from tmsim.sim import load_trace
 from tmsim.workload.files import graph_to_dict, save_graph
 from tmsim.workload.identity import file_identity, graph_sha256

@@ -10,9 +10,9 @@ from hwmodels.presets import load_preset
 from hwmodels.timing import MoveMode, Overlap
 from tmsim.cost import CostModel, IndexMove, step_time_s
 from tmsim.levels import InterferenceLevel
-from tmsim.plan.validate import validate
-from tmsim.plan.values import Plan
 from tmsim.planners.assemble import assemble_plan
+from tmsim.plans.validate import validate
+from tmsim.plans.values import Plan
 from tmsim.sim import replay
 from tmsim.sim.trace import ASYNC, Trace
 from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor

@@ -18,10 +18,10 @@ from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.errors import NoPlanError, PlanError
 from tmsim.levels import InterferenceLevel
-from tmsim.plan.validate import validate
-from tmsim.plan.values import Move, Plan
 from tmsim.planners import PlanSettings, plan
 from tmsim.planners.heuristics import REGISTRY
+from tmsim.plans.validate import validate
+from tmsim.plans.values import Move, Plan
 from tmsim.sim import replay
 from tmsim.sim.trace import ASYNC, KERNEL, SYNC, Trace
 from tmsim.workload.graph import Graph

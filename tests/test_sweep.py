@@ -21,10 +21,10 @@ from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.cli.main import main
 from tmsim.cli.sweep import ProgressBar
-from tmsim.compare import CompareSettings, compare
+from tmsim.comparison import CompareSettings, compare
 from tmsim.planners import PlanSettings
 from tmsim.results import read_table
-from tmsim.sweep.engine import (
+from tmsim.sweeps.engine import (
     Counts,
     Outcome,
     Task,
@@ -33,7 +33,7 @@ from tmsim.sweep.engine import (
     plan_tasks,
     run_sweep,
 )
-from tmsim.sweep.spec import load_sweep, sweep_from_dict
+from tmsim.sweeps.spec import load_sweep, sweep_from_dict
 from tmsim.workload.zoo import training_graph_of
 
 REPO = Path(__file__).resolve().parent.parent

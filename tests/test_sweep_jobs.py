@@ -1,4 +1,4 @@
-"""The engine's generic path (tmsim.sweep.jobs): keyed jobs whose result is a list of rows,
+"""The engine's generic path (tmsim.sweeps.jobs): keyed jobs whose result is a list of rows,
 stored one record each, resumed, retried after a failure, run in this process, a local pool
 or on Dask."""
 
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tmsim.sweep.jobs import Job, run_jobs
-from tmsim.sweep.store import Counts, PointStore, SweepError
+from tmsim.sweeps.jobs import Job, run_jobs
+from tmsim.sweeps.store import Counts, PointStore, SweepError
 
 
 def square_rows(params: Mapping[str, Any]) -> list[dict[str, Any]]:

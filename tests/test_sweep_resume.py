@@ -20,14 +20,14 @@ from typing import Any
 import pandas as pd
 import pytest
 
-import tmsim.sweep.engine as engine
+import tmsim.sweeps.engine as engine
 from tmsim.cli.main import main
-from tmsim.compare import Row
+from tmsim.comparison import Row
 from tmsim.results import read_table
-from tmsim.sweep.engine import Outcome, Task, evaluate_task, run_sweep
-from tmsim.sweep.pool import run_tasks
-from tmsim.sweep.spec import load_sweep
-from tmsim.sweep.store import Counts
+from tmsim.sweeps.engine import Outcome, Task, evaluate_task, run_sweep
+from tmsim.sweeps.pool import run_tasks
+from tmsim.sweeps.spec import load_sweep
+from tmsim.sweeps.store import Counts
 
 REPO = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
@@ -84,7 +84,7 @@ class LoggingEvaluate:
 
 
 def stopping_compare(ratio: str, status: str) -> Callable[..., list[Row]]:
-    """:func:`tmsim.compare.compare` whose MILP rows at capacity ``ratio`` report ``status``,
+    """:func:`tmsim.comparison.compare` whose MILP rows at capacity ``ratio`` report ``status``,
     as they do when the solver stopped on a limit (the plan is the real one)."""
     real = engine.compare
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from hwmodels.presets import load_preset, platform_to_toml
-from tmsim.sweep.overrides import apply_override
-from tmsim.sweep.spec import SweepSpecError, load_sweep, sweep_from_dict
+from tmsim.sweeps.overrides import apply_override
+from tmsim.sweeps.spec import SweepSpecError, load_sweep, sweep_from_dict
 
 REPO = Path(__file__).resolve().parent.parent
 CPU = "cascadelake-optane"

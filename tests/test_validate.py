@@ -1,4 +1,4 @@
-"""The plan validator: valid plans pass; every rule of tmsim.plan.values, broken by hand, is caught."""
+"""The plan validator: valid plans pass; every rule of tmsim.plans.values, broken by hand, is caught."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from hwmodels.presets import load_preset
 from hwmodels.timing import MoveMode
 from tmsim.capacity import Capacity
 from tmsim.cost import CostModel, IndexMove
-from tmsim.plan.validate import MAX_ERRORS, PlanError, validate
-from tmsim.plan.values import Move, Plan, Residency
 from tmsim.planners.assemble import assemble_plan
 from tmsim.planners.heuristics import plan_vdnn
 from tmsim.planners.settings import PlanSettings
+from tmsim.plans.validate import MAX_ERRORS, PlanError, validate
+from tmsim.plans.values import Move, Plan, Residency
 from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
 from tmsim.workload.zoo import training_graph_of
 

@@ -1,6 +1,6 @@
 """The validator against a brute-force reference: kernel by kernel, tensor by tensor.
 
-The reference re-reads tmsim.plan.values's rules in the plainest form (a loop over kernels, dicts
+The reference re-reads tmsim.plans.values's rules in the plainest form (a loop over kernels, dicts
 of residency ranges, no sorting or binary search) and must agree with validate() on plans
 that heuristics make and on random mutations of them.
 """
@@ -19,14 +19,14 @@ from hwmodels.platform import Platform
 from hwmodels.timing import MoveMode
 from tmsim.capacity import Capacity
 from tmsim.errors import TmsimError
-from tmsim.plan.validate import validate
-from tmsim.plan.values import Move, Plan
 from tmsim.planners.settings import PlanSettings
+from tmsim.plans.validate import validate
+from tmsim.plans.values import Move, Plan
 from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES, Graph
 
 
 def reference_ok(plan: Plan, g: Graph, platform: Platform) -> bool:
-    """Every rule of tmsim.plan.values except the predicted time, by direct simulation."""
+    """Every rule of tmsim.plans.values except the predicted time, by direct simulation."""
     n_k, names = len(g.kernels), platform.tier_names
     known = {t.name for t in g.tensors}
     ptr, ops = g.operand_csr

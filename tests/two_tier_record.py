@@ -43,13 +43,13 @@ import numpy as np
 from hwmodels.platform import Platform
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity, fast_limit_bytes
-from tmsim.compare import CompareSettings, compare
+from tmsim.comparison import CompareSettings, compare
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
-from tmsim.plan.values import Plan
 from tmsim.planners import PLANNERS, PlanSettings, plan
 from tmsim.planners.milp.build import build_model
 from tmsim.planners.milp.gadgets import Formulation
+from tmsim.plans.values import Plan
 from tmsim.sim import replay
 from tmsim.workload.graph import Graph
 from tmsim.workload.zoo import training_graph_of

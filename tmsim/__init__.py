@@ -1,3 +1,100 @@
-"""tmsim: planner and simulator for tensor movement in heterogeneous memory."""
+"""tmsim: planner and simulator for tensor movement in heterogeneous memory.
+
+The public API is the names of :data:`__all__`, each imported when first used (``import
+tmsim`` itself loads nothing heavy). From a zoo model to a plan, its replay and a table of
+every strategy:
+
+>>> import tmsim
+>>> g = tmsim.graph("vgg19", batch=16)
+>>> p = tmsim.platform("cascadelake-optane")
+>>> plan = tmsim.plan(g, p, "sync", fast="4:1", time_limit_s=None)
+>>> run = tmsim.simulate(plan, g, p)
+>>> run.step_time_s >= plan.predicted_s * 0.99
+True
+>>> table = tmsim.compare(g, p, ["all-fast", "all-slow", "sync"], fast="4:1")
+>>> table.set_index("strategy").slowdown["all-fast"]
+np.float64(1.0)
+
+- :func:`graph`, :func:`platform`: the inputs (:data:`MODELS`, :data:`PRESETS`);
+- :func:`plan` (a :class:`Plan`; strategies in :data:`STRATEGIES`), :func:`simulate` (a
+  :class:`Run`);
+- :func:`compare`, :func:`sweep`: DataFrames with units in the column names and the
+  provenance in ``DataFrame.attrs``;
+- bad input raises :class:`TmsimError` with a one-line message.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+#: Public name -> the module that defines it (the names of ``__all__`` but ``__version__``).
+_SOURCES: dict[str, str] = {
+    "graph": "tmsim.api.inputs",
+    "platform": "tmsim.api.inputs",
+    "MODELS": "tmsim.api.inputs",
+    "PRESETS": "tmsim.api.inputs",
+    "plan": "tmsim.api.runs",
+    "simulate": "tmsim.api.runs",
+    "Run": "tmsim.api.runs",
+    "compare": "tmsim.api.tables",
+    "sweep": "tmsim.api.tables",
+    "STRATEGIES": "tmsim.strategies",
+    "Strategy": "tmsim.strategies",
+    "Graph": "tmsim.workload.graph",
+    "Platform": "hwmodels.platform",
+    "Plan": "tmsim.plans.values",
+    "Capacity": "tmsim.capacity",
+    "PlanSettings": "tmsim.planners.settings",
+    "InterferenceLevel": "tmsim.levels",
+    "TmsimError": "tmsim.errors",
+}
+
+__all__ = [
+    "MODELS",
+    "PRESETS",
+    "STRATEGIES",
+    "Capacity",
+    "Graph",
+    "InterferenceLevel",
+    "Plan",
+    "PlanSettings",
+    "Platform",
+    "Run",
+    "Strategy",
+    "TmsimError",
+    "__version__",
+    "compare",
+    "graph",
+    "plan",
+    "platform",
+    "simulate",
+    "sweep",
+]
+
+if TYPE_CHECKING:
+    from hwmodels.platform import Platform
+    from tmsim.api.inputs import MODELS, PRESETS, graph, platform
+    from tmsim.api.runs import Run, plan, simulate
+    from tmsim.api.tables import compare, sweep
+    from tmsim.capacity import Capacity
+    from tmsim.errors import TmsimError
+    from tmsim.levels import InterferenceLevel
+    from tmsim.planners.settings import PlanSettings
+    from tmsim.plans.values import Plan
+    from tmsim.strategies import STRATEGIES, Strategy
+    from tmsim.workload.graph import Graph
+
+
+def __getattr__(name: str) -> Any:
+    """The public name ``name``, imported from its module on first use."""
+    source = _SOURCES.get(name)
+    if source is None:
+        raise AttributeError(f"module 'tmsim' has no attribute {name!r}")
+    return getattr(importlib.import_module(source), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -26,4 +26,4 @@ class InfeasibleError(NoPlanError):
 
 
 class PlanError(TmsimError, ValueError):
-    """A plan breaks the rules of :mod:`tmsim.plan.values`; the message names what is at fault."""
+    """A plan breaks the rules of :mod:`tmsim.plans.values`; the message names what is at fault."""

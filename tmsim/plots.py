@@ -59,11 +59,22 @@ def timeline(
     width_in: float = 12.0,
     dpi: int = 150,
 ) -> None:
-    """Draw ``trace`` as a Gantt chart with fast-tier occupancy beneath, and save it to ``path``.
+    """Draw ``trace`` with :func:`timeline_figure` and save it to ``path``.
 
     The format follows the file's suffix (``.png``, ``.pdf``, ``.svg``). Raises ``OSError``
     if the file cannot be written, ``ValueError`` for an unsupported suffix.
     """
+    fig = timeline_figure(trace, title=title, width_in=width_in, dpi=dpi)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(os.fspath(path), dpi=dpi)
+
+
+def timeline_figure(
+    trace: Trace, *, title: str | None = None, width_in: float = 12.0, dpi: int = 150
+) -> Figure:
+    """``trace`` as a Gantt chart (a lane per tier pair and kernel stream) with the fast tier's
+    occupancy beneath, on a new figure ``width_in`` inches wide; bars closer than a pixel at
+    ``dpi`` are merged. The figure is not attached to pyplot (nothing is shown or kept open)."""
     span_s = max(trace.simulated_s, max((r.end_s for r in trace.records), default=0.0))
     scale, unit = (1.0, "s") if span_s >= 1.0 else (1e3, "ms")
     lanes = _lanes(trace.records)
@@ -100,8 +111,7 @@ def timeline(
         ),
         fontsize="medium",
     )
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(os.fspath(path), dpi=dpi)
+    return fig
 
 
 def _lanes(records: Sequence[Record]) -> list[tuple[str, list[Record]]]:
@@ -188,4 +198,4 @@ def _draw_occupancy(ax: Axes, trace: Trace, scale: float) -> None:
     )
 
 
-__all__ = ["merge_intervals", "timeline"]
+__all__ = ["merge_intervals", "timeline", "timeline_figure"]

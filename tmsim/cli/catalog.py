@@ -9,7 +9,7 @@ that each mirror equals its source.
 - :data:`DTYPES`: the keys of :data:`tmsim.workload.tensors.DTYPE_BYTES`, sorted;
 - :data:`PLANNER_NAMES`: :data:`tmsim.planners.PLANNERS` (derived from :mod:`tmsim.strategies`,
   which is light, as the planners derive it);
-- :data:`TABLE_FORMATS`: :data:`tmsim.sweep.engine.FORMATS`;
+- :data:`TABLE_FORMATS`: :data:`tmsim.sweeps.engine.FORMATS`;
 - :data:`PLAN_DEFAULTS`: the defaults of :class:`tmsim.planners.PlanSettings` the command line
   exposes (solver, time limit, gap, node limit, window).
 """

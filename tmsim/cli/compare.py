@@ -28,7 +28,7 @@ from tmsim.levels import InterferenceLevel
 from tmsim.strategies import STRATEGIES
 
 if TYPE_CHECKING:
-    from tmsim.compare import Row
+    from tmsim.comparison import Row
 
 #: ``tmsim compare``'s MILP time limit (seconds for the whole static -> sync -> async chain):
 #: lower than ``tmsim plan``'s, so that a comparison finishes in minutes; the gap column says
@@ -91,9 +91,10 @@ class _Progress:
 
 def _compare(args: argparse.Namespace) -> int:
     from hwmodels.presets import load_platform
+    from tmsim.api.tables import compare_table
     from tmsim.capacity import resolve_fast_limit
-    from tmsim.compare import CompareSettings, compare, rows_frame
-    from tmsim.results import provenance, write_table
+    from tmsim.comparison import CompareSettings, compare
+    from tmsim.results import write_table
 
     graph = graph_from_args(args)
     platform = load_platform(args.platform)
@@ -109,14 +110,8 @@ def _compare(args: argparse.Namespace) -> int:
     if progress is not None:
         progress.done()
     if args.out:
-        meta = {
-            "command": "compare",
-            "graph": graph.name,
-            "platform": platform.name,
-            "settings": _jsonable(settings.to_dict()),
-            "provenance": provenance(settings.plan.solver),
-        }
-        write_table(rows_frame(rows), args.out, meta)
+        frame = compare_table(rows, graph, platform, settings)
+        write_table(frame, args.out, {str(k): v for k, v in frame.attrs.items()})
     if args.json:
         print(json.dumps([_row_json(r) for r in rows], indent=2))
     else:
@@ -131,18 +126,10 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return value
-
-
 def _row_json(row: Row) -> dict[str, Any]:
-    out: dict[str, Any] = _jsonable(asdict(row))
+    from tmsim.api.tables import jsonable
+
+    out: dict[str, Any] = jsonable(asdict(row))
     return out
 
 

@@ -17,7 +17,7 @@ from tmsim.cli.catalog import PLANNER_NAMES
 from tmsim.cli.graph import add_graph_arguments, graph_from_args
 
 if TYPE_CHECKING:
-    from tmsim.plan.values import Plan
+    from tmsim.plans.values import Plan
 
 
 def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
@@ -65,10 +65,10 @@ def _plan(args: argparse.Namespace) -> int:
     from hwmodels.presets import load_platform
     from tmsim.capacity import resolve_fast_limit
     from tmsim.cost import CostModel
-    from tmsim.plan.files import save_plan
-    from tmsim.plan.layout import fast_layout
-    from tmsim.plan.validate import validate
     from tmsim.planners import plan
+    from tmsim.plans.files import save_plan
+    from tmsim.plans.layout import fast_layout
+    from tmsim.plans.validate import validate
     from tmsim.sim.beside import beside_for
     from tmsim.workload.identity import file_identity
 

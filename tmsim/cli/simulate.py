@@ -17,17 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from hwmodels.presets import load_platform
+from tmsim.api.runs import trace_summary
 from tmsim.cli.args import add_interference_argument
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.levels import InterferenceLevel
-from tmsim.plan.files import load_plan
-from tmsim.plan.validate import validate
-from tmsim.plan.values import Plan
+from tmsim.plans.files import load_plan
+from tmsim.plans.validate import validate
+from tmsim.plans.values import Plan
 from tmsim.sim import CacheTrace, Trace, replay, replay_cache, save_trace
 from tmsim.sim.beside import beside_for
 from tmsim.sim.cache.walk import DEFAULT_BLOCK_BYTES
-from tmsim.sim.trace import ASYNC, SYNC
 from tmsim.workload.files import load_graph
 from tmsim.workload.graph import DTYPE_BYTES, Graph
 from tmsim.workload.identity import Source, check_graph, rebuild, zoo_graph
@@ -227,32 +227,6 @@ def _check_output(flag: str, path: str) -> None:
         raise TmsimError(f"{where}: the file is not writable")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise TmsimError(f"{where}: directory {str(parent)!r} is not writable")
-
-
-def trace_summary(trace: Trace) -> dict[str, Any]:
-    """Headline numbers of a replay as JSON-ready values."""
-    moves = trace.moves()
-    return {
-        "graph": trace.graph,
-        "platform": trace.platform,
-        "planner": trace.planner,
-        "contention": trace.contention,
-        "interference": trace.level,
-        "simulated_s": trace.simulated_s,
-        "predicted_s": trace.predicted_s,
-        "ratio": trace.simulated_s / trace.predicted_s if trace.predicted_s > 0 else None,
-        "kernels": len(trace.records) - len(moves),
-        "moves": len(moves),
-        "sync_moves": sum(r.kind == SYNC for r in moves),
-        "async_moves": sum(r.kind == ASYNC for r in moves),
-        "moved_bytes": trace.moved_bytes,
-        "fast_peak_bytes": trace.fast_peak_bytes,
-        "fast_limit_bytes": trace.fast_limit_bytes,
-        "events": trace.events,
-        "kernels_lost_s": trace.losses_s(),
-        "copies_lost_s": trace.losses_s((SYNC, ASYNC)),
-        "copies_past_kernel_s": trace.overrun_s(),
-    }
 
 
 def _simulate(args: argparse.Namespace) -> int:

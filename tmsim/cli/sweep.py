@@ -1,4 +1,4 @@
-"""``tmsim sweep SPEC.toml --out DIR``: run a declarative sweep (:mod:`tmsim.sweep`),
+"""``tmsim sweep SPEC.toml --out DIR``: run a declarative sweep (:mod:`tmsim.sweeps`),
 resuming where an earlier run in ``DIR`` stopped, with a progress bar on stderr.
 
 Exit codes: 0 when every point evaluated this run finished (also when ``--limit`` left points
@@ -22,8 +22,8 @@ from tmsim.cli.catalog import TABLE_FORMATS
 from tmsim.errors import TmsimError
 
 if TYPE_CHECKING:
-    from tmsim.sweep.spec import Sweep
-    from tmsim.sweep.store import Counts, PointStore
+    from tmsim.sweeps.spec import Sweep
+    from tmsim.sweeps.store import Counts, PointStore
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -131,9 +131,9 @@ def _clock(seconds: float) -> str:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from tmsim.sweep.engine import run_sweep
-    from tmsim.sweep.spec import load_sweep
-    from tmsim.sweep.store import PointStore
+    from tmsim.sweeps.engine import run_sweep
+    from tmsim.sweeps.spec import load_sweep
+    from tmsim.sweeps.store import PointStore
 
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise TmsimError(f"--out {args.out}: not a folder")
@@ -185,7 +185,7 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _describe(sweep: Sweep, store: PointStore) -> str:
-    from tmsim.sweep.engine import finished_points, plan_tasks
+    from tmsim.sweeps.engine import finished_points, plan_tasks
 
     done = finished_points(sweep, store)
     todo = [p for p in sweep.points if p.key not in done]

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from hwmodels.platform import Platform
 from tmsim.errors import TmsimError
-from tmsim.plan.values import Plan
 from tmsim.planners.heuristics import REGISTRY
 from tmsim.planners.milp.chain import plan_milp
 from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.settings import PlanSettings
+from tmsim.plans.values import Plan
 from tmsim.strategies import Kind, names, strategy
 from tmsim.workload.graph import Graph
 

@@ -2,7 +2,7 @@
 a kernel's own operands fit.
 
 Planners describe their decision in indices (tensor and tier indices, kernel numbers) and
-:func:`assemble_plan` turns it into a :class:`~tmsim.plan.values.Plan` with names and residency
+:func:`assemble_plan` turns it into a :class:`~tmsim.plans.values.Plan` with names and residency
 ranges, its predicted time by the cost model's step-time rule
 (:func:`tmsim.cost.step_time_s`), which the MILP's objective encodes and the validator
 recomputes.
@@ -19,7 +19,7 @@ import numpy.typing as npt
 from hwmodels.platform import Platform
 from tmsim.cost import BesideCosts, CostModel, IndexMove, step_time_s
 from tmsim.errors import InfeasibleError, NoPlanError, TmsimError
-from tmsim.plan.values import Move, Plan, Residency, SolverStats
+from tmsim.plans.values import Move, Plan, Residency, SolverStats
 from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES, Graph
 from tmsim.workload.identity import GraphIdentity, graph_sha256, identity_of
 

@@ -41,7 +41,7 @@ import simpy
 from hwmodels.platform import Platform
 from tmsim.cost import BesideCosts, CostModel
 from tmsim.levels import InterferenceLevel
-from tmsim.plan.values import Plan
+from tmsim.plans.values import Plan
 from tmsim.sim.body import kernel_body
 from tmsim.sim.flows import Flow
 from tmsim.sim.fluid import FluidModel

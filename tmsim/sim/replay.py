@@ -1,6 +1,6 @@
 """Replay a plan on SimPy, with or without contention for memory and link bandwidth.
 
-The step, as the plan and the cost model define it (:mod:`tmsim.plan.values`,
+The step, as the plan and the cost model define it (:mod:`tmsim.plans.values`,
 :func:`tmsim.planners.assemble.step_time_s`), and as :func:`replay` runs it:
 
 - one compute engine runs the kernels in plan order. A kernel takes its launch overhead,
@@ -38,7 +38,7 @@ import simpy
 from hwmodels.platform import Platform
 from tmsim.cost import CostModel
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
-from tmsim.plan.values import Plan
+from tmsim.plans.values import Plan
 from tmsim.sim.body import kernel_body, kernel_losses
 from tmsim.sim.flows import LOSS_CAUSES, Losses, Role
 from tmsim.sim.fluid import FlowResult, FluidModel
@@ -67,7 +67,7 @@ def replay(
     trace's ``predicted_s`` is ``plan.predicted_s``. Deterministic: the same arguments give an
     equal trace. Raises :class:`~tmsim.errors.PlanError` for a plan that does not resolve
     against the graph and platform (see :func:`~tmsim.sim.schedule.build_schedule`); a plan
-    that resolves but breaks the rules :func:`tmsim.plan.validate.validate` checks is replayed as
+    that resolves but breaks the rules :func:`tmsim.plans.validate.validate` checks is replayed as
     written.
     """
     sched = build_schedule(plan, graph, platform, cost)

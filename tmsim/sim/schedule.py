@@ -1,6 +1,6 @@
 """A plan turned into what the replay runs: kernel flows, copy flows, engines, occupancy.
 
-:func:`build_schedule` resolves every name in a :class:`~tmsim.plan.values.Plan` against its graph
+:func:`build_schedule` resolves every name in a :class:`~tmsim.plans.values.Plan` against its graph
 and platform and describes, in indices and :class:`~tmsim.sim.fluid.Flow` values, what
 :func:`tmsim.sim.replay.replay` has to simulate. The timings come from the cost model:
 
@@ -34,7 +34,7 @@ from hwmodels.platform import Platform
 from hwmodels.timing import MoveMode, Overlap
 from tmsim.cost import CostModel
 from tmsim.errors import PlanError, TmsimError
-from tmsim.plan.values import Plan
+from tmsim.plans.values import Plan
 from tmsim.sim.flows import Flow, Role
 from tmsim.workload.graph import Graph
 
@@ -106,7 +106,7 @@ def build_schedule(
     has the wrong number of operand tiers for a kernel, places an operand where kernels cannot
     reach it, or has a move at an impossible kernel or with no copy path; :class:`TmsimError`
     if ``cost`` was built for another graph or platform. The plan's other rules (validity,
-    capacity) are :func:`tmsim.plan.validate.validate`'s business: an invalid plan is replayed as
+    capacity) are :func:`tmsim.plans.validate.validate`'s business: an invalid plan is replayed as
     written.
     """
     if cost is None:

@@ -15,7 +15,6 @@ from types import MappingProxyType
 from typing import Protocol
 
 from hwmodels.platform import Platform
-from tmsim.plan.values import Plan
 from tmsim.planners.heuristics.placement import (
     plan_all_fast,
     plan_all_slow,
@@ -25,6 +24,7 @@ from tmsim.planners.heuristics.placement import (
 )
 from tmsim.planners.heuristics.vdnn import plan_vdnn
 from tmsim.planners.settings import PlanSettings
+from tmsim.plans.values import Plan
 from tmsim.workload.graph import Graph
 
 

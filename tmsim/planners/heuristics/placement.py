@@ -27,9 +27,9 @@ from hwmodels.timing import Overlap
 from tmsim.capacity import fast_limit_bytes, tier_limits_bytes
 from tmsim.cost import CostModel
 from tmsim.errors import NoPlanError, TmsimError
-from tmsim.plan.values import Plan
 from tmsim.planners.assemble import assemble_plan
 from tmsim.planners.settings import PlanSettings
+from tmsim.plans.values import Plan
 from tmsim.workload.graph import PREEXISTING_ROLES, Graph
 
 IntArray = npt.NDArray[np.int64]

@@ -11,11 +11,11 @@ from tmsim.capacity import fast_limit_bytes
 from tmsim.cost import CostModel
 from tmsim.errors import NoPlanError, TmsimError
 from tmsim.intervals import occupancy
-from tmsim.plan.values import Plan
 from tmsim.planners.assemble import assemble_plan, check_operands_fit
 from tmsim.planners.heuristics.offload import HOME, choose_offloads, offload_moves
 from tmsim.planners.heuristics.placement import require_fast_access
 from tmsim.planners.settings import PlanSettings
+from tmsim.plans.values import Plan
 from tmsim.workload.graph import PREEXISTING_ROLES, Graph
 
 

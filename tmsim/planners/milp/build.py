@@ -33,7 +33,6 @@ import scipy.sparse as sp
 
 from hwmodels.timing import MoveMode, Overlap
 from tmsim.cost import BesideCosts, CostModel, IndexMove
-from tmsim.plan.values import Plan, SolverStats
 from tmsim.planners.assemble import assemble_plan
 from tmsim.planners.milp.copies import Copies, move_costs
 from tmsim.planners.milp.gadgets import Formulation, Gadgets, build_gadgets
@@ -46,6 +45,7 @@ from tmsim.planners.milp.network import (
 )
 from tmsim.planners.milp.prune import prune_windows
 from tmsim.planners.milp.states import Catalogue, build_catalogue
+from tmsim.plans.values import Plan, SolverStats
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,6 @@ from tmsim.capacity import fast_limit_bytes
 from tmsim.cost import CostModel
 from tmsim.errors import InfeasibleError, NoPlanError, TmsimError
 from tmsim.intervals import occupancy
-from tmsim.plan.layout import overflow_bytes, resident_bytes, resident_overflow_bytes
-from tmsim.plan.values import Plan, SolverStats
 from tmsim.planners.assemble import check_operands_fit
 from tmsim.planners.milp.build import Model, build_model, extract_plan
 from tmsim.planners.milp.gadgets import Formulation
@@ -44,6 +42,8 @@ from tmsim.planners.milp.solve import (
 from tmsim.planners.milp.starts import best_heuristic_tiers, lift, offload_start, static_start
 from tmsim.planners.milp.states import MAX_TIERS
 from tmsim.planners.settings import PlanSettings
+from tmsim.plans.layout import overflow_bytes, resident_bytes, resident_overflow_bytes
+from tmsim.plans.values import Plan, SolverStats
 from tmsim.sim.beside import beside_costs
 from tmsim.strategies import kernels_reach_slow
 from tmsim.workload.graph import PERSISTENT_ROLES, Graph

@@ -17,10 +17,10 @@ import numpy as np
 import numpy.typing as npt
 
 from tmsim.errors import InfeasibleError, TmsimError
-from tmsim.plan.values import SolverStats
 from tmsim.planners.milp.build import Model
 from tmsim.planners.milp.highs import NODE_LIMIT, TIME_LIMIT, LpBasis, Outcome, run_highs
 from tmsim.planners.settings import PlanSettings
+from tmsim.plans.values import SolverStats
 
 GB = 1e9
 

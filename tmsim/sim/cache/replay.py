@@ -4,7 +4,7 @@ In memory mode the fast tier is a direct-mapped, write-back cache of the slow ti
 (:class:`hwmodels.DramCache`, ``platform.cache``) and the step runs unmodified at addresses in
 the slow tier. :func:`replay_cache` simulates one step:
 
-1. Addresses. The static memory planner (:func:`tmsim.plan.memory.plan_memory`, first fit, 64-byte
+1. Addresses. The static memory planner (:func:`tmsim.plans.memory.plan_memory`, first fit, 64-byte
    aligned) lays out every tensor of the graph over its live range; weights, optimizer state
    and the step's inputs live for the whole step, because the next step uses them again (its
    batch is loaded into the same input buffers). The offsets are taken as physical addresses

@@ -26,7 +26,7 @@ from hwmodels.platform import Platform
 from hwmodels.timing import cache_traffic_by_tier
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
-from tmsim.plan.memory import Layout, plan_memory
+from tmsim.plans.memory import Layout, plan_memory
 from tmsim.workload.graph import Graph
 from tmsim.workload.tensors import PREEXISTING_ROLES
 

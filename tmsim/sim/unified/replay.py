@@ -41,7 +41,7 @@ from hwmodels.platform import Platform
 from hwmodels.unified_memory import UnifiedMemory
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
-from tmsim.plan.values import Plan
+from tmsim.plans.values import Plan
 from tmsim.sim.body import kernel_body
 from tmsim.sim.fluid import Flow, FluidModel
 from tmsim.sim.schedule import COPY_WRITERS, Schedule, build_schedule

@@ -1,4 +1,4 @@
-"""A plan's names turned into index arrays, for :func:`tmsim.plan.validate.validate`.
+"""A plan's names turned into index arrays, for :func:`tmsim.plans.validate.validate`.
 
 Parsing checks what can be checked entry by entry (known names, shapes, kernel bounds, copy
 paths) and records every problem in an :class:`Errors`; entries that fail are kept but marked
@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from hwmodels.platform import Platform
 from hwmodels.timing import MoveMode
-from tmsim.plan.values import Plan
+from tmsim.plans.values import Plan
 from tmsim.workload.graph import PREEXISTING_ROLES, Graph
 
 IntArray = npt.NDArray[np.int64]

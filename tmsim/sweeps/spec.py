@@ -4,7 +4,7 @@ into fully resolved :class:`Point` values, each with a stable key.
 A spec has four parts, every key explained in ``experiments/sweeps/example.toml``:
 ``[sweep]`` (name, seed, description), ``[grid]`` (lists of models, batches, dtypes,
 platforms, ratios or fast-memory sizes, strategies, and ``[grid.overrides]``: platform fields
-by dotted path, :mod:`tmsim.sweep.overrides`, each a list of values), ``[settings]`` (one
+by dotted path, :mod:`tmsim.sweeps.overrides`, each a list of values), ``[settings]`` (one
 value each: solver settings, contention and its interference level, the 2LM block size) and
 optional ``[[points]]`` with one value per key. The grid is the cartesian product; unknown
 keys anywhere are errors.
@@ -33,8 +33,8 @@ from tmsim.capacity import Capacity, CapacityError, parse_bytes
 from tmsim.errors import TmsimError
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
 from tmsim.strategies import STRATEGIES, Kind, applicable, names
-from tmsim.sweep.overrides import Fail, PlatformDocs, read_toml
-from tmsim.sweep.settings import SweepSettings, check_solver, only, read_settings, table, typed
+from tmsim.sweeps.overrides import Fail, PlatformDocs, read_toml
+from tmsim.sweeps.settings import SweepSettings, check_solver, only, read_settings, table, typed
 from tmsim.workload.tensors import DTYPE_BYTES, show_int
 from tmsim.workload.zoo import MODELS
 

@@ -1,7 +1,7 @@
 """Laying a plan's fast-tier buffers out in addresses, and where the layout overflows.
 
 The MILP counts bytes; buffers need addresses. :func:`fast_layout` gives every fast-tier
-residency range of a plan an offset with :func:`tmsim.plan.memory.plan_memory`;
+residency range of a plan an offset with :func:`tmsim.plans.memory.plan_memory`;
 :func:`overflow_bytes` says, per kernel, by how much the buffers live there reach past the
 limit, which is what AutoTM's loop subtracts from the limit at those kernels before solving
 again.
@@ -14,8 +14,8 @@ import numpy.typing as npt
 
 from hwmodels.platform import Platform
 from tmsim.intervals import occupancy
-from tmsim.plan.memory import Layout, Strategy, plan_memory
-from tmsim.plan.values import Plan
+from tmsim.plans.memory import Layout, Strategy, plan_memory
+from tmsim.plans.values import Plan
 from tmsim.workload.graph import Graph
 
 IntArray = npt.NDArray[np.int64]

@@ -1,7 +1,7 @@
 """Where tasks run: in this process, in a local process pool, or on a Dask cluster.
 
 :func:`run_tasks` is the one place that knows about executors; the sweep engine
-(:mod:`tmsim.sweep.engine`) and keyed jobs (:mod:`tmsim.sweep.jobs`) hand it picklable tasks
+(:mod:`tmsim.sweeps.engine`) and keyed jobs (:mod:`tmsim.sweeps.jobs`) hand it picklable tasks
 and a module-level function and get each task back with its result, as tasks finish.
 
 Local workers are started fresh (the ``spawn`` start method), not forked: a process forked
@@ -37,7 +37,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from multiprocessing.connection import wait as wait_ready
 from typing import TypeVar
 
-from tmsim.sweep.store import SweepError
+from tmsim.sweeps.store import SweepError
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -1,10 +1,10 @@
-"""Declarative sweeps: evaluate every point of a spec (:mod:`tmsim.sweep.spec`) in a local
+"""Declarative sweeps: evaluate every point of a spec (:mod:`tmsim.sweeps.spec`) in a local
 process pool or on a Dask cluster, one result file per point, then one tidy table.
 
 Layout of the output folder ``DIR``:
 
 - ``points/<key>.json``: one evaluated point (its configuration, the resolved platform, the
-  :class:`~tmsim.compare.Row`, ``stopped_on``, the evaluation's wall time and the run's
+  :class:`~tmsim.comparison.Row`, ``stopped_on``, the evaluation's wall time and the run's
   provenance), written atomically by the coordinating process as soon as the point is done.
   A point whose file exists is not evaluated again (an interrupted sweep resumes where it
   stopped) unless its MILP stopped on the time limit (``stopped_on`` ``"time_limit"``, see
@@ -20,18 +20,18 @@ Layout of the output folder ``DIR``:
   Failed points appear with status ``failed`` and their error, points stopped on a limit
   with it in the ``stopped_on`` column (empty for the others).
 
-Limits (the rule of :mod:`tmsim.sweep.store`): a MILP point whose solve a wall-clock time
+Limits (the rule of :mod:`tmsim.sweeps.store`): a MILP point whose solve a wall-clock time
 limit cut short holds whatever incumbent the machine's load let the solver reach, so it is
 stored with ``stopped_on`` ``"time_limit"``, shown so in the table, and evaluated again by the
 next run; one stopped by a node limit (a limit on work, which stops at the same place on any
 machine) is stored with ``"node_limit"`` and is finished. :func:`milp_stop` tells them apart.
 
 A task evaluates one point, or the MILP points of one workload, platform and capacity, which
-:func:`tmsim.compare.compare` solves as one chain (static, then sync from it, then async).
+:func:`tmsim.comparison.compare` solves as one chain (static, then sync from it, then async).
 Slowdowns are computed as the table is built, over each point's ``all-fast`` baseline point.
-The folder is a :class:`~tmsim.sweep.store.PointStore`; :func:`~tmsim.sweep.pool.run_tasks`
-runs the tasks. Work whose result is not one :class:`~tmsim.compare.Row` per point goes through
-:mod:`tmsim.sweep.jobs` instead.
+The folder is a :class:`~tmsim.sweeps.store.PointStore`; :func:`~tmsim.sweeps.pool.run_tasks`
+runs the tasks. Work whose result is not one :class:`~tmsim.comparison.Row` per point goes through
+:mod:`tmsim.sweeps.jobs` instead.
 """
 
 from __future__ import annotations
@@ -50,14 +50,14 @@ from typing import Any
 import pandas as pd
 
 from hwmodels.serialize import platform_from_dict
-from tmsim.compare import CompareSettings, Row, compare, rows_frame
+from tmsim.comparison import CompareSettings, Row, compare, rows_frame
 from tmsim.levels import InterferenceLevel
 from tmsim.planners import PlanSettings
 from tmsim.results import provenance, write_table
-from tmsim.sweep.jobs import nan_to_none
-from tmsim.sweep.pool import check_options, run_tasks
-from tmsim.sweep.spec import MILP_STRATEGIES, Point, Sweep
-from tmsim.sweep.store import RERUN_STOPS, Counts, PointStore, SweepError
+from tmsim.sweeps.jobs import nan_to_none
+from tmsim.sweeps.pool import check_options, run_tasks
+from tmsim.sweeps.spec import MILP_STRATEGIES, Point, Sweep
+from tmsim.sweeps.store import RERUN_STOPS, Counts, PointStore, SweepError
 from tmsim.workload.zoo import training_graph_of
 
 #: Table formats :func:`run_sweep` writes.
@@ -103,7 +103,7 @@ class SweepReport:
 
 
 def evaluate_task(task: Task) -> list[Outcome]:
-    """Evaluate every point of ``task`` with :func:`tmsim.compare.compare`, each MILP row with
+    """Evaluate every point of ``task`` with :func:`tmsim.comparison.compare`, each MILP row with
     the limit that stopped it (:func:`milp_stop`); never raises: an exception becomes a failed
     :class:`Outcome` for each point of the task."""
     first = task.points[0]
@@ -141,7 +141,7 @@ def milp_stop(
     """The limit that stopped the solve behind MILP ``row`` short: ``"time_limit"``,
     ``"node_limit"``, or None where it ran to the end (to the gap, or to a proof).
 
-    ``row`` is a :class:`~tmsim.compare.Row` as data; ``time_limit_s`` and ``node_limit`` the
+    ``row`` is a :class:`~tmsim.comparison.Row` as data; ``time_limit_s`` and ``node_limit`` the
     chain's limits; ``chain_s`` at least the wall seconds the chain ran (NaN: unknown). The
     chain's deadline is ``time_limit_s`` after its start, so a chain that ran for less never
     reached it and no solve of it stopped on time. The row's status (also inside a
@@ -269,7 +269,7 @@ def run_sweep(
 
 def finished_points(sweep: Sweep, store: PointStore) -> set[str]:
     """Keys of the points of ``sweep`` that ``store`` holds a finished result of: one that no
-    wall-clock limit stopped (:data:`~tmsim.sweep.store.RERUN_STOPS`). Raises
+    wall-clock limit stopped (:data:`~tmsim.sweeps.store.RERUN_STOPS`). Raises
     :class:`SweepError` for an unreadable point file."""
     out = set()
     for p in sweep.points:

@@ -1,4 +1,4 @@
-"""Plan files: a :class:`~tmsim.plan.values.Plan` as JSON and back, exactly
+"""Plan files: a :class:`~tmsim.plans.values.Plan` as JSON and back, exactly
 (:func:`plan_to_dict`, :func:`plan_from_dict`, :func:`save_plan`, :func:`load_plan`).
 
 Plan files (version 2) are a JSON object with exactly these fields::
@@ -24,7 +24,7 @@ from typing import Any
 
 from hwmodels.timing import MoveMode
 from tmsim.jsonio import read_json, write_json_atomic
-from tmsim.plan.values import Move, Plan, PlanFileError, Residency, SolverStats
+from tmsim.plans.values import Move, Plan, PlanFileError, Residency, SolverStats
 from tmsim.workload.identity import (
     GraphIdentityError,
     identity_from_dict,

@@ -14,7 +14,7 @@ that apply to the platform:
 - ``unified-memory``: CUDA managed memory (:func:`tmsim.sim.unified.replay_unified`, a
   steady-state step), on a platform whose kernels reach only the fast tier (a GPU).
 
-Each planned strategy's plan is checked by :func:`tmsim.plan.validate.validate` and replayed by
+Each planned strategy's plan is checked by :func:`tmsim.plans.validate.validate` and replayed by
 :func:`tmsim.sim.replay`; the slowdown of every row is its simulated time over the simulated
 time of ``all-fast``. A strategy that cannot run (no plan fits, the solver found none, the
 platform cannot do it) gives a row with its error and no times rather than stopping the rest.
@@ -35,11 +35,11 @@ from tmsim.capacity import fast_limit_bytes
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
-from tmsim.plan.validate import validate
-from tmsim.plan.values import Plan
 from tmsim.planners import PlanSettings, plan
 from tmsim.planners.milp.chain import plan_milp_chain
 from tmsim.planners.milp.gadgets import Formulation
+from tmsim.plans.validate import validate
+from tmsim.plans.values import Plan
 from tmsim.sim import replay
 from tmsim.sim.beside import beside_for
 from tmsim.strategies import STRATEGIES, Kind, applicable, strategy

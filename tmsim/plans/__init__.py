@@ -5,8 +5,8 @@ Nothing here imports a planner: a plan is checked by re-deriving everything from
 itself and the cost model.
 """
 
-from tmsim.plan.files import load_plan, plan_from_dict, plan_to_dict, save_plan
-from tmsim.plan.values import Move, Plan, PlanFileError, Residency, SolverStats
+from tmsim.plans.files import load_plan, plan_from_dict, plan_to_dict, save_plan
+from tmsim.plans.values import Move, Plan, PlanFileError, Residency, SolverStats
 
 __all__ = [
     "Move",

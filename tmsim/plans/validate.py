@@ -1,4 +1,4 @@
-"""An independent check that a plan obeys the rules of :mod:`tmsim.plan.values` for its graph and
+"""An independent check that a plan obeys the rules of :mod:`tmsim.plans.values` for its graph and
 platform.
 
 :func:`validate` re-derives everything from the plan itself (residency ranges, moves, operand
@@ -24,9 +24,9 @@ from hwmodels.timing import MoveMode
 from tmsim.cost import BesideCosts, CostModel, IndexMove, step_time_s
 from tmsim.errors import PlanError, TmsimError
 from tmsim.intervals import occupancy
-from tmsim.plan.copies import check_validity
-from tmsim.plan.parse import Errors, Parsed, move_residency, parse_plan
-from tmsim.plan.values import Plan
+from tmsim.plans.copies import check_validity
+from tmsim.plans.parse import Errors, Parsed, move_residency, parse_plan
+from tmsim.plans.values import Plan
 from tmsim.workload.graph import PERSISTENT_ROLES, Graph
 
 #: Most errors a :class:`Validation` lists; one more line says how many were left out.
@@ -70,7 +70,7 @@ def validate(
     cost: CostModel | None = None,
     beside: BesideCosts | None = None,
 ) -> Validation:
-    """Check ``plan`` against every rule of :mod:`tmsim.plan.values` for ``graph`` on ``platform``.
+    """Check ``plan`` against every rule of :mod:`tmsim.plans.values` for ``graph`` on ``platform``.
 
     ``cost`` is the cost model the plan's time was predicted with (default: the roofline
     ``CostModel(graph, platform)``); it must be built for this graph and platform. Checks: names;
@@ -259,7 +259,7 @@ def _check_operand_residency(p: Parsed, graph: Graph, platform: Platform, errors
 
 
 def _check_moves(p: Parsed, graph: Graph, platform: Platform, errors: Errors) -> None:
-    """Source and destination resident when each move runs (see :mod:`tmsim.plan.values`)."""
+    """Source and destination resident when each move runs (see :mod:`tmsim.plans.values`)."""
     src_ok, dst_ok, at = move_residency(p)
     for i in np.flatnonzero(~src_ok)[: MAX_ERRORS + 1]:
         when = "at" if p.mv_async[i] else "at or just before"

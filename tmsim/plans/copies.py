@@ -1,4 +1,4 @@
-"""Copy validity, for :func:`~tmsim.plan.validate.validate`: kernels and moves read only
+"""Copy validity, for :func:`~tmsim.plans.validate.validate`: kernels and moves read only
 valid copies.
 
 One pass over per-tensor events in time order. Around kernel ``k`` the order is:
@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hwmodels.platform import Platform
-from tmsim.plan.parse import Errors, Parsed, move_residency
+from tmsim.plans.parse import Errors, Parsed, move_residency
 from tmsim.workload.graph import PERSISTENT_ROLES, Graph
 
 IntArray = npt.NDArray[np.int64]

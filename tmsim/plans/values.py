@@ -28,9 +28,9 @@ the platform names them; kernels are indices into ``graph.kernels`` (``K`` of th
   its name, how to build it again and its content fingerprint); ``None`` only for plans made
   in memory without one and for plan files of version 1.
 
-It holds no solver objects; :mod:`tmsim.plan.files` writes it to JSON and reads it back
+It holds no solver objects; :mod:`tmsim.plans.files` writes it to JSON and reads it back
 exactly. Whether a plan obeys the rules above for its graph and platform is
-:func:`tmsim.plan.validate.validate`'s business; whether a graph is the one a plan was made
+:func:`tmsim.plans.validate.validate`'s business; whether a graph is the one a plan was made
 for, :func:`tmsim.workload.identity.check_graph`'s.
 """
 
@@ -41,6 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from hwmodels.display import SummaryRow, gigabytes, html_table, text_table
 from hwmodels.timing import MoveMode
 from tmsim.errors import TmsimError
 from tmsim.workload.identity import GraphIdentity
@@ -115,6 +116,39 @@ class Plan:
     options: Mapping[str, Any] = field(default_factory=dict)
     stats: SolverStats | None = None
     graph_identity: GraphIdentity | None = None
+
+    def summary_rows(self) -> list[SummaryRow]:
+        """Headline numbers as ``(label, value)`` text: the step time predicted, the fast
+        tier's limit, the moves by mode and how the solver ended (for a MILP plan)."""
+        asynchronous = sum(m.mode is MoveMode.ASYNC for m in self.moves)
+        rows = [
+            ("graph", self.graph),
+            ("platform", self.platform),
+            ("predicted step", f"{self.predicted_s:.6g} s"),
+            ("fast limit", gigabytes(self.fast_limit_bytes)),
+            (
+                "moves",
+                f"{len(self.moves):,} ({len(self.moves) - asynchronous:,} sync, "
+                f"{asynchronous:,} async)",
+            ),
+        ]
+        if self.stats is not None:
+            s = self.stats
+            gap = "n/a" if math.isnan(s.gap) else f"{100 * s.gap:.2f}%"
+            rows.append(
+                (
+                    "solver",
+                    f"{s.solver} {s.status}, gap {gap}, {s.build_s + s.solve_s:.2f} s, "
+                    f"{s.variables:,} variables",
+                )
+            )
+        return rows
+
+    def __repr__(self) -> str:
+        return text_table(f"Plan {self.planner!r}", self.summary_rows())
+
+    def _repr_html_(self) -> str:
+        return html_table(f"Plan {self.planner}", self.summary_rows())
 
     def with_identity(self, identity: GraphIdentity) -> Plan:
         """This plan recorded as made for ``identity`` (a caller that knows how the graph was

@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from tmsim.compare import CompareSettings
+from tmsim.comparison import CompareSettings
 from tmsim.errors import TmsimError
 from tmsim.levels import DEFAULT_LEVEL, parse_level
 from tmsim.planners import PlanSettings
 from tmsim.planners.settings import MAX_NODE_LIMIT
-from tmsim.sweep.overrides import Fail
+from tmsim.sweeps.overrides import Fail
 
 
 @dataclass(frozen=True)

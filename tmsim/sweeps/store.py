@@ -3,8 +3,8 @@ resumes where an earlier one stopped.
 
 A store is a folder ``DIR`` with ``points/<key>.json`` for points that gave a result and
 ``failed/<key>.json`` for points whose evaluation raised. What a record holds besides its
-``key`` is up to the caller (a sweep point's record: :mod:`tmsim.sweep.engine`; a keyed job's:
-:mod:`tmsim.sweep.jobs`), except ``stopped_on``: the limit that stopped the evaluation before
+``key`` is up to the caller (a sweep point's record: :mod:`tmsim.sweeps.engine`; a keyed job's:
+:mod:`tmsim.sweeps.jobs`), except ``stopped_on``: the limit that stopped the evaluation before
 it finished (``"time_limit"``, ``"node_limit"``), null or absent if none did.
 
 The rule: a result is finished, and never evaluated again, unless a *wall-clock* limit

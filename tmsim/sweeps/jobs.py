@@ -2,11 +2,11 @@
 
 A :class:`Job` is a ``group`` (e.g. a figure's name) and ``params``, a JSON-ready mapping of
 everything that shapes its result; its key is a hash of both. :func:`run_jobs` evaluates the
-jobs not finished in a :class:`~tmsim.sweep.store.PointStore` with a function
-``evaluate(params) -> rows`` (a list of JSON-ready dicts) where :func:`~tmsim.sweep.pool.run_tasks`
+jobs not finished in a :class:`~tmsim.sweeps.store.PointStore` with a function
+``evaluate(params) -> rows`` (a list of JSON-ready dicts) where :func:`~tmsim.sweeps.pool.run_tasks`
 runs it (this process, a local pool, Dask), records each one as it finishes, and returns every
 job's rows. The figures of ``experiments/`` run their points this way; a sweep's points
-(:mod:`tmsim.sweep.engine`) carry a platform and a strategy and have their own records.
+(:mod:`tmsim.sweeps.engine`) carry a platform and a strategy and have their own records.
 
 A finished job's record: ``key``, ``group``, ``params``, ``rows``, ``columns`` (the rows' keys
 in the order evaluate gave them; records are written with sorted keys), ``elapsed_s`` (wall
@@ -18,7 +18,7 @@ to recompute after changing the code.
 A row that a limit stopped short says so in a ``stopped_on`` column (``"time_limit"``,
 ``"node_limit"``; null or absent where none did). The job's ``stopped_on`` is then its rows'
 (a wall-clock limit's first), and a job stopped on a wall-clock limit is kept but evaluated
-again by the next run (the rule of :mod:`tmsim.sweep.store`).
+again by the next run (the rule of :mod:`tmsim.sweeps.store`).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import Any
 
-from tmsim.sweep.pool import run_tasks
-from tmsim.sweep.store import RERUN_STOPS, Counts, PointStore, SweepError
+from tmsim.sweeps.pool import run_tasks
+from tmsim.sweeps.store import RERUN_STOPS, Counts, PointStore, SweepError
 
 #: One row of a job's result: column name to a JSON-ready value (NaN written as None).
 JsonRow = dict[str, Any]
@@ -82,7 +82,7 @@ def run_jobs(
     before (a job stopped on a wall-clock limit is not finished), evaluated for the others
     (once per key) and recorded as each ends, with ``meta`` as the record's ``provenance``.
 
-    ``workers``/``dask_address``: as :func:`tmsim.sweep.pool.run_tasks`, except that
+    ``workers``/``dask_address``: as :func:`tmsim.sweeps.pool.run_tasks`, except that
     ``workers`` defaults to 1 here. ``evaluate`` must return a list of dicts that JSON can
     write without NaN or infinity (write NaN as None); anything else fails the job. Raises
     :class:`SweepError` for bad options, an unreadable record, or, once every job has ended,

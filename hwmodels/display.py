@@ -1,0 +1,54 @@
+"""Short tables of an object's headline numbers, for a terminal and for Jupyter.
+
+A notebook shows an object through its ``_repr_html_``; the platforms of :mod:`hwmodels` and
+the graphs, plans and runs of :mod:`tmsim` build theirs with :func:`html_table` from the same
+``(label, value)`` rows that their plain-text summaries print, so both say the same thing.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+#: One row of a summary: a label and its value, both already formatted as text.
+SummaryRow = tuple[str, str]
+
+
+def html_table(title: str, rows: Sequence[SummaryRow]) -> str:
+    """An HTML table headed ``title`` with one ``label | value`` row each, every text escaped.
+
+    >>> print(html_table("T", [("a", "<1>")]).replace("><", ">\\n<"))
+    <table>
+    <caption>T</caption>
+    <tr>
+    <th style="text-align:left">a</th>
+    <td style="text-align:left">&lt;1&gt;</td>
+    </tr>
+    </table>
+    """
+    cells = "".join(
+        f'<tr><th style="text-align:left">{html.escape(label)}</th>'
+        f'<td style="text-align:left">{html.escape(value)}</td></tr>'
+        for label, value in rows
+    )
+    return f"<table><caption>{html.escape(title)}</caption>{cells}</table>"
+
+
+def text_table(title: str, rows: Sequence[SummaryRow]) -> str:
+    """``title`` and one ``label  value`` line per row, the labels padded to one width.
+
+    >>> print(text_table("T", [("a", "1"), ("bcd", "2")]))
+    T
+      a    1
+      bcd  2
+    """
+    width = max((len(label) for label, _ in rows), default=0)
+    return "\n".join([title, *(f"  {label:{width}s}  {value}" for label, value in rows)])
+
+
+def gigabytes(size_bytes: float) -> str:
+    """``size_bytes`` in GB (10^9 bytes) to three decimals: ``gigabytes(1.5e9) == '1.500 GB'``."""
+    return f"{size_bytes / 1e9:,.3f} GB"
+
+
+__all__ = ["SummaryRow", "gigabytes", "html_table", "text_table"]

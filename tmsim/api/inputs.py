@@ -1,0 +1,195 @@
+"""The inputs of a study: a training-step graph, a platform, a fast-tier capacity.
+
+Each takes the forms the command line takes (a zoo model or a graph file; a preset or a TOML
+file, with fields overridden as sweeps override them; a ratio or a size) and raises
+:class:`~tmsim.errors.TmsimError` with the command line's one-line message for bad input.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, NoReturn
+
+from hwmodels.errors import HardwareModelError
+from hwmodels.platform import Platform
+from hwmodels.presets import preset_descriptions, preset_names
+from hwmodels.serialize import platform_from_dict, platform_to_dict
+from tmsim.capacity import Capacity, CapacityError, parse_bytes
+from tmsim.errors import TmsimError
+from tmsim.sweeps.overrides import PlatformDocs, apply_override
+from tmsim.workload.files import load_graph
+from tmsim.workload.graph import DTYPE_BYTES, Graph
+from tmsim.workload.identity import zoo_graph
+from tmsim.workload.zoo import DESCRIPTIONS
+
+#: Every zoo model by name, with a one-line description (``tmsim models``).
+MODELS: Mapping[str, str] = MappingProxyType(dict(DESCRIPTIONS))
+#: Every platform preset by name, with its description (``tmsim platforms``).
+PRESETS: Mapping[str, str] = MappingProxyType(preset_descriptions())
+
+#: The batch of a zoo model when none is given (the command line's).
+DEFAULT_BATCH = 32
+#: The platform when none is given (the command line's): Cascade Lake with Optane PMM.
+DEFAULT_PLATFORM = "cascadelake-optane"
+
+#: What ``fast=`` takes: a ratio ``"S:F"``, a size (``"24GiB"``, ``"96GB"``, ``3e9``, an
+#: int of bytes), a :class:`Capacity`, or None (the fastest tier's own capacity).
+FastCapacity = Capacity | str | int | float | None
+
+
+def graph(
+    source: str | os.PathLike[str], *, batch: int | None = None, dtype: str | None = None
+) -> Graph:
+    """The training step of zoo model ``source`` at ``batch`` (default 32) in ``dtype``
+    (default ``fp32``), or the graph in the JSON file ``source`` (from ``tmsim graph --save``).
+
+    Raises :class:`TmsimError` for a name that is neither a zoo model nor a file, a
+    ``batch`` or ``dtype`` given with a file or out of range, and a file that is not a graph.
+
+    >>> g = graph("vgg19", batch=16)
+    >>> g.name, len(g.kernels)
+    ('vgg19-b16', 142)
+    >>> graph("vgg20")
+    Traceback (most recent call last):
+    tmsim.errors.TmsimError: 'vgg20' is neither a zoo model (...) nor a graph file
+    """
+    name = os.fspath(source)
+    if isinstance(source, str) and source in MODELS:
+        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int)):
+            raise TmsimError(f"batch must be a whole number >= 1, got {batch!r}")
+        if batch is not None and batch < 1:
+            raise TmsimError(f"batch must be a whole number >= 1, got {batch!r}")
+        if dtype is not None and dtype not in DTYPE_BYTES:
+            raise TmsimError(f"dtype must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")
+        built, _ = zoo_graph(
+            source, DEFAULT_BATCH if batch is None else batch, dtype=dtype or "fp32"
+        )
+        return built
+    if not Path(name).is_file():
+        raise TmsimError(f"{name!r} is neither a zoo model ({', '.join(MODELS)}) nor a graph file")
+    for what, value in (("batch", batch), ("dtype", dtype)):
+        if value is not None:
+            raise TmsimError(f"{what} shapes a zoo model; the graph file {name!r} has its own")
+    try:
+        return load_graph(name)
+    except OSError as exc:
+        raise TmsimError(f"{name}: cannot read the graph file: {exc.strerror or exc}") from None
+
+
+def platform(
+    source: str | os.PathLike[str] | Platform = DEFAULT_PLATFORM,
+    overrides: Mapping[str, Any] | None = None,
+) -> Platform:
+    """The platform of preset ``source`` (``tmsim platforms`` lists them), of the TOML file
+    ``source``, or ``source`` itself, with each field of ``overrides`` set first.
+
+    An override's key is a dotted path as sweeps write them: tables by key, tiers by name,
+    copy paths by ``SRC->DST``, then a field; a field in another unit of the same quantity
+    replaces that spelling. Raises :class:`TmsimError` for an unknown preset or unreadable
+    file, a bad path, and a platform the values make invalid.
+
+    >>> p = platform("cascadelake-optane", {"tiers.DRAM.capacity_GiB": 96})
+    >>> p.tier("DRAM").capacity_bytes == 96 * 2**30
+    True
+    >>> platform("cascadelake-optane", {"tiers.HBM.capacity_GiB": 96})
+    Traceback (most recent call last):
+    tmsim.errors.TmsimError: platform cascadelake-optane: overrides.tiers.HBM.capacity_GiB: ...
+    """
+    given = dict(overrides or {})
+    for key in given:
+        if not isinstance(key, str) or not key:
+            raise TmsimError(
+                f"an override's key is a dotted path such as 'tiers.DRAM.capacity_GiB', got {key!r}"
+            )
+    if isinstance(source, Platform):
+        return _override(source, given)
+    name = os.fspath(source)
+    what = f"platform {name}"
+
+    def fail(where: str, message: str) -> NoReturn:
+        where = where.lstrip(".")
+        raise TmsimError(f"{what}: {where}: {message}" if where else f"{what}: {message}")
+
+    if name in preset_names():
+        docs, label = PlatformDocs(Path("."), fail), name
+    elif Path(name).is_file():
+        docs, label = PlatformDocs(Path(name).parent, fail), Path(name).name
+    else:
+        raise TmsimError(
+            f"{name!r} is neither a platform preset ({', '.join(preset_names())}) nor a file"
+        )
+    try:
+        resolved, _ = docs.resolve(label, tuple(sorted(given.items())), "")
+    except OSError as exc:
+        raise TmsimError(f"{what}: cannot read it: {exc.strerror or exc}") from None
+    return resolved
+
+
+def _override(base: Platform, overrides: dict[str, Any]) -> Platform:
+    """``base`` with ``overrides`` set on its SI document."""
+    if not overrides:
+        return base
+    doc = platform_to_dict(base)
+    what = f"platform {base.name}"
+    for path, value in overrides.items():
+
+        def bad(message: str, path: str = path) -> NoReturn:
+            raise TmsimError(f"{what}: overrides.{path}: {message}")
+
+        apply_override(doc, path, value, bad)
+    try:
+        return platform_from_dict(doc, what)
+    except HardwareModelError as exc:
+        raise TmsimError(f"{exc} (with {', '.join(overrides)})") from None
+
+
+def capacity(fast: FastCapacity) -> Capacity | None:
+    """The fast-tier capacity ``fast`` asks for, parsed as the command line parses
+    ``--ratio`` and ``--fast-bytes``: a ratio ``"S:F"`` of slow to fast (fast = peak / (S+F)
+    * F), a size in bytes (an int, a whole float, or text such as ``"24GiB"``), a
+    :class:`Capacity` as it is, or None (the fastest tier's own). Raises :class:`TmsimError`.
+
+    >>> str(capacity("4:1")), capacity("24GiB").fast_bytes(0) == 24 * 2**30
+    ('4:1', True)
+    >>> capacity(-3)
+    Traceback (most recent call last):
+    tmsim.errors.TmsimError: fast capacity: must be a size from 1 to 2**63 - 1 bytes, got -3
+    """
+    if fast is None or isinstance(fast, Capacity):
+        return fast
+    try:
+        if isinstance(fast, str):
+            if ":" in fast:
+                return Capacity.parse(fast)
+            return Capacity.of_bytes(parse_bytes(fast))
+        if isinstance(fast, bool) or not isinstance(fast, int | float):
+            raise TmsimError(
+                f"fast capacity: give a ratio such as '4:1', a size such as '24GiB' or a "
+                f"number of bytes, got {fast!r}"
+            )
+        if isinstance(fast, float) and not fast.is_integer():
+            raise TmsimError(f"fast capacity: a number of bytes is whole, got {fast!r}")
+        if not 1 <= fast <= 2**63 - 1:
+            raise TmsimError(
+                f"fast capacity: must be a size from 1 to 2**63 - 1 bytes, got {fast!r}"
+            )
+        return Capacity.of_bytes(int(fast))
+    except CapacityError as exc:
+        raise TmsimError(f"fast capacity: {exc}") from None
+    except ArithmeticError:
+        raise TmsimError(f"fast capacity {fast!r} is out of range") from None
+
+
+__all__ = [
+    "DEFAULT_BATCH",
+    "DEFAULT_PLATFORM",
+    "MODELS",
+    "PRESETS",
+    "FastCapacity",
+    "capacity",
+    "graph",
+    "platform",
+]

@@ -1,0 +1,231 @@
+"""A plan for a graph on a platform, and its replay: :func:`plan`, :func:`simulate`, :class:`Run`.
+
+:func:`plan` runs one planner strategy (the names of ``tmsim plan --mode`` and
+:data:`tmsim.strategies.STRATEGIES`) with the command line's settings as keywords;
+:func:`simulate` checks the plan with the validator, replays it on the discrete-event model
+and returns a :class:`Run`: its step time, its trace as DataFrames, its timeline.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from hwmodels.display import SummaryRow, gigabytes, html_table, text_table
+from hwmodels.errors import HardwareModelError
+from hwmodels.platform import Platform
+from tmsim.api.inputs import FastCapacity, capacity
+from tmsim.cost import CostModel
+from tmsim.errors import TmsimError
+from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel, parse_level
+from tmsim.planners import plan as run_planner
+from tmsim.planners.settings import PlanSettings
+from tmsim.plans.validate import validate
+from tmsim.plans.values import Plan
+from tmsim.sim import Trace, replay
+from tmsim.sim.beside import beside_for
+from tmsim.sim.trace import ASYNC, SYNC
+from tmsim.workload.graph import Graph
+from tmsim.workload.identity import check_graph
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+#: The settings :func:`plan` takes as keywords: every field of :class:`PlanSettings` but the
+#: capacity, which is ``fast``.
+SETTING_NAMES: tuple[str, ...] = tuple(f.name for f in fields(PlanSettings) if f.name != "capacity")
+
+
+def plan(
+    graph: Graph,
+    platform: Platform,
+    strategy: str = "sync",
+    *,
+    fast: FastCapacity = None,
+    **settings: Any,
+) -> Plan:
+    """The plan of planner ``strategy`` (a heuristic or a MILP formulation: ``all-fast``,
+    ``all-slow``, ``first-touch``, ``greedy``, ``vdnn``, ``static``, ``sync``, ``async``,
+    ``async-aware``) for ``graph`` on ``platform`` with the fast tier at ``fast`` (see
+    :func:`tmsim.api.inputs.capacity`) and the other :class:`PlanSettings` as keywords
+    (``time_limit_s``, ``gap``, ``window``, ``node_limit``, ``solver`` ...).
+
+    Raises :class:`TmsimError` for an unknown strategy or setting, a setting out of range,
+    and a plan that cannot be made (nothing fits, the solver found none).
+
+    >>> import tmsim
+    >>> p = tmsim.plan(tmsim.graph("vgg19", batch=16), tmsim.platform(), "greedy", fast="4:1")
+    >>> p.planner, p.predicted_s > 0
+    ('greedy', True)
+    >>> tmsim.plan(tmsim.graph("vgg19", batch=16), tmsim.platform(), "sync", gapp=0.1)
+    Traceback (most recent call last):
+    tmsim.errors.TmsimError: unknown planner setting 'gapp'; settings: solver, ...
+    """
+    unknown = [k for k in settings if k not in SETTING_NAMES]
+    if unknown:
+        raise TmsimError(
+            f"unknown planner setting {unknown[0]!r}; settings: {', '.join(SETTING_NAMES)}"
+        )
+    try:
+        chosen = PlanSettings(capacity=capacity(fast), **settings)
+    except TmsimError as exc:
+        raise TmsimError(f"bad planner setting: {exc}") from None
+    except TypeError as exc:  # a value of a type the settings cannot compare or convert
+        raise TmsimError(f"bad planner setting: {exc}") from None
+    try:
+        return run_planner(strategy, graph, platform, chosen)
+    except HardwareModelError as exc:
+        raise TmsimError(str(exc)) from None
+
+
+def simulate(
+    plan: Plan,
+    graph: Graph,
+    platform: Platform,
+    *,
+    interference: InterferenceLevel | str = DEFAULT_LEVEL,
+) -> Run:
+    """Replay ``plan`` for ``graph`` on ``platform`` at the ``interference`` level (``none``:
+    the cost model's world; ``bandwidth``: tiers, links and copy engines shared; ``controller``,
+    the default: the memory controller and copy threads as well) and return the :class:`Run`.
+
+    The plan must be the one made for ``graph`` (its fingerprint, or its name for a plan that
+    carries none) on ``platform`` (its name), and pass the validator. Raises
+    :class:`TmsimError` otherwise, naming the first problem.
+
+    >>> import tmsim
+    >>> g, p = tmsim.graph("vgg19", batch=16), tmsim.platform()
+    >>> run = tmsim.simulate(tmsim.plan(g, p, "all-slow"), g, p)
+    >>> run.step_time_s > 0, list(run.records.columns[:3])
+    (True, ['kind', 'name', 'kernel'])
+    """
+    level = parse_level(interference) if isinstance(interference, str) else interference
+    if plan.platform != platform.name:
+        raise TmsimError(f"the plan is for platform {plan.platform!r}, not {platform.name!r}")
+    if plan.graph_identity is not None:
+        check_graph(plan.graph_identity, graph, "the plan")
+    elif plan.graph != graph.name:
+        raise TmsimError(f"the plan is for graph {plan.graph!r}, not {graph.name!r}")
+    cost = CostModel(graph, platform)
+    validate(plan, graph, platform, cost, beside_for(plan, cost)).raise_if_invalid(shown=1)
+    return Run(plan, replay(plan, graph, platform, cost=cost, level=InterferenceLevel(level)))
+
+
+@dataclass(frozen=True)
+class Run:
+    """One replayed step: the ``plan`` and its ``trace`` (:class:`tmsim.sim.Trace`).
+
+    ``step_time_s`` is the simulated step, ``predicted_s`` what the planner predicted;
+    ``records`` (one row per kernel and copy: start, end, tiers, bytes, time lost and why)
+    and ``occupancy`` (fast-tier bytes over time) are the trace as DataFrames, the columns of
+    ``tmsim simulate --trace``'s Parquet file.
+    """
+
+    plan: Plan
+    trace: Trace
+
+    @property
+    def step_time_s(self) -> float:
+        """The simulated step time."""
+        return self.trace.simulated_s
+
+    @property
+    def predicted_s(self) -> float:
+        """The step time the plan's cost model predicted."""
+        return self.trace.predicted_s
+
+    @property
+    def records(self) -> pd.DataFrame:
+        """Every kernel and copy of the step, one row each (:meth:`Trace.to_frame`)."""
+        return self.trace.to_frame().records
+
+    @property
+    def occupancy(self) -> pd.DataFrame:
+        """Fast-tier bytes in use over the step (:meth:`Trace.to_frame`)."""
+        return self.trace.to_frame().occupancy
+
+    def summary(self) -> dict[str, Any]:
+        """Headline numbers as JSON-ready values (what ``tmsim simulate --json`` prints)."""
+        return trace_summary(self.trace)
+
+    def timeline(
+        self, path: str | os.PathLike[str] | None = None, *, title: str | None = None
+    ) -> Figure:
+        """The step as a Gantt chart with the fast tier's occupancy beneath; also saved to
+        ``path`` (``.png``, ``.pdf`` or ``.svg``) when given. Raises :class:`TmsimError` for
+        another suffix or a path that cannot be written."""
+        from tmsim.plots import timeline_figure
+
+        fig = timeline_figure(self.trace, title=title)
+        if path is not None:
+            suffix = os.fspath(path).rpartition(".")[2].lower()
+            if suffix not in ("png", "pdf", "svg"):
+                raise TmsimError(f"{os.fspath(path)!r}: a timeline is a .png, .pdf or .svg file")
+            try:
+                fig.savefig(os.fspath(path), dpi=150)
+            except OSError as exc:
+                raise TmsimError(f"{os.fspath(path)}: {exc.strerror or exc}") from None
+        return fig
+
+    def summary_rows(self) -> list[SummaryRow]:
+        """Headline numbers as ``(label, value)`` text."""
+        s = self.summary()
+        ratio = s["ratio"]
+        return [
+            ("graph", s["graph"]),
+            ("platform", s["platform"]),
+            ("interference", s["interference"]),
+            ("simulated step", f"{s['simulated_s']:.6g} s"),
+            (
+                "predicted step",
+                f"{s['predicted_s']:.6g} s"
+                + (f" (simulated/predicted {ratio:.4f})" if ratio is not None else ""),
+            ),
+            (
+                "moves",
+                f"{s['moves']:,} ({s['sync_moves']:,} sync, {s['async_moves']:,} async), "
+                f"{gigabytes(s['moved_bytes'])}",
+            ),
+            (
+                "fast peak",
+                f"{gigabytes(s['fast_peak_bytes'])} of {gigabytes(s['fast_limit_bytes'])}",
+            ),
+        ]
+
+    def __repr__(self) -> str:
+        return text_table(f"Run of plan {self.trace.planner!r}", self.summary_rows())
+
+    def _repr_html_(self) -> str:
+        return html_table(f"Run of plan {self.trace.planner}", self.summary_rows())
+
+
+def trace_summary(trace: Trace) -> dict[str, Any]:
+    """Headline numbers of a replay as JSON-ready values."""
+    moves = trace.moves()
+    return {
+        "graph": trace.graph,
+        "platform": trace.platform,
+        "planner": trace.planner,
+        "contention": trace.contention,
+        "interference": trace.level,
+        "simulated_s": trace.simulated_s,
+        "predicted_s": trace.predicted_s,
+        "ratio": trace.simulated_s / trace.predicted_s if trace.predicted_s > 0 else None,
+        "kernels": len(trace.records) - len(moves),
+        "moves": len(moves),
+        "sync_moves": sum(r.kind == SYNC for r in moves),
+        "async_moves": sum(r.kind == ASYNC for r in moves),
+        "moved_bytes": trace.moved_bytes,
+        "fast_peak_bytes": trace.fast_peak_bytes,
+        "fast_limit_bytes": trace.fast_limit_bytes,
+        "events": trace.events,
+        "kernels_lost_s": trace.losses_s(),
+        "copies_lost_s": trace.losses_s((SYNC, ASYNC)),
+        "copies_past_kernel_s": trace.overrun_s(),
+    }
+
+
+__all__ = ["SETTING_NAMES", "Run", "plan", "simulate", "trace_summary"]
