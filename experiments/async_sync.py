@@ -33,20 +33,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from experiments.common import (
     CONVENTIONAL,
     GPU_OVERSUBSCRIBED,
+    AxesArg,
     Progress,
     capacity_of,
     insert_labels,
+    load_frame,
+    panels,
     point_labels,
-    read_data,
     run_figure_points,
     save_figure,
     write_data,
@@ -253,22 +255,31 @@ def compute(
 
 
 def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Draw the table ``data`` (written by :func:`compute`) with :func:`draw`; write
+    ``NAME.pdf`` and ``NAME.png`` to ``out_dir`` and return their paths."""
+    return save_figure(draw(load_frame(data)), out_dir, NAME)
+
+
+def draw(frame: pd.DataFrame, on: AxesArg = None) -> Figure:
     """Each plan's step time over the sync plan's per workload at each interference level
     (``none``: the planner's prediction; ``bandwidth``; ``controller``: the full model), one
     row of panels per strategy (async, async-aware) and one column per platform; bars grow
     from 1, so a bar below the line is the plan winning. Workloads whose MILP did not improve
-    on the sync plan are labelled so."""
-    frame, _meta = read_data(data)
+    on the sync plan are labelled so.
+
+    ``on``: the Axes to draw on, one per panel (:func:`experiments.common.panels`); default a
+    figure of its own. Returns the figure.
+    """
     frame = frame.assign(case=_cases(frame))
     shown = [s for s in SHOWN[1:] if s in set(frame["strategy"])]
     platforms = list(dict.fromkeys(frame["platform"]))
     counts = [frame.loc[frame["platform"] == p, "case"].nunique() for p in platforms]
     widths = [max(2.5, 1.0 * n) for n in counts]
-    fig, axes = plt.subplots(
+    fig, axes = panels(
+        on,
         len(shown),
         len(platforms),
-        figsize=(sum(widths) + 1.5, 3.6 * len(shown) + 0.6),
-        squeeze=False,
+        (sum(widths) + 1.5, 3.6 * len(shown) + 0.6),
         gridspec_kw={"width_ratios": widths},
         sharey=True,
     )
@@ -293,8 +304,9 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
         bbox_to_anchor=(0.5, 1.02),
         fontsize=8,
     )
-    fig.tight_layout()
-    return save_figure(fig, out_dir, NAME)
+    if on is None:
+        fig.tight_layout()
+    return fig
 
 
 def _cases(frame: pd.DataFrame) -> pd.Series:
@@ -370,6 +382,7 @@ __all__ = [
     "TITLE",
     "Config",
     "compute",
+    "draw",
     "plot",
     "point_rows",
     "points",

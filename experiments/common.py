@@ -28,12 +28,15 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from hwmodels.platform import Platform
 from tmsim.capacity import Capacity
 from tmsim.comparison import CompareSettings, compare, rows_frame
+from tmsim.errors import TmsimError
 from tmsim.figures import Progress, points_dir
 from tmsim.results import provenance, read_table, write_table
 from tmsim.strategies import STRATEGIES, Kind, strategy
@@ -110,6 +113,41 @@ def write_data(
 def read_data(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, dict[str, Any]]:
     """A figure's frame and metadata (see :func:`tmsim.results.read_table`)."""
     return read_table(path)
+
+
+def load_frame(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """A figure's frame with its metadata (``config``, ``provenance``) in ``attrs``, as
+    every figure's ``draw`` takes it."""
+    frame, meta = read_table(path)
+    frame.attrs.update(meta)
+    return frame
+
+
+#: What a figure's ``draw`` takes to draw on: nothing (a figure of its own), one Axes, or as
+#: many Axes as it has panels (any shape; taken row by row).
+AxesArg = Axes | Sequence[Axes] | np.ndarray | None
+
+
+def panels(
+    ax: AxesArg, rows: int, cols: int, figsize: tuple[float, float], **subplots: Any
+) -> tuple[Figure, np.ndarray]:
+    """The figure and the ``rows`` x ``cols`` array of Axes a ``draw`` draws on: ``ax`` (one
+    Axes, or ``rows * cols`` of them, taken row by row; its figure then), or a new figure of
+    ``figsize`` inches with ``fig.subplots(rows, cols, **subplots)``, not attached to pyplot.
+    Raises :class:`TmsimError` when ``ax`` holds another number of Axes."""
+    if ax is None:
+        fig = Figure(figsize=figsize)
+        grid = fig.subplots(rows, cols, squeeze=False, **subplots)
+        return fig, grid
+    given = [ax] if isinstance(ax, Axes) else list(np.asarray(ax, dtype=object).flat)
+    if len(given) != rows * cols or not all(isinstance(a, Axes) for a in given):
+        raise TmsimError(
+            f"this figure draws {rows * cols} panel(s) ({rows} x {cols}); give as many "
+            f"matplotlib Axes, or none, not {len(given)} object(s)"
+        )
+    figure = given[0].get_figure()
+    assert isinstance(figure, Figure)
+    return figure, np.asarray(given, dtype=object).reshape(rows, cols)
 
 
 def save_figure(fig: Figure, out_dir: str | os.PathLike[str], name: str) -> list[Path]:
@@ -303,6 +341,7 @@ __all__ = [
     "GPU_OVERSUBSCRIBED",
     "GPU_WORKLOADS",
     "LARGE",
+    "AxesArg",
     "PointFrame",
     "Progress",
     "async_not_better",
@@ -313,6 +352,8 @@ __all__ = [
     "geomean",
     "insert_labels",
     "label",
+    "load_frame",
+    "panels",
     "read_data",
     "run_figure_points",
     "save_figure",

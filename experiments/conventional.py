@@ -23,18 +23,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from experiments.common import (
     COLORS,
     CONVENTIONAL,
+    AxesArg,
     Progress,
     capacity_of,
     compare_frame,
     geomean,
-    read_data,
+    load_frame,
+    panels,
     run_figure_points,
     save_figure,
     solver_params,
@@ -196,17 +198,27 @@ def geomean_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
-    """Draw ``data`` (written by :func:`compute`): one panel per ratio, bars per workload and
-    for the geometric mean, one bar per strategy beside all-PMM; write PDF and PNG to
-    ``out_dir`` and return their paths."""
-    frame, meta = read_data(data)
+    """Draw the table ``data`` (written by :func:`compute`) with :func:`draw`; write
+    ``NAME.pdf`` and ``NAME.png`` to ``out_dir`` and return their paths."""
+    return save_figure(draw(load_frame(data)), out_dir, NAME)
+
+
+def draw(frame: pd.DataFrame, on: AxesArg = None) -> Figure:
+    """Draw ``frame`` (the table :func:`compute` writes, its metadata in ``attrs``): one panel per
+    ratio, bars per workload and for the geometric mean, one bar per strategy beside all-
+    PMM.
+
+    ``on``: the Axes to draw on, one per panel (:func:`experiments.common.panels`); default a
+    figure of its own. Returns the figure.
+    """
+    meta = frame.attrs
     ratios = list(meta["config"]["ratios"])
     strategies = ["all-slow", *meta["config"]["strategies"]]
     names = {"all-slow": "all-PMM", "first-touch": "first-touch (NUMA)"}
     workloads = list(dict.fromkeys(frame["workload"]))
     groups = [*workloads, GEOMEAN]
     width_in = 1.2 + 0.9 * len(groups) * len(ratios)
-    fig, axes = plt.subplots(1, len(ratios), figsize=(width_in, 3.6), sharey=True, squeeze=False)
+    fig, axes = panels(on, 1, len(ratios), (width_in, 3.6), sharey=True)
     width = 0.8 / len(strategies)
     top = 1.0
     for ax, ratio in zip(axes[0], ratios, strict=True):
@@ -242,8 +254,9 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
         frameon=False,
     )
     fig.suptitle(f"{TITLE} ({meta['config']['platform']})", fontsize=10, y=1.12)
-    fig.tight_layout()
-    return save_figure(fig, out_dir, NAME)
+    if on is None:
+        fig.tight_layout()
+    return fig
 
 
 def _value(frame: pd.DataFrame, workload: str, ratio: str, strategy: str) -> float:
@@ -264,6 +277,7 @@ __all__ = [
     "TITLE",
     "Config",
     "compute",
+    "draw",
     "geomean_table",
     "plot",
     "point_frame",

@@ -31,21 +31,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from experiments.common import (
     COLORS,
     GPU_WORKLOADS,
+    AxesArg,
     Progress,
     async_not_better,
     capacity_of,
     insert_labels,
     label,
-    read_data,
+    load_frame,
+    panels,
     run_figure_points,
     save_figure,
     write_data,
@@ -210,19 +212,24 @@ def compute(
 
 
 def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Draw the table ``data`` (written by :func:`compute`) with :func:`draw`; write
+    ``NAME.pdf`` and ``NAME.png`` to ``out_dir`` and return their paths."""
+    return save_figure(draw(load_frame(data)), out_dir, NAME)
+
+
+def draw(frame: pd.DataFrame, on: AxesArg = None) -> Figure:
     """Speedup over unified memory of each workload's sync, async and all-fast steps, one
     panel per platform; hatched async bars are the sync plan (the async MILP did not improve
-    on it within its limits); workloads that fit the device are labelled ``fits``."""
-    frame, _meta = read_data(data)
+    on it within its limits); workloads that fit the device are labelled ``fits``.
+
+    ``on``: the Axes to draw on, one per panel (:func:`experiments.common.panels`); default a
+    figure of its own. Returns the figure.
+    """
     platforms = list(dict.fromkeys(frame["platform"]))
     counts = [frame.loc[frame["platform"] == p, "workload"].nunique() for p in platforms]
     widths = [max(3.0, 0.75 * n) for n in counts]
-    fig, axes = plt.subplots(
-        1,
-        len(platforms),
-        figsize=(sum(widths) + 1.2, 4.2),
-        squeeze=False,
-        gridspec_kw={"width_ratios": widths},
+    fig, axes = panels(
+        on, 1, len(platforms), (sum(widths) + 1.2, 4.2), gridspec_kw={"width_ratios": widths}
     )
     top = float(np.nanmax(frame["speedup"].to_numpy(dtype=float), initial=1.0))
     for ax, name in zip(axes[0], platforms, strict=True):
@@ -240,8 +247,9 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
         frameon=False,
         bbox_to_anchor=(0.5, 1.04),
     )
-    fig.tight_layout()
-    return save_figure(fig, out_dir, NAME)
+    if on is None:
+        fig.tight_layout()
+    return fig
 
 
 def _panel(ax: Axes, rows: pd.DataFrame, platform: str, top: float) -> None:
@@ -293,6 +301,7 @@ __all__ = [
     "TITLE",
     "Config",
     "compute",
+    "draw",
     "plot",
     "points",
     "workload_rows",

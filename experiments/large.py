@@ -20,17 +20,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from experiments.common import (
     COLORS,
     LARGE,
+    AxesArg,
     Progress,
     capacity_of,
     compare_frame,
-    read_data,
+    load_frame,
+    panels,
     run_figure_points,
     save_figure,
     solver_params,
@@ -168,13 +170,24 @@ def compute(
 
 
 def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
-    """Draw ``data`` (written by :func:`compute`): left, the speedup of all-PMM, static and
-    sync over 2LM per workload; right, every strategy's slowdown against all-DRAM (the
-    oracle). Writes PDF and PNG to ``out_dir`` and returns their paths."""
-    frame, meta = read_data(data)
+    """Draw the table ``data`` (written by :func:`compute`) with :func:`draw`; write
+    ``NAME.pdf`` and ``NAME.png`` to ``out_dir`` and return their paths."""
+    return save_figure(draw(load_frame(data)), out_dir, NAME)
+
+
+def draw(frame: pd.DataFrame, on: AxesArg = None) -> Figure:
+    """Draw ``frame`` (the table :func:`compute` writes, its metadata in ``attrs``): left, the
+    speedup of all-PMM, static and sync over 2LM per workload; right, every strategy's
+    slowdown against all-DRAM (the oracle).
+
+    ``on``: the Axes to draw on, one per panel (:func:`experiments.common.panels`); default a
+    figure of its own. Returns the figure.
+    """
+    meta = frame.attrs
     workloads = list(dict.fromkeys(frame["workload"]))
     x = np.arange(len(workloads))
-    fig, (left, right) = plt.subplots(1, 2, figsize=(4.5 + 2.2 * len(workloads), 3.8))
+    fig, grid = panels(on, 1, 2, (4.5 + 2.2 * len(workloads), 3.8))
+    left, right = grid[0]
 
     shown = [s for s in SHOWN if s in set(frame["strategy"])]
     width = 0.8 / max(1, len(shown))
@@ -215,8 +228,9 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
     slowest = np.nanmax(frame.loc[frame["strategy"].isin(order), "slowdown"].to_numpy(), initial=1)
     right.set_ylim(0, float(slowest) * 1.35)
     fig.suptitle(f"{TITLE} ({meta['config']['platform']})", fontsize=10)
-    fig.tight_layout()
-    return save_figure(fig, out_dir, NAME)
+    if on is None:
+        fig.tight_layout()
+    return fig
 
 
 def _gb(n_bytes: float) -> str:

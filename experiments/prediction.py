@@ -29,21 +29,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 from experiments.common import (
     COLORS,
     CONVENTIONAL,
     GPU_OVERSUBSCRIBED,
+    AxesArg,
     Progress,
     async_not_better,
     capacity_of,
     insert_labels,
+    load_frame,
+    panels,
     point_labels,
-    read_data,
     run_figure_points,
     save_figure,
     write_data,
@@ -203,21 +205,32 @@ def compute(
 
 
 def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Draw the table ``data`` (written by :func:`compute`) with :func:`draw`; write
+    ``NAME.pdf`` and ``NAME.png`` to ``out_dir`` and return their paths."""
+    return save_figure(draw(load_frame(data)), out_dir, NAME)
+
+
+def draw(frame: pd.DataFrame, on: AxesArg = None) -> Figure:
     """Left: simulated against predicted step time of every plan (log-log, the y = x line:
     perfect prediction). Right: the relative error per strategy and platform, each plan a dot.
-    Async rows that repeat the sync plan and rows without times are left out."""
-    frame, _meta = read_data(data)
+    Async rows that repeat the sync plan and rows without times are left out.
+
+    ``on``: the Axes to draw on, one per panel (:func:`experiments.common.panels`); default a
+    figure of its own. Returns the figure.
+    """
     timed = frame[np.isfinite(frame["predicted_s"]) & np.isfinite(frame["simulated_s"])]
     ok = timed[~timed["same_as_sync"].astype(bool)]
     widths = {"width_ratios": [1, 1.3]}
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 4.4), gridspec_kw=widths)
+    fig, grid = panels(on, 1, 2, (10.5, 4.4), gridspec_kw=widths)
+    left, right = grid[0]
     _scatter(left, ok)
     left_out = len(timed) - len(ok)
     note = f" ({left_out} async plans that repeat the sync plan left out)" if left_out else ""
     left.set_title(f"{len(ok)} plans{note}", fontsize=9)
     _errors(right, ok)
-    fig.tight_layout()
-    return save_figure(fig, out_dir, NAME)
+    if on is None:
+        fig.tight_layout()
+    return fig
 
 
 def _scatter(ax: Axes, ok: pd.DataFrame) -> None:
@@ -279,6 +292,7 @@ __all__ = [
     "TITLE",
     "Config",
     "compute",
+    "draw",
     "plot",
     "point_rows",
     "points",

@@ -18,18 +18,20 @@ import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from experiments import conventional
 from experiments.common import (
     COLORS,
     CONVENTIONAL,
+    AxesArg,
     Progress,
     geomean,
-    read_data,
+    load_frame,
+    panels,
     save_figure,
     write_data,
 )
@@ -170,22 +172,30 @@ def cheapest(points: pd.DataFrame, budget: float) -> pd.Series | None:
 
 
 def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
-    """Draw ``data`` (written by :func:`compute`): one panel per workload and one for the
-    geometric mean; normalized memory cost against slowdown, a line per strategy through its
-    configurations, the budget as a dotted line and the cheapest configuration within it
-    starred. Writes PDF and PNG to ``out_dir`` and returns their paths."""
-    frame, meta = read_data(data)
+    """Draw the table ``data`` (written by :func:`compute`) with :func:`draw`; write
+    ``NAME.pdf`` and ``NAME.png`` to ``out_dir`` and return their paths."""
+    return save_figure(draw(load_frame(data)), out_dir, NAME)
+
+
+def draw(frame: pd.DataFrame, on: AxesArg = None) -> Figure:
+    """Draw ``frame`` (the table :func:`compute` writes, its metadata in ``attrs``): one panel per
+    workload and one for the geometric mean; normalized memory cost against slowdown, a line
+    per strategy through its configurations, the budget as a dotted line and the cheapest
+    configuration within it starred.
+
+    ``on``: the Axes to draw on, one per panel (:func:`experiments.common.panels`); default a
+    figure of its own. Returns the figure.
+    """
+    meta = frame.attrs
     cfg = meta["config"]
     budget = float(cfg["budget_slowdown"])
     strategies = list(cfg["strategies"])
-    panels = [*dict.fromkeys(frame["workload"]), GEOMEAN]
-    ncols = min(3, len(panels))
-    nrows = -(-len(panels) // ncols)
-    fig, axes = plt.subplots(
-        nrows, ncols, figsize=(3.6 * ncols, 3.1 * nrows), squeeze=False, sharex=True
-    )
+    groups = [*dict.fromkeys(frame["workload"]), GEOMEAN]
+    ncols = min(3, len(groups))
+    nrows = -(-len(groups) // ncols)
+    fig, axes = panels(on, nrows, ncols, (3.6 * ncols, 3.1 * nrows), sharex=True)
     names = {"first-touch": "first-touch (NUMA)", "sync": "AutoTM sync"}
-    for ax, panel in zip(axes.flat, panels, strict=False):
+    for ax, panel in zip(axes.flat, groups, strict=False):
         for strategy in strategies:
             points = curve(frame, panel, strategy)
             color = COLORS.get(strategy, "k")
@@ -201,7 +211,7 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
         ax.set_title(panel, fontsize=9)
         ax.grid(alpha=0.3)
         ax.set_ylim(bottom=0.9)
-    for ax in axes.flat[len(panels) :]:
+    for ax in axes.flat[len(groups) :]:
         ax.set_visible(False)
     for ax in axes[:, 0]:
         ax.set_ylabel("slowdown vs all-DRAM (x)")
@@ -224,8 +234,9 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
     price = cfg["dram_price_per_gb"] / cfg["pmm_price_per_gb"]
     title = f"Memory cost against slowdown (DRAM {price:g}x PMM per GB, {cfg['platform']})"
     fig.suptitle(title, fontsize=10, y=1.05)
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
-    return save_figure(fig, out_dir, NAME)
+    if on is None:
+        fig.tight_layout(rect=(0, 0, 1, 0.95))
+    return fig
 
 
 def _annotate_ratios(ax: Axes, points: pd.DataFrame) -> None:
@@ -249,6 +260,7 @@ __all__ = [
     "cheapest",
     "compute",
     "curve",
+    "draw",
     "memory_split",
     "plot",
 ]

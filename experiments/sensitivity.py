@@ -39,15 +39,18 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from experiments.common import (
     CONVENTIONAL,
+    AxesArg,
     Progress,
     capacity_of,
     insert_labels,
+    load_frame,
+    panels,
     point_labels,
-    read_data,
     run_figure_points,
     save_figure,
     write_data,
@@ -336,19 +339,26 @@ def flips(frame: pd.DataFrame) -> pd.Series:
 
 
 def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Draw the table ``data`` (written by :func:`compute`) with :func:`draw`; write
+    ``NAME.pdf`` and ``NAME.png`` to ``out_dir`` and return their paths."""
+    return save_figure(draw(load_frame(data)), out_dir, NAME)
+
+
+def draw(frame: pd.DataFrame, on: AxesArg = None) -> Figure:
     """One panel per strategy: a row per parameter, a segment per workload from the ratio at
     the low end of the parameter's range (open circle) to that at the high end (filled), the
     shipped preset's ratio as a tick; a segment crossing the line at 1 flips the conclusion
-    and is labelled so. Workloads whose async MILP kept the sync plan say so in the legend."""
-    frame, _meta = read_data(data)
+    and is labelled so. Workloads whose async MILP kept the sync plan say so in the legend.
+
+    ``on``: the Axes to draw on, one per panel (:func:`experiments.common.panels`); default a
+    figure of its own. Returns the figure.
+    """
     frame = frame.assign(case=frame["workload"] + " @" + frame["capacity"].astype(str))
     shown = [s for s in SHOWN if s in set(frame["strategy"])]
     params = list(dict.fromkeys(frame.loc[frame["end"] != "shipped", "label"]))
     cases = list(dict.fromkeys(frame["case"]))
     colours = plt.get_cmap("tab10")
-    fig, axes = plt.subplots(
-        1, len(shown), figsize=(6.0 * len(shown), 0.55 * len(params) * 1.3 + 1.8), squeeze=False
-    )
+    fig, axes = panels(on, 1, len(shown), (6.0 * len(shown), 0.55 * len(params) * 1.3 + 1.8))
     for ax, strategy in zip(axes[0], shown, strict=True):
         mine = frame[frame["strategy"] == strategy]
         _panel(ax, mine, strategy, params, cases, colours)
@@ -378,8 +388,9 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
         bbox_to_anchor=(0.5, 1.0 + 0.02 * (len(handles) // 4 + 1)),
         fontsize=7,
     )
-    fig.tight_layout()
-    return save_figure(fig, out_dir, NAME)
+    if on is None:
+        fig.tight_layout()
+    return fig
 
 
 def _panel(
@@ -437,6 +448,7 @@ __all__ = [
     "Assumed",
     "Config",
     "compute",
+    "draw",
     "flips",
     "plot",
     "point_rows",

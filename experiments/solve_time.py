@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
@@ -32,10 +32,12 @@ from experiments.common import (
     COLORS,
     CONVENTIONAL,
     LARGE,
+    AxesArg,
     Progress,
     capacity_of,
     label,
-    read_data,
+    load_frame,
+    panels,
     run_figure_points,
     save_figure,
     write_data,
@@ -204,14 +206,25 @@ def _row(got: Plan | TmsimError | None, limit_s: float, before_s: float) -> dict
 
 
 def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]:
-    """Draw ``data`` (written by :func:`compute`): log-log solve seconds against kernels (left)
-    and against MILP variables (right, plans of their own model only); hollow markers where
-    the time limit cut the chain short (labelled with the gap proven by then), crosses at the
-    limit where no plan came back, and the limit as a dashed line. Writes PDF and PNG to
-    ``out_dir`` and returns their paths."""
-    frame, meta = read_data(data)
+    """Draw the table ``data`` (written by :func:`compute`) with :func:`draw`; write
+    ``NAME.pdf`` and ``NAME.png`` to ``out_dir`` and return their paths."""
+    return save_figure(draw(load_frame(data)), out_dir, NAME)
+
+
+def draw(frame: pd.DataFrame, on: AxesArg = None) -> Figure:
+    """Draw ``frame`` (the table :func:`compute` writes, its metadata in ``attrs``): log-log solve
+    seconds against kernels (left) and against MILP variables (right, plans of their own
+    model only); hollow markers where the time limit cut the chain short (labelled with the
+    gap proven by then), crosses at the limit where no plan came back, and the limit as a
+    dashed line.
+
+    ``on``: the Axes to draw on, one per panel (:func:`experiments.common.panels`); default a
+    figure of its own. Returns the figure.
+    """
+    meta = frame.attrs
     limit = float(meta["config"]["time_limit_s"])
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    fig, grid = panels(on, 1, 2, (10, 4), sharey=True)
+    left, right = grid[0]
     marker = {"static": "s", "sync": "o", "async": "^"}
     for formulation, rows in frame.groupby("formulation", sort=False):
         color = COLORS.get(str(formulation), "k")
@@ -287,8 +300,9 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
     cfg = meta["config"]
     where = f"{cfg['platform']}, PMM:DRAM {cfg['ratio']}, HiGHS, gap {cfg['gap']:g}"
     fig.suptitle(f"{TITLE} ({where})", fontsize=10)
-    fig.tight_layout()
-    return save_figure(fig, out_dir, NAME)
+    if on is None:
+        fig.tight_layout()
+    return fig
 
 
 __all__ = [
@@ -299,6 +313,7 @@ __all__ = [
     "Config",
     "chain_rows",
     "compute",
+    "draw",
     "plot",
     "points",
 ]

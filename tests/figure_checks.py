@@ -7,6 +7,10 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
+import pytest
+from matplotlib.figure import Figure
+
+import tmsim
 from tmsim.comparison import Row
 from tmsim.figures import points_dir
 
@@ -40,11 +44,30 @@ def check_meta(meta: dict[str, Any], name: str, config: Any) -> None:
 
 
 def check_plot(module: Any, data: Path, out: Path) -> None:
-    """``module.plot`` writes ``NAME.pdf`` and ``NAME.png`` into ``out``, both non-trivial."""
+    """``module.plot`` writes ``NAME.pdf`` and ``NAME.png`` into ``out``, both non-trivial;
+    through the public API the figure draws from its table on a figure of its own and on
+    Axes the caller gives, one per panel, and refuses another number of them."""
     files = module.plot(data, out)
     assert sorted(p.suffix for p in files) == [".pdf", ".png"]
     for p in files:
         assert p.parent == out and p.stem == module.NAME and p.stat().st_size > 1000
+    frame = tmsim.read_table(data)
+    own = tmsim.figure(module.NAME, frame)
+    count = len(own.axes)
+    assert count >= 1
+    mine = Figure()
+    axes = mine.subplots(1, count, squeeze=False)[0]
+    drawn = tmsim.figure(module.NAME, frame, ax=list(axes))
+    assert drawn is mine and all(a.has_data() or a.texts or a.patches for a in axes)
+    with pytest.raises(tmsim.TmsimError, match=f"draws {count} panel"):
+        tmsim.figure(module.NAME, frame, ax=list(Figure().subplots(1, count + 1)))
+    with pytest.raises(tmsim.TmsimError, match="no configuration"):
+        tmsim.figure(module.NAME, frame.iloc[:0].copy().pipe(_without_attrs))
+
+
+def _without_attrs(frame: Any) -> Any:
+    frame.attrs.clear()
+    return frame
 
 
 def stored_points(out: Path, name: str) -> dict[str, int]:

@@ -35,14 +35,24 @@ PUBLIC = [
     "TmsimError",
     "__version__",
     "compare",
+    "figure",
+    "figure_names",
     "graph",
     "plan",
     "platform",
+    "read_table",
     "simulate",
     "sweep",
 ]
 
-DOCTESTED = ["tmsim", "tmsim.api.inputs", "tmsim.api.runs", "tmsim.api.tables", "hwmodels.display"]
+DOCTESTED = [
+    "tmsim",
+    "tmsim.api.inputs",
+    "tmsim.api.runs",
+    "tmsim.api.tables",
+    "tmsim.api.figures",
+    "hwmodels.display",
+]
 
 
 def test_the_public_names_are_the_list() -> None:

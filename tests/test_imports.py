@@ -53,6 +53,7 @@ ALLOWED: dict[str, set[str]] = {
     "tmsim.api": {
         *PLAN,
         "tmsim.comparison",
+        "tmsim.figures",
         "tmsim.planners",
         "tmsim.plots",
         "tmsim.results",

@@ -20,6 +20,7 @@ np.float64(1.0)
   :class:`Run`);
 - :func:`compare`, :func:`sweep`: DataFrames with units in the column names and the
   provenance in ``DataFrame.attrs``;
+- :func:`figure` draws a figure of ``tmsim reproduce`` from its table (:func:`read_table`);
 - bad input raises :class:`TmsimError` with a one-line message.
 """
 
@@ -41,6 +42,9 @@ _SOURCES: dict[str, str] = {
     "Run": "tmsim.api.runs",
     "compare": "tmsim.api.tables",
     "sweep": "tmsim.api.tables",
+    "figure": "tmsim.api.figures",
+    "figure_names": "tmsim.api.figures",
+    "read_table": "tmsim.api.figures",
     "STRATEGIES": "tmsim.strategies",
     "Strategy": "tmsim.strategies",
     "Graph": "tmsim.workload.graph",
@@ -67,15 +71,19 @@ __all__ = [
     "TmsimError",
     "__version__",
     "compare",
+    "figure",
+    "figure_names",
     "graph",
     "plan",
     "platform",
+    "read_table",
     "simulate",
     "sweep",
 ]
 
 if TYPE_CHECKING:
     from hwmodels.platform import Platform
+    from tmsim.api.figures import figure, figure_names, read_table
     from tmsim.api.inputs import MODELS, PRESETS, graph, platform
     from tmsim.api.runs import Run, plan, simulate
     from tmsim.api.tables import compare, sweep

@@ -36,7 +36,9 @@ class FigureModule(Protocol):
     path; its points run in ``workers`` local processes (None: the figure's default) or on the
     Dask scheduler at ``dask_address``, and it raises :class:`~tmsim.errors.TmsimError` when it
     cannot write the table. ``plot`` reads only that table and writes ``NAME.pdf`` and
-    ``NAME.png`` to ``out_dir``, returning their paths.
+    ``NAME.png`` to ``out_dir``, returning their paths; it draws with ``draw``, which takes
+    that table as a DataFrame with its metadata in ``attrs`` and ``on``, None (a figure of its
+    own) or the matplotlib Axes to draw on, one per panel, and returns the matplotlib figure.
     """
 
     NAME: str
@@ -56,6 +58,8 @@ class FigureModule(Protocol):
     ) -> Path: ...
 
     def plot(self, data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[Path]: ...
+
+    def draw(self, frame: Any, on: Any = None) -> Any: ...
 
 
 @dataclass(frozen=True)
