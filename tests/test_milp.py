@@ -317,3 +317,27 @@ def test_a_gpu_solve_stopped_before_any_plan_returns_the_offload_start(formulati
     assert uncontended == pytest.approx(result.predicted_s, rel=1e-9)
     solved = plan_milp(tiny_step(), gpu, replace(opts, time_limit_s=None, gap=1e-9), formulation)
     assert solved.predicted_s <= result.predicted_s
+
+
+def test_a_gpu_plan_does_not_warm_up_from_a_static_solve_that_cannot_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nothing fits statically: the sync solve starts cold at once, as the chain does, instead
+    of laying out the static start (every used tensor on the device) round after round."""
+    import tmsim.planners.milp.chain as chain
+
+    laid_out: list[int] = []
+    original = chain.overflow_bytes
+
+    def counting(*args: object, **kwargs: object) -> object:
+        laid_out.append(1)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(chain, "overflow_bytes", counting)
+    gpu = load_preset("rtx2080ti-pcie3")
+    opts = PlanSettings(capacity=Capacity.of_bytes(160 * MB), time_limit_s=1e-9, window=1)
+    result = plan_milp(tiny_step(), gpu, opts, "sync")
+    assert result.stats is not None and result.stats.status == "time_limit (its warm start)"
+    assert len(laid_out) == 1  # the sync plan's own layout only
+    with pytest.raises(InfeasibleError, match="nothing moves"):
+        plan_milp(tiny_step(), gpu, opts, "static")

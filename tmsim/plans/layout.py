@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from hwmodels.platform import Platform
 from tmsim.intervals import occupancy
-from tmsim.plans.memory import Layout, Strategy, plan_memory
+from tmsim.plans.memory import SMALLEST_OF, Layout, Strategy, plan_memory
 from tmsim.plans.values import Plan
 from tmsim.workload.graph import Graph
 
@@ -46,14 +46,21 @@ def overflow_bytes(
     """Per kernel, how far the highest buffer live there ends past ``limit_bytes`` (or 0).
 
     Without a ``layout``, buffers are laid out by the best of the strategies, with no
-    alignment padding.
+    alignment padding (as :attr:`Strategy.SMALLEST` lays them out; the first strategy whose
+    pool fits ends the search, since then nothing overflows).
     """
     sizes, first, last = fast_buffers(plan, graph, platform)
-    # Byte-exact: the MILP counts bytes, so only fragmentation, not alignment, is corrected.
-    if layout is None:
-        layout = plan_memory(sizes, first, last, Strategy.SMALLEST, alignment_bytes=1)
-    lay = layout
     out = np.zeros(len(graph.kernels), dtype=np.int64)
+    if layout is None:
+        # Byte-exact: the MILP counts bytes, so only fragmentation, not alignment, is corrected.
+        for strategy in SMALLEST_OF:
+            tried = plan_memory(sizes, first, last, strategy, alignment_bytes=1)
+            if tried.pool_bytes <= limit_bytes:
+                return out
+            if layout is None or tried.pool_bytes < layout.pool_bytes:
+                layout = tried
+    assert layout is not None  # SMALLEST_OF is not empty
+    lay = layout
     top = lay.ends_bytes
     for i in np.flatnonzero(top > limit_bytes):
         span = slice(int(first[i]), int(last[i]) + 1)

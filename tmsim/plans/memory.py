@@ -69,6 +69,10 @@ class Layout:
         return 1.0 - self.peak_live_bytes / self.pool_bytes if self.pool_bytes else 0.0
 
 
+#: The strategies :attr:`Strategy.SMALLEST` tries, in order (the first of the smallest wins).
+SMALLEST_OF = (Strategy.FIRST_FIT, Strategy.BEST_FIT, Strategy.FIRST_FIT_START)
+
+
 def _align(values: IntArray, alignment: int) -> IntArray:
     return -(-values // alignment) * alignment
 
@@ -104,10 +108,7 @@ def plan_memory(
         raise TmsimError(f"buffer {int(np.argmax(lo > hi))}: first kernel after last kernel")
     aligned = _align(size, alignment_bytes)
     if strat is Strategy.SMALLEST:
-        tries = [
-            _layout(aligned, lo, hi, s, alignment_bytes)
-            for s in (Strategy.FIRST_FIT, Strategy.BEST_FIT, Strategy.FIRST_FIT_START)
-        ]
+        tries = [_layout(aligned, lo, hi, s, alignment_bytes) for s in SMALLEST_OF]
         return min(tries, key=lambda layout: layout.pool_bytes)
     return _layout(aligned, lo, hi, strat, alignment_bytes)
 
