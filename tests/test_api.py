@@ -278,3 +278,68 @@ def test_sweep_from_a_dict_and_a_file_agree(tmp_path: Path) -> None:
         tmsim.sweep({"sweep": {"name": "x"}})
     with pytest.raises(tmsim.TmsimError, match="Client"):
         tmsim.sweep(spec, client=object())
+
+
+#: Any value a caller might pass by mistake, of every Python type the API meets.
+ANY = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(),
+    st.text(max_size=8),
+    st.sampled_from(["vgg19", "4:1", "fp16", "controller", "x" * 300, "\0", "."]),
+    st.binary(max_size=4),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
+)
+TINY_GRAPH = tmsim.graph("vgg19", batch=2)
+OPTANE = tmsim.platform()
+SETTINGS = ["gap", "time_limit_s", "window", "node_limit", "solver", "lp_iterations", "layout"]
+OVERRIDES = ["tiers.DRAM.capacity_GiB", "tiers.PMM.read_bw_GBps", "compute.cores", "name", "tiers"]
+
+
+def _one_line_or_answer(call: object) -> object:
+    try:
+        return call()  # type: ignore[operator]
+    except tmsim.TmsimError as exc:
+        assert "\n" not in str(exc)
+        return None
+
+
+@settings(max_examples=60, deadline=None)
+@given(ANY, st.sampled_from(SETTINGS), st.sampled_from(OVERRIDES))
+def test_any_argument_gives_an_answer_or_a_one_line_error(
+    value: object, setting: str, override: str
+) -> None:
+    got = _one_line_or_answer(lambda: tmsim.graph(value))  # type: ignore[arg-type]
+    assert got is None or isinstance(got, tmsim.Graph)
+    got = _one_line_or_answer(lambda: tmsim.graph("vgg19", batch=value, dtype=value))  # type: ignore[arg-type]
+    assert got is None or isinstance(got, tmsim.Graph)
+    got = _one_line_or_answer(lambda: tmsim.platform(value))  # type: ignore[arg-type]
+    assert got is None or isinstance(got, tmsim.Platform)
+    got = _one_line_or_answer(lambda: tmsim.platform(OPTANE, {override: value}))
+    assert got is None or isinstance(got, tmsim.Platform)
+    got = _one_line_or_answer(lambda: tmsim.platform("cascadelake-optane", value))  # type: ignore[arg-type]
+    assert got is None or isinstance(got, tmsim.Platform)
+    got = _one_line_or_answer(lambda: tmsim.plan(TINY_GRAPH, OPTANE, value))  # type: ignore[arg-type]
+    assert got is None or isinstance(got, tmsim.Plan)
+    got = _one_line_or_answer(lambda: tmsim.plan(TINY_GRAPH, OPTANE, "greedy", **{setting: value}))
+    assert got is None or isinstance(got, tmsim.Plan)
+    plan = tmsim.plan(TINY_GRAPH, OPTANE, "all-slow")
+    for call in (
+        lambda: tmsim.simulate(plan, TINY_GRAPH, OPTANE, interference=value),  # type: ignore[arg-type]
+        lambda: tmsim.simulate(value, TINY_GRAPH, OPTANE),  # type: ignore[arg-type]
+        lambda: tmsim.simulate(plan, value, OPTANE),  # type: ignore[arg-type]
+    ):
+        got = _one_line_or_answer(call)
+        assert got is None or isinstance(got, tmsim.Run)
+    for call in (
+        # None (every strategy) is a valid answer tested above; here only what may be wrong
+        lambda: tmsim.compare(TINY_GRAPH, OPTANE, value or ["x"], fast="4:1"),  # type: ignore[arg-type]
+        lambda: tmsim.compare(TINY_GRAPH, OPTANE, ["all-fast"], fast=value),  # type: ignore[arg-type]
+        lambda: tmsim.sweep(value),  # type: ignore[arg-type]
+        lambda: tmsim.read_table(value),  # type: ignore[arg-type]
+    ):
+        got = _one_line_or_answer(call)
+        assert got is None or isinstance(got, pd.DataFrame)
+    assert _one_line_or_answer(lambda: tmsim.figure(value, pd.DataFrame())) is None  # type: ignore[arg-type]

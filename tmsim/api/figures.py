@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from tmsim.api.inputs import expect
 from tmsim.errors import TmsimError
 from tmsim.figures import discover
 from tmsim.results import read_table as read_result
@@ -40,6 +41,8 @@ def figure(name: str, frame: pd.DataFrame, ax: Any = None) -> Figure:
     Traceback (most recent call last):
     tmsim.errors.TmsimError: unknown figure 'nope'; figures are conventional, large, ...
     """
+    expect(name, str, "a figure's name", "one of tmsim.figure_names()")
+    expect(frame, pd.DataFrame, "a figure's table", "a DataFrame (from tmsim.read_table)")
     module = discover().module(name)
     if "config" not in frame.attrs:
         raise TmsimError(
@@ -60,6 +63,7 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     Traceback (most recent call last):
     tmsim.errors.TmsimError: no/such/table.parquet: ...
     """
+    expect(path, (str, os.PathLike), "a table's path", "a file path")
     try:
         frame, meta = read_result(path)
     except OSError as exc:

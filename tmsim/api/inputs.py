@@ -40,6 +40,28 @@ DEFAULT_PLATFORM = "cascadelake-optane"
 FastCapacity = Capacity | str | int | float | None
 
 
+def expect(value: object, kinds: type | tuple[type, ...], what: str, wanted: str) -> None:
+    """Raise :class:`TmsimError` ``"{what} must be {wanted}, got ..."`` unless ``value`` is an
+    instance of ``kinds`` (the API's check of a Python type at its edge, so that a wrong one
+    is a one-line error rather than a failure deep inside)."""
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in _tuple(kinds)):
+        shown = repr(value) if len(repr(value)) <= 60 else f"a {type(value).__name__}"
+        raise TmsimError(f"{what} must be {wanted}, got {shown}")
+
+
+def is_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` names a regular file (False, not an error, for a name too long or
+    otherwise impossible)."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _tuple(kinds: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kinds if isinstance(kinds, tuple) else (kinds,)
+
+
 def graph(
     source: str | os.PathLike[str], *, batch: int | None = None, dtype: str | None = None
 ) -> Graph:
@@ -56,19 +78,22 @@ def graph(
     Traceback (most recent call last):
     tmsim.errors.TmsimError: 'vgg20' is neither a zoo model (...) nor a graph file
     """
+    expect(source, (str, os.PathLike), "a graph's source", "a zoo model's name or a file path")
     name = os.fspath(source)
     if isinstance(source, str) and source in MODELS:
         if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int)):
             raise TmsimError(f"batch must be a whole number >= 1, got {batch!r}")
         if batch is not None and batch < 1:
             raise TmsimError(f"batch must be a whole number >= 1, got {batch!r}")
+        if dtype is not None:
+            expect(dtype, str, "dtype", f"one of {', '.join(DTYPE_BYTES)}")
         if dtype is not None and dtype not in DTYPE_BYTES:
             raise TmsimError(f"dtype must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")
         built, _ = zoo_graph(
             source, DEFAULT_BATCH if batch is None else batch, dtype=dtype or "fp32"
         )
         return built
-    if not Path(name).is_file():
+    if not is_file(name):
         raise TmsimError(f"{name!r} is neither a zoo model ({', '.join(MODELS)}) nor a graph file")
     for what, value in (("batch", batch), ("dtype", dtype)):
         if value is not None:
@@ -98,6 +123,14 @@ def platform(
     Traceback (most recent call last):
     tmsim.errors.TmsimError: platform cascadelake-optane: overrides.tiers.HBM.capacity_GiB: ...
     """
+    expect(
+        source,
+        (str, os.PathLike, Platform),
+        "a platform's source",
+        "a preset, a file or a Platform",
+    )
+    if overrides is not None:
+        expect(overrides, Mapping, "overrides", "a mapping of dotted paths to values")
     given = dict(overrides or {})
     for key in given:
         if not isinstance(key, str) or not key:
@@ -115,7 +148,7 @@ def platform(
 
     if name in preset_names():
         docs, label = PlatformDocs(Path("."), fail), name
-    elif Path(name).is_file():
+    elif is_file(name):
         docs, label = PlatformDocs(Path(name).parent, fail), Path(name).name
     else:
         raise TmsimError(
@@ -190,6 +223,8 @@ __all__ = [
     "PRESETS",
     "FastCapacity",
     "capacity",
+    "expect",
     "graph",
+    "is_file",
     "platform",
 ]

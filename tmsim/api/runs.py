@@ -17,7 +17,7 @@ import pandas as pd
 from hwmodels.display import SummaryRow, gigabytes, html_table, text_table
 from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
-from tmsim.api.inputs import FastCapacity, capacity
+from tmsim.api.inputs import FastCapacity, capacity, expect
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel, parse_level
@@ -64,6 +64,8 @@ def plan(
     Traceback (most recent call last):
     tmsim.errors.TmsimError: unknown planner setting 'gapp'; settings: solver, ...
     """
+    check_inputs(graph, platform)
+    expect(strategy, str, "strategy", "a strategy's name")
     unknown = [k for k in settings if k not in SETTING_NAMES]
     if unknown:
         raise TmsimError(
@@ -102,7 +104,9 @@ def simulate(
     >>> run.step_time_s > 0, list(run.records.columns[:3])
     (True, ['kind', 'name', 'kernel'])
     """
-    level = parse_level(interference) if isinstance(interference, str) else interference
+    expect(plan, Plan, "plan", "a Plan (from tmsim.plan)")
+    check_inputs(graph, platform)
+    level = parse_level(interference)
     if plan.platform != platform.name:
         raise TmsimError(f"the plan is for platform {plan.platform!r}, not {platform.name!r}")
     if plan.graph_identity is not None:
@@ -111,7 +115,14 @@ def simulate(
         raise TmsimError(f"the plan is for graph {plan.graph!r}, not {graph.name!r}")
     cost = CostModel(graph, platform)
     validate(plan, graph, platform, cost, beside_for(plan, cost)).raise_if_invalid(shown=1)
-    return Run(plan, replay(plan, graph, platform, cost=cost, level=InterferenceLevel(level)))
+    return Run(plan, replay(plan, graph, platform, cost=cost, level=level))
+
+
+def check_inputs(graph: object, platform: object) -> None:
+    """Raise :class:`TmsimError` unless ``graph`` is a :class:`Graph` and ``platform`` a
+    :class:`Platform` (from :func:`tmsim.graph` and :func:`tmsim.platform`)."""
+    expect(graph, Graph, "graph", "a Graph (from tmsim.graph)")
+    expect(platform, Platform, "platform", "a Platform (from tmsim.platform)")
 
 
 @dataclass(frozen=True)
@@ -228,4 +239,4 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
     }
 
 
-__all__ = ["SETTING_NAMES", "Run", "plan", "simulate", "trace_summary"]
+__all__ = ["SETTING_NAMES", "Run", "check_inputs", "plan", "simulate", "trace_summary"]

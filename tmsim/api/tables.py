@@ -19,8 +19,8 @@ import pandas as pd
 
 from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
-from tmsim.api.inputs import FastCapacity, capacity
-from tmsim.api.runs import SETTING_NAMES
+from tmsim.api.inputs import FastCapacity, capacity, expect
+from tmsim.api.runs import SETTING_NAMES, check_inputs
 from tmsim.comparison import CompareSettings, Row, rows_frame
 from tmsim.comparison import compare as compare_rows
 from tmsim.errors import TmsimError
@@ -66,14 +66,21 @@ def compare(
             f"unknown compare setting {unknown[0]!r}; settings: "
             f"{', '.join((*COMPARE_KEYWORDS, *SETTING_NAMES))}"
         )
+    check_inputs(graph, platform)
     if isinstance(strategies, str):
         strategies = [strategies]
-    level = parse_level(interference) if isinstance(interference, str) else interference
+    if strategies is not None:
+        expect(strategies, (list, tuple), "strategies", "a list of strategy names")
+        for name in strategies:
+            expect(name, str, "a strategy", "a strategy's name")
+    if cache_block_bytes is not None:
+        expect(cache_block_bytes, int, "cache_block_bytes", "a whole number of bytes")
+    level = parse_level(interference)
     try:
         chosen = CompareSettings(
             plan=PlanSettings(capacity=capacity(fast), **settings),
             contention=level is not InterferenceLevel.NONE,
-            level=InterferenceLevel(level),
+            level=level,
             strategies=None if strategies is None else tuple(strategies),
             cache_block_bytes=cache_block_bytes,
         )
@@ -128,12 +135,18 @@ def sweep(
     >>> sorted(t.strategy), t.attrs["counts"]["failed"]  # one all-fast baseline serves both
     (['all-fast', 'all-slow', 'all-slow'], 0)
     """
+    expect(spec, (str, os.PathLike, Mapping, Sweep), "a sweep's spec", "a TOML file or a dict")
     if isinstance(spec, Sweep):
         expanded = spec
     elif isinstance(spec, Mapping):
         expanded = sweep_from_dict(spec, "sweep spec", Path.cwd())
     else:
-        expanded = load_sweep(Path(os.fspath(spec)))
+        try:
+            expanded = load_sweep(Path(os.fspath(spec)))
+        except OSError as exc:
+            raise TmsimError(
+                f"{os.fspath(spec)}: cannot read the sweep: {exc.strerror or exc}"
+            ) from None
     address = None
     if client is not None:
         address = getattr(getattr(client, "scheduler", None), "address", None)
