@@ -25,11 +25,11 @@ import numpy as np
 from hwmodels.platform import Platform
 from tmsim.capacity import fast_limit_bytes
 from tmsim.cost import CostModel
-from tmsim.errors import InfeasibleError, NoPlanError, TmsimError
-from tmsim.intervals import occupancy
+from tmsim.errors import NoPlanError, TmsimError
 from tmsim.planners.assemble import check_operands_fit
 from tmsim.planners.milp.build import Model, build_model, extract_plan
 from tmsim.planners.milp.gadgets import Formulation
+from tmsim.planners.milp.gpu import offload_plan_start, static_misfit
 from tmsim.planners.milp.overlap import overlap_copies
 from tmsim.planners.milp.solve import (
     SolveStopped,
@@ -39,14 +39,14 @@ from tmsim.planners.milp.solve import (
     solver_options,
     start_stats,
 )
-from tmsim.planners.milp.starts import best_heuristic_tiers, lift, offload_start, static_start
+from tmsim.planners.milp.starts import best_heuristic_tiers, lift, static_start
 from tmsim.planners.milp.states import MAX_TIERS
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.layout import overflow_bytes, resident_bytes, resident_overflow_bytes
 from tmsim.plans.values import Plan, SolverStats
 from tmsim.sim.beside import beside_costs
 from tmsim.strategies import kernels_reach_slow
-from tmsim.workload.graph import PERSISTENT_ROLES, Graph
+from tmsim.workload.graph import Graph
 
 GB = 1e9
 
@@ -285,7 +285,9 @@ def _solve_formulation(
         basis = outcome.lp_basis or basis
         if stopped is None:
             stats = solve_stats(model, opts.solver, outcome, seconds)
-        elif (start := start if start is not None else _offload(cost, model, gpu)) is not None:
+        elif (
+            start := start if start is not None else offload_plan_start(cost, model, gpu)
+        ) is not None:
             stats = start_stats(model, start, opts.solver, outcome, seconds)
         else:
             failure = stopped
@@ -334,17 +336,13 @@ def _solve_formulation(
     )
 
 
-def _offload(cost: CostModel, model: Model, gpu: bool) -> np.ndarray | None:
-    """For a synchronous GPU model without a start (nothing fits statically), the plan in
-    which every tensor visits the device only to be used (:func:`offload_start`): what a
-    solve a limit stopped before its first solution returns. None elsewhere."""
-    if not gpu:
-        return None
-    tiers = range(1, len(cost.platform.tiers))
-    away = next((i for i in tiers if cost.has_path(0, i) and cost.has_path(i, 0)), 0)
-    roles = [t.role for t in cost.graph.tensors]
-    persistent = np.array([r in PERSISTENT_ROLES for r in roles], dtype=bool)
-    return offload_start(model, away, persistent) if away else None
+def _first_memo(graph: Graph, limit: int, gpu: bool) -> dict[Formulation, _Solved | TmsimError]:
+    """What a solve knows before it starts: on a GPU where nothing fits statically, the static
+    formulation's error (:func:`~tmsim.planners.milp.gpu.static_misfit`), so that the static
+    formulation raises it at once and no other warms up from a static solve, whose start
+    would overflow every layout round (ten rounds of DenseNet-264 b64 took 11 s)."""
+    misfit = static_misfit(graph, limit) if gpu else None
+    return {} if misfit is None else {Formulation.STATIC: misfit}
 
 
 def _at_floor(base: _Solved, gap: float) -> bool:
@@ -397,38 +395,6 @@ def _relabel(
         stats=relabelled,
     )
     return _Solved(plan, base.model, base.limits, build_s, solve_s)
-
-
-def _first_memo(graph: Graph, limit: int, gpu: bool) -> dict[Formulation, _Solved | TmsimError]:
-    """What a solve knows before it starts: on a GPU where nothing fits statically, the static
-    formulation's error, so that the static formulation raises it at once and no other warms
-    up from a static solve (whose start, every used tensor on the device, would overflow
-    every layout round: ten rounds of laying out DenseNet-264 b64 took 11 s)."""
-    memo: dict[Formulation, _Solved | TmsimError] = {}
-    if gpu:
-        try:
-            _check_static_fits(graph, limit)
-        except TmsimError as exc:
-            memo[Formulation.STATIC] = exc
-    return memo
-
-
-def _check_static_fits(graph: Graph, limit: int) -> None:
-    """With nothing moving on a GPU, everything live at a kernel must fit at once."""
-    # only tensors some kernel uses must be on the device; the rest may stay on the host
-    _, tensor = graph.operand_csr
-    used = np.zeros(len(graph.tensors), dtype=bool)
-    used[tensor] = True
-    live = occupancy(
-        graph.live_first[used], graph.live_last[used], graph.sizes_bytes[used], len(graph.kernels)
-    )
-    k = int(np.argmax(live))
-    need = int(live[k])
-    if need > limit:
-        raise InfeasibleError(
-            f"milp-static: infeasible: kernel {k} ({graph.kernels[k].name!r}) has {need} bytes "
-            f"live, {need - limit} bytes more than the limit of {limit} bytes, and nothing moves"
-        )
 
 
 def plan_static(graph: Graph, platform: Platform, settings: PlanSettings | None = None) -> Plan:
