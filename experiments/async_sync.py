@@ -39,6 +39,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+import tmsim
 from experiments.common import (
     CONVENTIONAL,
     GPU_OVERSUBSCRIBED,
@@ -53,20 +54,13 @@ from experiments.common import (
     save_figure,
     write_data,
 )
-from hwmodels.platform import Platform
-from hwmodels.presets import load_preset
 from hwmodels.timing import MoveMode
+from tmsim import Graph, InterferenceLevel, Plan, PlanSettings, Platform, TmsimError
 from tmsim.capacity import fast_limit_bytes
 from tmsim.comparison import Row, plan_row, rows_frame
 from tmsim.cost import CostModel
-from tmsim.errors import TmsimError
-from tmsim.levels import InterferenceLevel
 from tmsim.planners.milp.chain import plan_milp_chain
 from tmsim.planners.milp.gadgets import Formulation
-from tmsim.planners.settings import PlanSettings
-from tmsim.plans.values import Plan
-from tmsim.workload.graph import Graph
-from tmsim.workload.zoo import training_graph_of
 
 NAME = "async_sync"
 TITLE = "Asynchronous against synchronous movement, with and without contention"
@@ -169,8 +163,8 @@ def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     with its error and no times."""
     preset, ratio, fraction = params["platform"], params["ratio"], params["device_fraction"]
     model, batch = params["model"], params["batch"]
-    graph = training_graph_of(model, batch)
-    platform = load_preset(preset)
+    graph = tmsim.graph(model, batch=batch)
+    platform = tmsim.platform(preset)
     fast_bytes = None if fraction is None else int(graph.peak_live_bytes * fraction)
     settings = PlanSettings(
         capacity=capacity_of(ratio, fast_bytes),

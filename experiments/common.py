@@ -33,16 +33,13 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from hwmodels.platform import Platform
-from tmsim.capacity import Capacity
+from tmsim import Capacity, Graph, Platform, TmsimError
 from tmsim.comparison import CompareSettings, compare, rows_frame
-from tmsim.errors import TmsimError
 from tmsim.figures import Progress, points_dir
 from tmsim.results import provenance, read_table, write_table
 from tmsim.strategies import STRATEGIES, Kind, strategy
 from tmsim.sweeps.jobs import Job, JsonRow, nan_to_none, run_jobs
 from tmsim.sweeps.store import Counts, PointStore
-from tmsim.workload.graph import Graph
 
 #: The AutoTM paper's conventional workloads (model, batch): footprints 111 to 143 GB.
 CONVENTIONAL: tuple[tuple[str, int], ...] = (

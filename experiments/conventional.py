@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+import tmsim
 from experiments.common import (
     COLORS,
     CONVENTIONAL,
@@ -43,10 +44,8 @@ from experiments.common import (
     workload_labels,
     write_data,
 )
-from hwmodels.presets import load_preset
+from tmsim import PlanSettings
 from tmsim.comparison import CompareSettings
-from tmsim.planners import PlanSettings
-from tmsim.workload.zoo import training_graph_of
 
 NAME = "conventional"
 TITLE = "Conventional workloads: slowdown against all-DRAM by PMM:DRAM ratio"
@@ -117,7 +116,7 @@ def point_frame(params: Mapping[str, Any]) -> pd.DataFrame:
     """The rows of one point of :func:`points`: :data:`LEADING`, then the columns of
     :func:`tmsim.comparison.rows_frame` (``slowdown`` left to :func:`slowdowns`)."""
     model, batch, ratio = params["model"], params["batch"], params["ratio"]
-    graph = training_graph_of(model, batch)
+    graph = tmsim.graph(model, batch=batch)
     plan = PlanSettings(
         capacity=capacity_of(ratio, None),
         **{k: params[k] for k in ("time_limit_s", "gap") if k in params},
@@ -127,7 +126,7 @@ def point_frame(params: Mapping[str, Any]) -> pd.DataFrame:
     )
     frame = compare_frame(
         graph,
-        load_preset(params["platform"]),
+        tmsim.platform(params["platform"]),
         settings,
         **workload_labels(model, batch, graph),
         ratio=ratio or "",

@@ -37,6 +37,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+import tmsim
 from experiments.common import (
     COLORS,
     GPU_WORKLOADS,
@@ -52,11 +53,9 @@ from experiments.common import (
     save_figure,
     write_data,
 )
-from hwmodels.presets import load_preset
+from tmsim import PlanSettings
 from tmsim.capacity import fast_limit_bytes
 from tmsim.comparison import CompareSettings, compare, rows_frame
-from tmsim.planners import PlanSettings
-from tmsim.workload.zoo import training_graph_of
 
 NAME = "gpu"
 TITLE = "GPU: speedup of AutoTM's plans over unified memory"
@@ -151,8 +150,8 @@ def workload_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     :func:`~tmsim.comparison.compare`."""
     preset, model, batch = params["platform"], params["model"], params["batch"]
     fraction = params["device_fraction"]
-    graph = training_graph_of(model, batch)
-    platform = load_preset(preset)
+    graph = tmsim.graph(model, batch=batch)
+    platform = tmsim.platform(preset)
     fast_bytes = None if fraction is None else int(graph.peak_live_bytes * fraction)
     capacity = capacity_of(None, fast_bytes)
     device = fast_limit_bytes(graph, platform, capacity)

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+import tmsim
 from experiments.common import (
     COLORS,
     LARGE,
@@ -39,11 +40,8 @@ from experiments.common import (
     workload_labels,
     write_data,
 )
-from hwmodels.presets import load_preset
+from tmsim import PlanSettings, TmsimError
 from tmsim.comparison import CompareSettings
-from tmsim.errors import TmsimError
-from tmsim.planners import PlanSettings
-from tmsim.workload.zoo import training_graph_of
 
 NAME = "large"
 TITLE = "Large workloads: software tensor management against the DRAM cache (2LM)"
@@ -110,8 +108,8 @@ def point_frame(params: Mapping[str, Any]) -> pd.DataFrame:
     """Every strategy of one workload, with the fast tier at the platform's DRAM capacity or
     at ``fast_share`` of the step's peak live bytes (see :func:`compute` for the columns)."""
     model, batch, share = params["model"], params["batch"], params["fast_share"]
-    hw = load_preset(params["platform"])
-    graph = training_graph_of(model, batch)
+    hw = tmsim.platform(params["platform"])
+    graph = tmsim.graph(model, batch=batch)
     if share is None:
         fast_bytes = int(hw.tiers[0].capacity_bytes)
     else:

@@ -34,6 +34,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+import tmsim
 from experiments.common import (
     COLORS,
     CONVENTIONAL,
@@ -50,11 +51,9 @@ from experiments.common import (
     save_figure,
     write_data,
 )
-from hwmodels.presets import load_preset
+from tmsim import PlanSettings
 from tmsim.capacity import fast_limit_bytes
 from tmsim.comparison import CompareSettings, compare, rows_frame
-from tmsim.planners import PlanSettings
-from tmsim.workload.zoo import training_graph_of
 
 NAME = "prediction"
 TITLE = "Planner prediction against simulation with contention"
@@ -159,8 +158,8 @@ def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     start; such a row repeats the sync point and the figure leaves it out)."""
     preset, ratio, fraction = params["platform"], params["ratio"], params["device_fraction"]
     model, batch = params["model"], params["batch"]
-    graph = training_graph_of(model, batch)
-    platform = load_preset(preset)
+    graph = tmsim.graph(model, batch=batch)
+    platform = tmsim.platform(preset)
     fast_bytes = None if fraction is None else int(graph.peak_live_bytes * fraction)
     plan = PlanSettings(
         capacity=capacity_of(ratio, fast_bytes),

@@ -36,8 +36,7 @@ from experiments.common import (
     write_data,
 )
 from experiments.conventional import ALL_DRAM, ALL_PMM, GEOMEAN, slowdowns
-from tmsim.capacity import Capacity
-from tmsim.errors import TmsimError
+from tmsim import Capacity, TmsimError
 
 NAME = "price_performance"
 TITLE = "Memory cost against slowdown (DRAM 2.1x the price of PMM per GB)"

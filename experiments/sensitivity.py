@@ -38,6 +38,7 @@ from typing import Any, NoReturn
 import numpy as np
 import pandas as pd
 
+import tmsim
 from experiments.common import (
     CONVENTIONAL,
     Progress,
@@ -50,21 +51,15 @@ from experiments.common import (
     write_data,
 )
 from experiments.sensitivity_draw import CORNER, CORNER_LABEL, SHOWN, draw, flips
-from hwmodels.platform import Platform
+from tmsim import Graph, InterferenceLevel, Plan, PlanSettings, Platform, TmsimError
 from tmsim.capacity import fast_limit_bytes
 from tmsim.cost import CostModel
-from tmsim.errors import TmsimError
-from tmsim.levels import InterferenceLevel
 from tmsim.planners.milp.chain import plan_milp_chain
 from tmsim.planners.milp.gadgets import Formulation
-from tmsim.planners.settings import PlanSettings
 from tmsim.plans.validate import validate
-from tmsim.plans.values import Plan
 from tmsim.sim import replay
 from tmsim.sim.beside import beside_for
 from tmsim.sweeps.overrides import PlatformDocs
-from tmsim.workload.graph import Graph
-from tmsim.workload.zoo import training_graph_of
 
 NAME = "sensitivity"
 TITLE = "Async/sync under the full interference model, each assumed parameter over its range"
@@ -191,7 +186,7 @@ def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     :data:`SHOWN` (``async-aware`` only where ``params["aware"]``), with the step time the
     plan gets on that variant under the full model over the sync plan's (``over_sync``)."""
     preset = params["platform"]
-    graph = training_graph_of(params["model"], params["batch"])
+    graph = tmsim.graph(params["model"], batch=params["batch"])
     shipped = variant_platform(preset, ())
     settings = PlanSettings(
         capacity=capacity_of(params["ratio"], None),

@@ -28,6 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+import tmsim
 from experiments.common import (
     COLORS,
     CONVENTIONAL,
@@ -42,13 +43,9 @@ from experiments.common import (
     save_figure,
     write_data,
 )
-from hwmodels.presets import load_preset
-from tmsim.errors import TmsimError
+from tmsim import Plan, PlanSettings, TmsimError
 from tmsim.planners.milp.chain import plan_milp_chain
 from tmsim.planners.milp.gadgets import Formulation
-from tmsim.planners.settings import PlanSettings
-from tmsim.plans.values import Plan
-from tmsim.workload.zoo import training_graph_of
 
 NAME = "solve_time"
 TITLE = "MILP solve time against graph size"
@@ -110,7 +107,7 @@ def chain_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     wanted = [Formulation(f) for f in params["formulations"]]
     top = max(wanted, key=list(Formulation).index)
     model, batch = params["model"], params["batch"]
-    hw = load_preset(params["platform"])
+    hw = tmsim.platform(params["platform"])
     limit_s = params["time_limit_s"]
     settings = PlanSettings(
         capacity=capacity_of(params["ratio"], None),
@@ -118,7 +115,7 @@ def chain_rows(params: Mapping[str, Any]) -> pd.DataFrame:
         gap=params["gap"],
         window=params["window"],
     )
-    graph = training_graph_of(model, batch)
+    graph = tmsim.graph(model, batch=batch)
     try:
         chain: dict[Formulation, Plan | TmsimError] = plan_milp_chain(graph, hw, settings, top)
     except TmsimError as exc:

@@ -22,8 +22,7 @@ from tmsim.errors import TmsimError
 from tmsim.sweeps.overrides import PlatformDocs, apply_override
 from tmsim.workload.files import load_graph
 from tmsim.workload.graph import DTYPE_BYTES, Graph
-from tmsim.workload.identity import zoo_graph
-from tmsim.workload.zoo import DESCRIPTIONS
+from tmsim.workload.zoo import DESCRIPTIONS, training_graph_of
 
 #: Every zoo model by name, with a one-line description (``tmsim models``).
 MODELS: Mapping[str, str] = MappingProxyType(dict(DESCRIPTIONS))
@@ -89,10 +88,7 @@ def graph(
             expect(dtype, str, "dtype", f"one of {', '.join(DTYPE_BYTES)}")
         if dtype is not None and dtype not in DTYPE_BYTES:
             raise TmsimError(f"dtype must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")
-        built, _ = zoo_graph(
-            source, DEFAULT_BATCH if batch is None else batch, dtype=dtype or "fp32"
-        )
-        return built
+        return training_graph_of(source, DEFAULT_BATCH if batch is None else batch, dtype or "fp32")
     if not is_file(name):
         raise TmsimError(f"{name!r} is neither a zoo model ({', '.join(MODELS)}) nor a graph file")
     for what, value in (("batch", batch), ("dtype", dtype)):

@@ -18,8 +18,8 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from tmsim import TmsimError
 from tmsim.cli.catalog import PLAN_DEFAULTS
-from tmsim.errors import TmsimError
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel, parse_level
 
 if TYPE_CHECKING:

@@ -15,6 +15,7 @@ import time
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, TextIO
 
+from tmsim import InterferenceLevel
 from tmsim.cli.args import (
     add_interference_argument,
     add_plan_arguments,
@@ -24,7 +25,6 @@ from tmsim.cli.args import (
     text_arg,
 )
 from tmsim.cli.graph import add_graph_arguments, graph_from_args
-from tmsim.levels import InterferenceLevel
 from tmsim.strategies import STRATEGIES
 
 if TYPE_CHECKING:

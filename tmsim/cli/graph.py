@@ -10,12 +10,12 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
+from tmsim import TmsimError
 from tmsim.cli.args import batch_arg, text_arg
 from tmsim.cli.catalog import DTYPES, MODEL_NAMES
-from tmsim.errors import TmsimError
 
 if TYPE_CHECKING:
-    from tmsim.workload.graph import Graph
+    from tmsim import Graph
 
 DEFAULT_BATCH = 32
 DEFAULT_DTYPE = "fp32"

@@ -30,7 +30,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from tmsim import __version__
+from tmsim import TmsimError, __version__
 from tmsim.cli import compare as cli_compare
 from tmsim.cli import graph as cli_graph
 from tmsim.cli import plan as cli_plan
@@ -38,7 +38,6 @@ from tmsim.cli import platform as cli_platform
 from tmsim.cli import reproduce as cli_reproduce
 from tmsim.cli import sweep as cli_sweep
 from tmsim.cli.args import one_line
-from tmsim.errors import TmsimError
 
 if TYPE_CHECKING:
     from tmsim.figures import FigureRegistry

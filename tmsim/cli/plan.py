@@ -17,7 +17,7 @@ from tmsim.cli.catalog import PLANNER_NAMES
 from tmsim.cli.graph import add_graph_arguments, graph_from_args
 
 if TYPE_CHECKING:
-    from tmsim.plans.values import Plan
+    from tmsim import Plan
 
 
 def add_commands(sub: argparse._SubParsersAction[Any]) -> None:

@@ -27,8 +27,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tmsim import TmsimError
 from tmsim.cli.args import names_arg, one_line, text_arg, workers_arg
-from tmsim.errors import TmsimError
 
 if TYPE_CHECKING:
     from tmsim.figures import FigureRegistry

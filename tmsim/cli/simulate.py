@@ -17,14 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from hwmodels.presets import load_platform
+from tmsim import InterferenceLevel, Plan, TmsimError
 from tmsim.api.runs import trace_summary
 from tmsim.cli.args import add_interference_argument
 from tmsim.cost import CostModel
-from tmsim.errors import TmsimError
-from tmsim.levels import InterferenceLevel
 from tmsim.plans.files import load_plan
 from tmsim.plans.validate import validate
-from tmsim.plans.values import Plan
 from tmsim.sim import CacheTrace, Trace, replay, replay_cache, save_trace
 from tmsim.sim.beside import beside_for
 from tmsim.sim.cache.walk import DEFAULT_BLOCK_BYTES

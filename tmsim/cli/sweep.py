@@ -17,9 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from tmsim import TmsimError
 from tmsim.cli.args import text_arg, whole_number, workers_arg
 from tmsim.cli.catalog import TABLE_FORMATS
-from tmsim.errors import TmsimError
 
 if TYPE_CHECKING:
     from tmsim.sweeps.spec import Sweep
