@@ -11,7 +11,7 @@ Here each workload is planned by the sync MILP, by the async MILP (warm-started 
 plan with its copies moved beside neighbouring kernels where the model gains) and by the
 ``async-aware`` MILP (each copy charged the rate it gets beside its kernel and the delay it
 causes the kernel, :mod:`tmsim.sim.beside`), one chain
-(:func:`tmsim.planners.milp.chain.plan_milp_chain`), and every plan is replayed at each level
+(:func:`tmsim.plan_chain`), and every plan is replayed at each level
 of :data:`CONDITIONS` (:mod:`tmsim.levels`): ``none`` gives exactly the planner's prediction
 for sync and async; ``bandwidth`` lets kernels and copies share tier and link bandwidth, with
 Optane's read/write interference; ``controller`` is the full model (the memory controller's
@@ -56,11 +56,8 @@ from experiments.common import (
 )
 from hwmodels.timing import MoveMode
 from tmsim import Graph, InterferenceLevel, Plan, PlanSettings, Platform, TmsimError
-from tmsim.capacity import fast_limit_bytes
 from tmsim.comparison import Row, plan_row, rows_frame
 from tmsim.cost import CostModel
-from tmsim.planners.milp.chain import plan_milp_chain
-from tmsim.planners.milp.gadgets import Formulation
 
 NAME = "async_sync"
 TITLE = "Asynchronous against synchronous movement, with and without contention"
@@ -172,12 +169,11 @@ def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
         gap=params["gap"],
         window=params["window"],
     )
-    limit = fast_limit_bytes(graph, platform, settings.capacity)
-    wanted = [Formulation(name) for name in SHOWN[1:]]
+    limit = tmsim.fast_limit(graph, platform, settings.capacity)
     try:
-        chain = plan_milp_chain(graph, platform, settings, wanted)
+        chain = tmsim.plan_chain(graph, platform, SHOWN[1:], settings=settings)
     except TmsimError as exc:
-        chain = {f: exc for f in Formulation}
+        chain = dict.fromkeys(SHOWN, exc)
     cost = CostModel(graph, platform)
     parts = [_replayed(graph, platform, cost, chain, limit, level) for level in CONDITIONS]
     out = pd.concat(parts, ignore_index=True)
@@ -196,7 +192,7 @@ def _replayed(
     graph: Graph,
     machine: Platform,
     cost: CostModel,
-    chain: Mapping[Formulation, Plan | TmsimError],
+    chain: Mapping[str, Plan | TmsimError],
     limit: int,
     condition: str,
 ) -> pd.DataFrame:
@@ -208,7 +204,7 @@ def _replayed(
     rows: list[Row] = []
     async_bytes: list[float] = []
     for name in SHOWN:
-        got = chain.get(Formulation(name), TmsimError("the MILP chain did not reach it"))
+        got = chain.get(name, TmsimError("the MILP chain did not reach it"))
         if isinstance(got, TmsimError):
             rows.append(Row(name, "", "error", error=str(got), fast_limit_bytes=limit))
             async_bytes.append(float("nan"))

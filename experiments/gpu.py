@@ -54,7 +54,6 @@ from experiments.common import (
     write_data,
 )
 from tmsim import PlanSettings
-from tmsim.capacity import fast_limit_bytes
 from tmsim.comparison import CompareSettings, compare, rows_frame
 
 NAME = "gpu"
@@ -154,7 +153,7 @@ def workload_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     platform = tmsim.platform(preset)
     fast_bytes = None if fraction is None else int(graph.peak_live_bytes * fraction)
     capacity = capacity_of(None, fast_bytes)
-    device = fast_limit_bytes(graph, platform, capacity)
+    device = tmsim.fast_limit(graph, platform, capacity)
     plan = PlanSettings(
         capacity=capacity,
         time_limit_s=params["time_limit_s"],

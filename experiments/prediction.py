@@ -52,7 +52,6 @@ from experiments.common import (
     write_data,
 )
 from tmsim import PlanSettings
-from tmsim.capacity import fast_limit_bytes
 from tmsim.comparison import CompareSettings, compare, rows_frame
 
 NAME = "prediction"
@@ -170,7 +169,7 @@ def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     strategies = tuple(params["strategies"])
     settings = CompareSettings(plan=plan, strategies=strategies, contention=True)
     frame = rows_frame(compare(graph, platform, settings))
-    limit = fast_limit_bytes(graph, platform, plan.capacity)
+    limit = tmsim.fast_limit(graph, platform, plan.capacity)
     insert_labels(frame, point_labels(params, graph, limit))
     frame["rel_error"] = (frame["simulated_s"] - frame["predicted_s"]) / frame["predicted_s"]
     frame["fallback"] = frame["status"].str.startswith("fallback")

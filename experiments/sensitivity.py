@@ -5,7 +5,7 @@ the other.
 The full interference model (``controller``: :mod:`hwmodels.controller`,
 :mod:`hwmodels.copythread`) rests on parameters nobody has measured on AutoTM's machine; the
 Optane preset gives each a value and a range (:data:`OPTANE_ASSUMED`). For every workload one
-chain of MILPs (:func:`tmsim.planners.milp.chain.plan_milp_chain`) plans sync and async once
+chain of MILPs (:func:`tmsim.plan_chain`) plans sync and async once
 on the preset as shipped; the two plans are then replayed under the full model on the preset
 with one parameter set to each end of its range (the others as shipped), through the same
 dotted overrides a sweep spec takes (:mod:`tmsim.sweeps.overrides`). AutoTM's asynchronous
@@ -52,10 +52,7 @@ from experiments.common import (
 )
 from experiments.sensitivity_draw import CORNER, CORNER_LABEL, SHOWN, draw, flips
 from tmsim import Graph, InterferenceLevel, Plan, PlanSettings, Platform, TmsimError
-from tmsim.capacity import fast_limit_bytes
 from tmsim.cost import CostModel
-from tmsim.planners.milp.chain import plan_milp_chain
-from tmsim.planners.milp.gadgets import Formulation
 from tmsim.plans.validate import validate
 from tmsim.sim import replay
 from tmsim.sim.beside import beside_for
@@ -194,7 +191,7 @@ def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
         gap=params["gap"],
         window=params["window"],
     )
-    limit = fast_limit_bytes(graph, shipped, settings.capacity)
+    limit = tmsim.fast_limit(graph, shipped, settings.capacity)
     wanted = ["async", "async-aware"] if params["aware"] else ["async"]
     base = _plans(graph, shipped, settings, wanted)
     cases: list[tuple[str, str, str, Any, Platform]] = [("-", "shipped", "shipped", "", shipped)]
@@ -252,11 +249,11 @@ def _plans(
     """The sync plan and those of ``wanted`` from one MILP chain on ``machine``, each checked
     by the validator (a plan it rejects becomes an error). Raises :class:`TmsimError` when
     there is no sync plan, which every row is measured against."""
-    chain = plan_milp_chain(graph, machine, settings, wanted)
+    chain = tmsim.plan_chain(graph, machine, wanted, settings=settings)
     cost = CostModel(graph, machine)
     out: dict[str, Plan | TmsimError] = {}
     for name in ("sync", *wanted):
-        got = chain.get(Formulation(name), TmsimError("the MILP chain did not reach it"))
+        got = chain.get(name, TmsimError("the MILP chain did not reach it"))
         if isinstance(got, Plan):
             check = validate(got, graph, machine, cost, beside_for(got, cost))
             if not check.ok:

@@ -4,7 +4,7 @@ AutoTM (Hildebrand et al., ASPLOS 2020) names ILP solution time as a limitation 
 "Limitations" slide); its asynchronous formulation, with a window of kernels either side of
 each use where a copy may run, is much larger than the synchronous one.
 
-Here each workload's MILP chain (:func:`tmsim.planners.milp.chain.plan_milp_chain`: static, then
+Here each workload's MILP chain (:func:`tmsim.plan_chain`: static, then
 sync from it, then async from that) is solved once under one wall-clock limit for the whole
 chain, and each formulation's solver statistics are tabulated: model size, build and solve
 seconds (cumulative over the chain, as the planner reports them: what it costs to get that
@@ -44,10 +44,11 @@ from experiments.common import (
     write_data,
 )
 from tmsim import Plan, PlanSettings, TmsimError
-from tmsim.planners.milp.chain import plan_milp_chain
-from tmsim.planners.milp.gadgets import Formulation
 
 NAME = "solve_time"
+
+#: The MILP formulations, in the order a chain solves them.
+MILP: tuple[str, ...] = tuple(n for n, s in tmsim.STRATEGIES.items() if s.kind == "milp")
 TITLE = "MILP solve time against graph size"
 
 #: A formulation whose cumulative build and solve seconds reach this share of the time limit
@@ -84,7 +85,8 @@ def points(config: Config) -> list[dict[str, Any]]:
     """One point per workload of ``config``, with the settings of its chain. Raises
     ``ValueError`` for an unknown formulation."""
     for f in config.formulations:
-        Formulation(f)
+        if f not in MILP:
+            raise ValueError(f"unknown MILP formulation {f!r}; formulations: {', '.join(MILP)}")
     return [
         {
             "model": model,
@@ -104,8 +106,8 @@ def chain_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     """The rows of one point of :func:`points` (see :func:`compute` for the columns): its MILP
     chain solved up to the largest formulation asked for, one row per formulation asked for.
     """
-    wanted = [Formulation(f) for f in params["formulations"]]
-    top = max(wanted, key=list(Formulation).index)
+    wanted = list(params["formulations"])
+    top = max(wanted, key=MILP.index)
     model, batch = params["model"], params["batch"]
     hw = tmsim.platform(params["platform"])
     limit_s = params["time_limit_s"]
@@ -117,9 +119,9 @@ def chain_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     )
     graph = tmsim.graph(model, batch=batch)
     try:
-        chain: dict[Formulation, Plan | TmsimError] = plan_milp_chain(graph, hw, settings, top)
+        chain = tmsim.plan_chain(graph, hw, top, settings=settings)
     except TmsimError as exc:
-        chain = {f: exc for f in Formulation}
+        chain = dict.fromkeys(MILP, exc)
     workload = {
         "workload": label(model, batch),
         "model": model,
@@ -130,11 +132,11 @@ def chain_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     }
     rows = []
     before = 0.0
-    for formulation in Formulation:
+    for formulation in MILP:
         row = _row(chain.get(formulation), limit_s, before)
         before = row["solve_s"] if math.isfinite(row["solve_s"]) else before
         if formulation in wanted:
-            rows.append({**workload, "formulation": formulation.value, **row})
+            rows.append({**workload, "formulation": formulation, **row})
     return pd.DataFrame(rows)
 
 

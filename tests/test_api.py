@@ -35,10 +35,12 @@ PUBLIC = [
     "TmsimError",
     "__version__",
     "compare",
+    "fast_limit",
     "figure",
     "figure_names",
     "graph",
     "plan",
+    "plan_chain",
     "platform",
     "read_table",
     "simulate",
@@ -343,3 +345,28 @@ def test_any_argument_gives_an_answer_or_a_one_line_error(
         got = _one_line_or_answer(call)
         assert got is None or isinstance(got, pd.DataFrame)
     assert _one_line_or_answer(lambda: tmsim.figure(value, pd.DataFrame())) is None  # type: ignore[arg-type]
+
+
+def test_a_preset_through_the_api_is_the_preset() -> None:
+    from hwmodels.presets import load_preset, preset_names
+
+    for name in preset_names():
+        assert tmsim.platform(name) == load_preset(name)
+    assert set(tmsim.PRESETS) == set(preset_names())
+
+
+def test_plan_chain_solves_each_formulation_once_from_the_one_it_contains() -> None:
+    g, p = tmsim.graph("vgg19", batch=4), tmsim.platform()
+    chain = tmsim.plan_chain(g, p, ["async", "async-aware"], fast="4:1", time_limit_s=None)
+    assert list(chain) == ["static", "sync", "async", "async-aware"]
+    times = [plan.predicted_s for plan in chain.values() if isinstance(plan, tmsim.Plan)]
+    assert len(times) == 4 and times[1] <= times[0] * (1 + 1e-9)
+    alone = tmsim.plan(g, p, "sync", fast="4:1", time_limit_s=None)
+    assert alone.predicted_s == pytest.approx(times[1], rel=1e-9)
+    settings = tmsim.PlanSettings(capacity=tmsim.Capacity.of_ratio(4, 1), time_limit_s=None)
+    assert tmsim.plan_chain(g, p, "sync", settings=settings)["sync"].predicted_s == times[1]
+    with pytest.raises(tmsim.TmsimError, match="unknown MILP formulation 'greedy'"):
+        tmsim.plan_chain(g, p, "greedy")
+    with pytest.raises(tmsim.TmsimError, match="not both"):
+        tmsim.plan_chain(g, p, "sync", settings=settings, gap=0.1)
+    assert tmsim.fast_limit(g, p, "4:1") == chain["sync"].fast_limit_bytes  # type: ignore[union-attr]

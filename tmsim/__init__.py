@@ -16,8 +16,9 @@ True
 np.float64(1.0)
 
 - :func:`graph`, :func:`platform`: the inputs (:data:`MODELS`, :data:`PRESETS`);
-- :func:`plan` (a :class:`Plan`; strategies in :data:`STRATEGIES`), :func:`simulate` (a
-  :class:`Run`);
+- :func:`plan` (a :class:`Plan`; strategies in :data:`STRATEGIES`), :func:`plan_chain`
+  (AutoTM's MILP formulations solved as one chain), :func:`simulate` (a :class:`Run`),
+  :func:`fast_limit` (the fast tier's bytes at a capacity);
 - :func:`compare`, :func:`sweep`: DataFrames with units in the column names and the
   provenance in ``DataFrame.attrs``;
 - :func:`figure` draws a figure of ``tmsim reproduce`` from its table (:func:`read_table`);
@@ -38,6 +39,8 @@ _SOURCES: dict[str, str] = {
     "MODELS": "tmsim.api.inputs",
     "PRESETS": "tmsim.api.inputs",
     "plan": "tmsim.api.runs",
+    "plan_chain": "tmsim.api.runs",
+    "fast_limit": "tmsim.api.runs",
     "simulate": "tmsim.api.runs",
     "Run": "tmsim.api.runs",
     "compare": "tmsim.api.tables",
@@ -71,10 +74,12 @@ __all__ = [
     "TmsimError",
     "__version__",
     "compare",
+    "fast_limit",
     "figure",
     "figure_names",
     "graph",
     "plan",
+    "plan_chain",
     "platform",
     "read_table",
     "simulate",
@@ -85,7 +90,7 @@ if TYPE_CHECKING:
     from hwmodels.platform import Platform
     from tmsim.api.figures import figure, figure_names, read_table
     from tmsim.api.inputs import MODELS, PRESETS, graph, platform
-    from tmsim.api.runs import Run, plan, simulate
+    from tmsim.api.runs import Run, fast_limit, plan, plan_chain, simulate
     from tmsim.api.tables import compare, sweep
     from tmsim.capacity import Capacity
     from tmsim.errors import TmsimError

@@ -9,6 +9,7 @@ and returns a :class:`Run`: its step time, its trace as DataFrames, its timeline
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
@@ -18,10 +19,13 @@ from hwmodels.display import SummaryRow, gigabytes, html_table, text_table
 from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
 from tmsim.api.inputs import FastCapacity, capacity, expect
+from tmsim.capacity import fast_limit_bytes
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel, parse_level
 from tmsim.planners import plan as run_planner
+from tmsim.planners.milp.chain import plan_milp_chain
+from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.validate import validate
 from tmsim.plans.values import Plan
@@ -37,6 +41,8 @@ if TYPE_CHECKING:
 #: The settings :func:`plan` takes as keywords: every field of :class:`PlanSettings` but the
 #: capacity, which is ``fast``.
 SETTING_NAMES: tuple[str, ...] = tuple(f.name for f in fields(PlanSettings) if f.name != "capacity")
+#: AutoTM's MILP formulations (and the interference-aware one), smallest first.
+MILP_NAMES: tuple[str, ...] = tuple(f.value for f in Formulation)
 
 
 def plan(
@@ -66,21 +72,88 @@ def plan(
     """
     check_inputs(graph, platform)
     expect(strategy, str, "strategy", "a strategy's name")
-    unknown = [k for k in settings if k not in SETTING_NAMES]
+    chosen = _settings(None, fast, settings)
+    try:
+        return run_planner(strategy, graph, platform, chosen)
+    except HardwareModelError as exc:
+        raise TmsimError(str(exc)) from None
+
+
+def plan_chain(
+    graph: Graph,
+    platform: Platform,
+    last: str | Sequence[str] = "async",
+    *,
+    settings: PlanSettings | None = None,
+    fast: FastCapacity = None,
+    **options: Any,
+) -> dict[str, Plan | TmsimError]:
+    """AutoTM's MILP formulations solved as one chain, each from the plan of the one it
+    contains (``static``, then ``sync``, then ``async`` or ``async-aware``), up to ``last``
+    (a name, or several that share the chain's smaller formulations): each formulation solved
+    by name, its plan or the error that stopped it. ``settings`` gives every setting at once
+    (its capacity included); otherwise ``fast`` and the keywords, as :func:`plan` takes them.
+
+    Raises :class:`TmsimError` for an unknown formulation or setting, both ``settings`` and
+    keywords, and a platform the MILP cannot plan for; a formulation that finds no plan is
+    reported by its error.
+
+    >>> import tmsim
+    >>> g, p = tmsim.graph("vgg19", batch=4), tmsim.platform()
+    >>> chain = tmsim.plan_chain(g, p, "sync", fast="4:1", time_limit_s=None)
+    >>> list(chain), chain["sync"].predicted_s <= chain["static"].predicted_s
+    (['static', 'sync'], True)
+    """
+    check_inputs(graph, platform)
+    wanted = [last] if isinstance(last, str) else list(last)
+    for name in wanted:
+        expect(name, str, "a formulation", f"one of {', '.join(MILP_NAMES)}")
+        if name not in MILP_NAMES:
+            raise TmsimError(
+                f"unknown MILP formulation {name!r}; formulations: {', '.join(MILP_NAMES)}"
+            )
+    chosen = _settings(settings, fast, options)
+    try:
+        chain = plan_milp_chain(graph, platform, chosen, [Formulation(n) for n in wanted])
+    except HardwareModelError as exc:
+        raise TmsimError(str(exc)) from None
+    return {f.value: chain[f] for f in Formulation if f in chain}
+
+
+def fast_limit(graph: Graph, platform: Platform, fast: FastCapacity = None) -> int:
+    """The fastest tier's capacity in bytes that plans of ``graph`` get at ``fast`` (see
+    :func:`plan`; None: the tier's own capacity). Raises :class:`TmsimError` for a bad
+    capacity.
+
+    >>> import tmsim
+    >>> g = tmsim.graph("vgg19", batch=4)
+    >>> tmsim.fast_limit(g, tmsim.platform(), "1:1") == g.peak_live_bytes // 2
+    True
+    """
+    check_inputs(graph, platform)
+    return fast_limit_bytes(graph, platform, capacity(fast))
+
+
+def _settings(
+    settings: PlanSettings | None, fast: FastCapacity, options: dict[str, Any]
+) -> PlanSettings:
+    """``settings``, or the settings ``fast`` and ``options`` give (not both)."""
+    if settings is not None:
+        expect(settings, PlanSettings, "settings", "a PlanSettings")
+        if fast is not None or options:
+            raise TmsimError("give settings or fast and setting keywords, not both")
+        return settings
+    unknown = [k for k in options if k not in SETTING_NAMES]
     if unknown:
         raise TmsimError(
             f"unknown planner setting {unknown[0]!r}; settings: {', '.join(SETTING_NAMES)}"
         )
     try:
-        chosen = PlanSettings(capacity=capacity(fast), **settings)
+        return PlanSettings(capacity=capacity(fast), **options)
     except TmsimError as exc:
         raise TmsimError(f"bad planner setting: {exc}") from None
     except TypeError as exc:  # a value of a type the settings cannot compare or convert
         raise TmsimError(f"bad planner setting: {exc}") from None
-    try:
-        return run_planner(strategy, graph, platform, chosen)
-    except HardwareModelError as exc:
-        raise TmsimError(str(exc)) from None
 
 
 def simulate(
@@ -239,4 +312,14 @@ def trace_summary(trace: Trace) -> dict[str, Any]:
     }
 
 
-__all__ = ["SETTING_NAMES", "Run", "check_inputs", "plan", "simulate", "trace_summary"]
+__all__ = [
+    "MILP_NAMES",
+    "SETTING_NAMES",
+    "Run",
+    "check_inputs",
+    "fast_limit",
+    "plan",
+    "plan_chain",
+    "simulate",
+    "trace_summary",
+]
