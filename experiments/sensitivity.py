@@ -33,7 +33,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,12 +51,7 @@ from experiments.common import (
     write_data,
 )
 from experiments.sensitivity_draw import CORNER, CORNER_LABEL, SHOWN, draw, flips
-from tmsim import Graph, InterferenceLevel, Plan, PlanSettings, Platform, TmsimError
-from tmsim.cost import CostModel
-from tmsim.plans.validate import validate
-from tmsim.sim import replay
-from tmsim.sim.beside import beside_for
-from tmsim.sweeps.overrides import PlatformDocs
+from tmsim import Graph, Plan, PlanSettings, Platform, TmsimError
 
 NAME = "sensitivity"
 TITLE = "Async/sync under the full interference model, each assumed parameter over its range"
@@ -166,14 +161,10 @@ def points(config: Config) -> list[dict[str, Any]]:
 
 def variant_platform(preset: str, overrides: Sequence[tuple[str, Any]]) -> Platform:
     """The preset ``preset`` with each (dotted path, value) of ``overrides`` set, as a sweep
-    spec's ``[grid.overrides]`` sets them. Raises :class:`TmsimError` naming the path for a
-    path the preset does not have or a value it refuses."""
-
-    def fail(where: str, message: str) -> NoReturn:
-        raise TmsimError(f"{preset}: {where}: {message}")
-
-    docs = PlatformDocs(Path("."), fail)
-    return docs.resolve(preset, tuple(overrides), "sensitivity")[0]
+    spec's ``[grid.overrides]`` sets them (:func:`tmsim.platform`). Raises
+    :class:`TmsimError` naming the path for a path the preset does not have or a value it
+    refuses."""
+    return tmsim.platform(preset, dict(overrides))
 
 
 def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
@@ -250,12 +241,11 @@ def _plans(
     by the validator (a plan it rejects becomes an error). Raises :class:`TmsimError` when
     there is no sync plan, which every row is measured against."""
     chain = tmsim.plan_chain(graph, machine, wanted, settings=settings)
-    cost = CostModel(graph, machine)
     out: dict[str, Plan | TmsimError] = {}
     for name in ("sync", *wanted):
         got = chain.get(name, TmsimError("the MILP chain did not reach it"))
         if isinstance(got, Plan):
-            check = validate(got, graph, machine, cost, beside_for(got, cost))
+            check = tmsim.validate(got, graph, machine)
             if not check.ok:
                 got = TmsimError(f"the validator rejects the {name} plan: {check.errors[0]}")
         out[name] = got
@@ -269,8 +259,8 @@ def _simulated(plan: Plan | TmsimError, graph: Graph, machine: Platform) -> floa
     """``plan``'s step on ``machine`` under the full interference model (nan for an error)."""
     if isinstance(plan, TmsimError):
         return float("nan")
-    level = InterferenceLevel.CONTROLLER
-    return replay(plan, graph, machine, level=level).simulated_s
+    # the plan was checked where it was made; a variant only changes how copies interfere
+    return tmsim.simulate(plan, graph, machine, interference="controller", check=False).step_time_s
 
 
 def compute(

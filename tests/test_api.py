@@ -33,6 +33,7 @@ PUBLIC = [
     "Run",
     "Strategy",
     "TmsimError",
+    "Validation",
     "__version__",
     "compare",
     "fast_limit",
@@ -45,6 +46,7 @@ PUBLIC = [
     "read_table",
     "simulate",
     "sweep",
+    "validate",
 ]
 
 DOCTESTED = [

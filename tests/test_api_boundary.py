@@ -31,13 +31,6 @@ DEBT: dict[str, set[str]] = {
     "experiments/gpu.py": {"tmsim.comparison"},
     "experiments/large.py": {"tmsim.comparison"},
     "experiments/prediction.py": {"tmsim.comparison"},
-    "experiments/sensitivity.py": {
-        "tmsim.cost",
-        "tmsim.plans.validate",
-        "tmsim.sim",
-        "tmsim.sim.beside",
-        "tmsim.sweeps.overrides",
-    },
     "tmsim/cli/args.py": {"tmsim.capacity", "tmsim.levels", "tmsim.planners.settings"},
     "tmsim/cli/catalog.py": {"tmsim.strategies"},
     "tmsim/cli/compare.py": {

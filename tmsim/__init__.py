@@ -18,7 +18,8 @@ np.float64(1.0)
 - :func:`graph`, :func:`platform`: the inputs (:data:`MODELS`, :data:`PRESETS`);
 - :func:`plan` (a :class:`Plan`; strategies in :data:`STRATEGIES`), :func:`plan_chain`
   (AutoTM's MILP formulations solved as one chain), :func:`simulate` (a :class:`Run`),
-  :func:`fast_limit` (the fast tier's bytes at a capacity);
+  :func:`fast_limit` (the fast tier's bytes at a capacity), :func:`validate` (the
+  independent validator's :class:`Validation`);
 - :func:`compare`, :func:`sweep`: DataFrames with units in the column names and the
   provenance in ``DataFrame.attrs``;
 - :func:`figure` draws a figure of ``tmsim reproduce`` from its table (:func:`read_table`);
@@ -42,6 +43,8 @@ _SOURCES: dict[str, str] = {
     "plan_chain": "tmsim.api.runs",
     "fast_limit": "tmsim.api.runs",
     "simulate": "tmsim.api.runs",
+    "validate": "tmsim.api.runs",
+    "Validation": "tmsim.plans.validate",
     "Run": "tmsim.api.runs",
     "compare": "tmsim.api.tables",
     "sweep": "tmsim.api.tables",
@@ -72,6 +75,7 @@ __all__ = [
     "Run",
     "Strategy",
     "TmsimError",
+    "Validation",
     "__version__",
     "compare",
     "fast_limit",
@@ -84,18 +88,20 @@ __all__ = [
     "read_table",
     "simulate",
     "sweep",
+    "validate",
 ]
 
 if TYPE_CHECKING:
     from hwmodels.platform import Platform
     from tmsim.api.figures import figure, figure_names, read_table
     from tmsim.api.inputs import MODELS, PRESETS, graph, platform
-    from tmsim.api.runs import Run, fast_limit, plan, plan_chain, simulate
+    from tmsim.api.runs import Run, fast_limit, plan, plan_chain, simulate, validate
     from tmsim.api.tables import compare, sweep
     from tmsim.capacity import Capacity
     from tmsim.errors import TmsimError
     from tmsim.levels import InterferenceLevel
     from tmsim.planners.settings import PlanSettings
+    from tmsim.plans.validate import Validation
     from tmsim.plans.values import Plan
     from tmsim.strategies import STRATEGIES, Strategy
     from tmsim.workload.graph import Graph

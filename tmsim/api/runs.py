@@ -27,7 +27,8 @@ from tmsim.planners import plan as run_planner
 from tmsim.planners.milp.chain import plan_milp_chain
 from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.settings import PlanSettings
-from tmsim.plans.validate import validate
+from tmsim.plans.validate import Validation
+from tmsim.plans.validate import validate as validate_plan
 from tmsim.plans.values import Plan
 from tmsim.sim import Trace, replay
 from tmsim.sim.beside import beside_for
@@ -162,14 +163,16 @@ def simulate(
     platform: Platform,
     *,
     interference: InterferenceLevel | str = DEFAULT_LEVEL,
+    check: bool = True,
 ) -> Run:
     """Replay ``plan`` for ``graph`` on ``platform`` at the ``interference`` level (``none``:
     the cost model's world; ``bandwidth``: tiers, links and copy engines shared; ``controller``,
     the default: the memory controller and copy threads as well) and return the :class:`Run`.
 
     The plan must be the one made for ``graph`` (its fingerprint, or its name for a plan that
-    carries none) on ``platform`` (its name), and pass the validator. Raises
-    :class:`TmsimError` otherwise, naming the first problem.
+    carries none) on ``platform`` (its name), and pass the validator (:func:`validate`; with
+    ``check=False`` it is replayed as written, e.g. on a variant of the platform it was
+    checked on). Raises :class:`TmsimError` otherwise, naming the first problem.
 
     >>> import tmsim
     >>> g, p = tmsim.graph("vgg19", batch=16), tmsim.platform()
@@ -187,8 +190,31 @@ def simulate(
     elif plan.graph != graph.name:
         raise TmsimError(f"the plan is for graph {plan.graph!r}, not {graph.name!r}")
     cost = CostModel(graph, platform)
-    validate(plan, graph, platform, cost, beside_for(plan, cost)).raise_if_invalid(shown=1)
+    if check:
+        check_plan(plan, graph, platform, cost).raise_if_invalid(shown=1)
     return Run(plan, replay(plan, graph, platform, cost=cost, level=level))
+
+
+def validate(plan: Plan, graph: Graph, platform: Platform) -> Validation:
+    """Check ``plan`` against every rule a plan must keep for ``graph`` on ``platform`` (names,
+    tiers kernels may reach, capacities at every kernel, copies along existing paths, its
+    predicted time against the cost model it was made with) with the independent validator;
+    the result says ``ok``, lists the ``errors``, and counts ``moved_bytes`` and
+    ``fast_peak_bytes``.
+
+    >>> import tmsim
+    >>> g, p = tmsim.graph("vgg19", batch=4), tmsim.platform()
+    >>> tmsim.validate(tmsim.plan(g, p, "greedy", fast="4:1"), g, p).ok
+    True
+    """
+    expect(plan, Plan, "plan", "a Plan (from tmsim.plan)")
+    check_inputs(graph, platform)
+    return check_plan(plan, graph, platform, CostModel(graph, platform))
+
+
+def check_plan(plan: Plan, graph: Graph, platform: Platform, cost: CostModel) -> Validation:
+    """The validator's verdict on ``plan``, charged with the costs it was planned with."""
+    return validate_plan(plan, graph, platform, cost, beside_for(plan, cost))
 
 
 def check_inputs(graph: object, platform: object) -> None:
@@ -322,4 +348,5 @@ __all__ = [
     "plan_chain",
     "simulate",
     "trace_summary",
+    "validate",
 ]
