@@ -54,10 +54,7 @@ from experiments.common import (
     save_figure,
     write_data,
 )
-from hwmodels.timing import MoveMode
 from tmsim import Graph, InterferenceLevel, Plan, PlanSettings, Platform, TmsimError
-from tmsim.comparison import Row, plan_row, rows_frame
-from tmsim.cost import CostModel
 
 NAME = "async_sync"
 TITLE = "Asynchronous against synchronous movement, with and without contention"
@@ -174,8 +171,7 @@ def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
         chain = tmsim.plan_chain(graph, platform, SHOWN[1:], settings=settings)
     except TmsimError as exc:
         chain = dict.fromkeys(SHOWN, exc)
-    cost = CostModel(graph, platform)
-    parts = [_replayed(graph, platform, cost, chain, limit, level) for level in CONDITIONS]
+    parts = [_replayed(graph, platform, chain, limit, level) for level in CONDITIONS]
     out = pd.concat(parts, ignore_index=True)
     insert_labels(out, point_labels(params, graph, limit))
     out["fallback"] = out["status"].str.startswith("fallback")
@@ -191,32 +187,28 @@ def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
 def _replayed(
     graph: Graph,
     machine: Platform,
-    cost: CostModel,
     chain: Mapping[str, Plan | TmsimError],
     limit: int,
     condition: str,
 ) -> pd.DataFrame:
     """The plans of :data:`SHOWN` in ``chain`` replayed on ``machine`` at the level
-    ``condition``: ``condition``, ``contention``, the :class:`tmsim.comparison.Row` fields and
-    ``async_moved_bytes``."""
-    level = InterferenceLevel(condition)
-    contention = level is not InterferenceLevel.NONE
-    rows: list[Row] = []
-    async_bytes: list[float] = []
-    for name in SHOWN:
-        got = chain.get(name, TmsimError("the MILP chain did not reach it"))
-        if isinstance(got, TmsimError):
-            rows.append(Row(name, "", "error", error=str(got), fast_limit_bytes=limit))
-            async_bytes.append(float("nan"))
-            continue
-        rows.append(plan_row(name, got, graph, machine, contention, cost, level))
-        copies = [m for m in got.moves if m.mode is MoveMode.ASYNC]
-        async_bytes.append(float(sum(graph.tensor(m.tensor).size_bytes for m in copies)))
-    frame = rows_frame(rows)
-    frame["async_moved_bytes"] = async_bytes
+    ``condition`` (:func:`tmsim.plan_table`): ``condition``, ``contention``, the row columns
+    of :func:`tmsim.compare` and ``async_moved_bytes``."""
+    missing = TmsimError("the MILP chain did not reach it")
+    plans = {name: chain.get(name, missing) for name in SHOWN}
+    frame = tmsim.plan_table(plans, graph, machine, interference=condition, fast_limit_bytes=limit)
+    frame.attrs.clear()
+    frame["async_moved_bytes"] = [_async_bytes(plans[name], graph) for name in SHOWN]
     frame.insert(0, "condition", condition)
-    frame.insert(1, "contention", contention)
+    frame.insert(1, "contention", condition != "none")
     return frame
+
+
+def _async_bytes(plan: Plan | TmsimError, graph: Graph) -> float:
+    """Bytes ``plan`` copies beside kernels (nan for an error)."""
+    if isinstance(plan, TmsimError):
+        return float("nan")
+    return float(sum(graph.tensor(m.tensor).size_bytes for m in plan.moves if m.mode == "async"))
 
 
 def compute(

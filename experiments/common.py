@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, is_dataclass
-from functools import partial
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +31,10 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from tmsim import Capacity, Graph, Platform, TmsimError
-from tmsim.comparison import CompareSettings, compare, rows_frame
-from tmsim.figures import Progress, points_dir
-from tmsim.results import provenance, read_table, write_table
-from tmsim.strategies import STRATEGIES, Kind, strategy
-from tmsim.sweeps.jobs import Job, JsonRow, nan_to_none, run_jobs
-from tmsim.sweeps.store import Counts, PointStore
+import tmsim
+from tmsim import STRATEGIES, Capacity, Graph, PlanSettings, Platform, TmsimError
+from tmsim.api.points import PointFrame, run_points, write_figure_table
+from tmsim.figures import Progress
 
 #: The AutoTM paper's conventional workloads (model, batch): footprints 111 to 143 GB.
 CONVENTIONAL: tuple[tuple[str, int], ...] = (
@@ -83,7 +78,7 @@ GPU_OVERSUBSCRIBED: tuple[tuple[str, int], ...] = (
     ("densenet264", 128),
 )
 
-#: Colours of the strategies, the same in every figure (:data:`tmsim.strategies.STRATEGIES`).
+#: Colours of the strategies, the same in every figure (:data:`tmsim.STRATEGIES`).
 COLORS: dict[str, str] = {name: s.color for name, s in STRATEGIES.items()}
 
 
@@ -101,23 +96,23 @@ def write_data(
     seed: int | None = None,
 ) -> Path:
     """Write figure ``name``'s tidy ``frame`` with its resolved ``config`` (a dataclass or a
-    JSON-ready mapping) and :func:`tmsim.results.provenance`; return the file's path."""
-    resolved = asdict(config) if is_dataclass(config) and not isinstance(config, type) else config
-    meta = {"figure": name, "config": resolved, "provenance": provenance(solver, seed)}
-    return write_table(frame, data_path(out_dir, name), meta)
+    JSON-ready mapping) and its provenance (:func:`tmsim.api.points.write_figure_table`);
+    return the file's path."""
+    return write_figure_table(frame, data_path(out_dir, name), name, config, solver, seed)
 
 
 def read_data(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """A figure's frame and metadata (see :func:`tmsim.results.read_table`)."""
-    return read_table(path)
+    """A figure's frame and metadata (see :func:`tmsim.read_table`)."""
+    frame = load_frame(path)
+    meta = {str(k): v for k, v in frame.attrs.items()}
+    frame.attrs.clear()
+    return frame, meta
 
 
 def load_frame(path: str | os.PathLike[str]) -> pd.DataFrame:
     """A figure's frame with its metadata (``config``, ``provenance``) in ``attrs``, as
-    every figure's ``draw`` takes it."""
-    frame, meta = read_table(path)
-    frame.attrs.update(meta)
-    return frame
+    every figure's ``draw`` takes it (:func:`tmsim.read_table`)."""
+    return tmsim.read_table(path)
 
 
 #: What a figure's ``draw`` takes to draw on: nothing (a figure of its own), one Axes, or as
@@ -184,13 +179,36 @@ def geomean(values: Iterable[float]) -> float:
 
 
 def compare_frame(
-    graph: Graph, platform: Platform, settings: CompareSettings, **labels: object
+    graph: Graph,
+    platform: Platform,
+    plan: PlanSettings,
+    strategies: Sequence[str],
+    contention: bool = True,
+    cache_block_bytes: int | None = None,
+    *,
+    labels: Mapping[str, object] | None = None,
 ) -> pd.DataFrame:
-    """:func:`tmsim.comparison.compare` of ``graph`` on ``platform`` as a frame
-    (:func:`tmsim.comparison.rows_frame`), with one leading column per keyword of ``labels``
-    (e.g. ``model="resnet50", batch=2``) holding that value on every row. Raises as
-    :func:`~tmsim.comparison.compare`."""
-    return insert_labels(rows_frame(compare(graph, platform, settings)), labels)
+    """:func:`tmsim.compare` of ``strategies`` for ``graph`` on ``platform`` with the planner
+    settings ``plan``, replayed under the full interference model (``contention``) or none,
+    with one leading column per key of ``labels`` (e.g. ``{"model": "resnet50"}``) holding
+    that value on every row (the figure writes its own metadata: ``attrs`` are
+    dropped). Raises as :func:`tmsim.compare`."""
+    wanted = list(strategies)
+    if contention:  # the API's default level: the full model
+        frame = tmsim.compare(
+            graph, platform, wanted, settings=plan, cache_block_bytes=cache_block_bytes
+        )
+    else:
+        frame = tmsim.compare(
+            graph,
+            platform,
+            wanted,
+            settings=plan,
+            cache_block_bytes=cache_block_bytes,
+            interference="none",
+        )
+    frame.attrs.clear()
+    return insert_labels(frame, dict(labels or {}))
 
 
 def insert_labels(frame: pd.DataFrame, labels: dict[str, object]) -> pd.DataFrame:
@@ -260,12 +278,11 @@ def solver_params(strategies: Iterable[str], **settings: Any) -> dict[str, Any]:
     strategy, else an empty dict: heuristics and simulations ignore them, so a point without
     a MILP leaves them out of its parameters and a changed time limit does not recompute it.
     Raises :class:`~tmsim.errors.TmsimError` for an unknown strategy."""
-    return dict(settings) if any(strategy(s).kind is Kind.MILP for s in strategies) else {}
-
-
-#: ``point_frame(params) -> frame``: the rows of one figure point; a module-level function,
-#: so that pool and Dask workers can run it.
-PointFrame = Callable[[Mapping[str, Any]], pd.DataFrame]
+    names = list(strategies)
+    unknown = [s for s in names if s not in STRATEGIES]
+    if unknown:
+        raise TmsimError(f"unknown strategy {unknown[0]!r}; known: {', '.join(STRATEGIES)}")
+    return dict(settings) if any(STRATEGIES[s].kind == "milp" for s in names) else {}
 
 
 def run_figure_points(
@@ -279,48 +296,21 @@ def run_figure_points(
     dask_address: str | None = None,
     default_workers: int = 1,
 ) -> pd.DataFrame:
-    """The rows of ``point_frame(p)`` for every point ``p`` of figure ``name``, concatenated in
-    the order of ``points`` (see the module docstring for how points are stored and keyed).
-
-    ``points`` must be JSON-ready (str, int, float, bool, None, lists, string-keyed dicts)
-    and hold everything ``point_frame`` reads; ``point_frame``'s frames must hold values JSON
-    can write (NaN is written as null and read back as NaN). ``workers``: local processes
-    (``default_workers`` when neither it nor ``dask_address`` is given); ``dask_address``: a
-    Dask scheduler to run the points on. ``progress(message)`` hears how many points were
-    finished before and each point as it ends. Raises :class:`tmsim.sweeps.store.SweepError`
-    (a :class:`~tmsim.errors.TmsimError`) for bad options or when points failed (after the
-    others are stored; a second call evaluates only the failed ones).
-    """
-    if workers is None and dask_address is None:
-        workers = default_workers
-    rows = run_jobs(
-        [Job(name, p) for p in points],
-        partial(_json_rows, point_frame),
-        PointStore(points_dir(out_dir, name)),
+    """The rows of ``point_frame(p)`` for every point ``p`` of figure ``name``, in the order
+    of ``points`` (:func:`tmsim.api.points.run_points`, each point named by
+    :func:`describe` in progress messages). Raises :class:`~tmsim.errors.TmsimError` for bad
+    options or when points failed (after the others are stored)."""
+    return run_points(
+        name,
+        points,
+        point_frame,
+        out_dir,
+        progress,
         workers=workers,
         dask_address=dask_address,
-        meta=provenance(),
-        progress=None if progress is None else partial(_report, progress),
+        default_workers=default_workers,
+        describe=describe,
     )
-    return pd.DataFrame(
-        [{k: math.nan if v is None else v for k, v in row.items()} for rs in rows for row in rs]
-    )
-
-
-def _json_rows(point_frame: PointFrame, params: Mapping[str, Any]) -> list[JsonRow]:
-    """``point_frame(params)`` as JSON-ready rows (NaN as None)."""
-    return [nan_to_none(row) for row in point_frame(params).to_dict("records")]
-
-
-def _report(progress: Progress, counts: Counts, job: Job | None) -> None:
-    if job is None:
-        progress(
-            f"{counts.total} points: {counts.reused} finished earlier, {counts.pending} to compute"
-        )
-        return
-    ended = counts.total - counts.pending
-    failed = f" ({counts.failed} failed so far)" if counts.failed else ""
-    progress(f"[{ended}/{counts.total}] {describe(job.params)}{failed}")
 
 
 def describe(params: Mapping[str, Any]) -> str:

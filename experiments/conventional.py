@@ -45,7 +45,6 @@ from experiments.common import (
     write_data,
 )
 from tmsim import PlanSettings
-from tmsim.comparison import CompareSettings
 
 NAME = "conventional"
 TITLE = "Conventional workloads: slowdown against all-DRAM by PMM:DRAM ratio"
@@ -121,15 +120,13 @@ def point_frame(params: Mapping[str, Any]) -> pd.DataFrame:
         capacity=capacity_of(ratio, None),
         **{k: params[k] for k in ("time_limit_s", "gap") if k in params},
     )
-    settings = CompareSettings(
-        plan=plan, contention=params["contention"], strategies=tuple(params["strategies"])
-    )
     frame = compare_frame(
         graph,
         tmsim.platform(params["platform"]),
-        settings,
-        **workload_labels(model, batch, graph),
-        ratio=ratio or "",
+        plan,
+        params["strategies"],
+        params["contention"],
+        labels={**workload_labels(model, batch, graph), "ratio": ratio or ""},
     )
     if ratio is None:
         frame["ratio"] = frame["strategy"].map({"all-fast": ALL_DRAM, "all-slow": ALL_PMM})

@@ -45,6 +45,7 @@ from experiments.common import (
     Progress,
     async_not_better,
     capacity_of,
+    compare_frame,
     insert_labels,
     label,
     load_frame,
@@ -54,7 +55,6 @@ from experiments.common import (
     write_data,
 )
 from tmsim import PlanSettings
-from tmsim.comparison import CompareSettings, compare, rows_frame
 
 NAME = "gpu"
 TITLE = "GPU: speedup of AutoTM's plans over unified memory"
@@ -160,8 +160,7 @@ def workload_rows(params: Mapping[str, Any]) -> pd.DataFrame:
         gap=params["gap"],
         window=params["window"],
     )
-    settings = CompareSettings(plan=plan, strategies=STRATEGIES, contention=params["contention"])
-    frame = rows_frame(compare(graph, platform, settings))
+    frame = compare_frame(graph, platform, plan, STRATEGIES, params["contention"])
     leading = {
         "platform": preset,
         "workload": label(model, batch),

@@ -41,7 +41,6 @@ from experiments.common import (
     write_data,
 )
 from tmsim import PlanSettings, TmsimError
-from tmsim.comparison import CompareSettings
 
 NAME = "large"
 TITLE = "Large workloads: software tensor management against the DRAM cache (2LM)"
@@ -114,20 +113,18 @@ def point_frame(params: Mapping[str, Any]) -> pd.DataFrame:
         fast_bytes = int(hw.tiers[0].capacity_bytes)
     else:
         fast_bytes = int(share * graph.peak_live_bytes)
-    settings = CompareSettings(
-        plan=PlanSettings(
-            capacity=capacity_of(None, fast_bytes),
-            **{k: params[k] for k in ("time_limit_s", "gap") if k in params},
-        ),
-        contention=params["contention"],
-        strategies=tuple(params["strategies"]),
-        cache_block_bytes=params.get("cache_block_bytes"),
+    plan = PlanSettings(
+        capacity=capacity_of(None, fast_bytes),
+        **{k: params[k] for k in ("time_limit_s", "gap") if k in params},
     )
     frame = compare_frame(
         graph,
         hw,
-        settings,
-        **workload_labels(model, batch, graph),
+        plan,
+        params["strategies"],
+        params["contention"],
+        params.get("cache_block_bytes"),
+        labels=workload_labels(model, batch, graph),
     )
     twolm = frame.loc[frame["strategy"] == "2lm", "simulated_s"]
     base = float(twolm.iloc[0]) if len(twolm) else np.nan

@@ -43,6 +43,7 @@ from experiments.common import (
     Progress,
     async_not_better,
     capacity_of,
+    compare_frame,
     insert_labels,
     load_frame,
     panels,
@@ -52,7 +53,6 @@ from experiments.common import (
     write_data,
 )
 from tmsim import PlanSettings
-from tmsim.comparison import CompareSettings, compare, rows_frame
 
 NAME = "prediction"
 TITLE = "Planner prediction against simulation with contention"
@@ -167,8 +167,7 @@ def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
         window=params["window"],
     )
     strategies = tuple(params["strategies"])
-    settings = CompareSettings(plan=plan, strategies=strategies, contention=True)
-    frame = rows_frame(compare(graph, platform, settings))
+    frame = compare_frame(graph, platform, plan, strategies)
     limit = tmsim.fast_limit(graph, platform, plan.capacity)
     insert_labels(frame, point_labels(params, graph, limit))
     frame["rel_error"] = (frame["simulated_s"] - frame["predicted_s"]) / frame["predicted_s"]

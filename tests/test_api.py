@@ -42,6 +42,7 @@ PUBLIC = [
     "graph",
     "plan",
     "plan_chain",
+    "plan_table",
     "platform",
     "read_table",
     "simulate",

@@ -19,18 +19,6 @@ API_ROOMS = {"tmsim", "tmsim.api", "tmsim.figures"}
 
 #: Imports past the API that remain, by file (the work left to move them onto it).
 DEBT: dict[str, set[str]] = {
-    "experiments/async_sync.py": {"hwmodels.timing", "tmsim.comparison", "tmsim.cost"},
-    "experiments/common.py": {
-        "tmsim.comparison",
-        "tmsim.results",
-        "tmsim.strategies",
-        "tmsim.sweeps.jobs",
-        "tmsim.sweeps.store",
-    },
-    "experiments/conventional.py": {"tmsim.comparison"},
-    "experiments/gpu.py": {"tmsim.comparison"},
-    "experiments/large.py": {"tmsim.comparison"},
-    "experiments/prediction.py": {"tmsim.comparison"},
     "tmsim/cli/args.py": {"tmsim.capacity", "tmsim.levels", "tmsim.planners.settings"},
     "tmsim/cli/catalog.py": {"tmsim.strategies"},
     "tmsim/cli/compare.py": {

@@ -20,7 +20,8 @@ np.float64(1.0)
   (AutoTM's MILP formulations solved as one chain), :func:`simulate` (a :class:`Run`),
   :func:`fast_limit` (the fast tier's bytes at a capacity), :func:`validate` (the
   independent validator's :class:`Validation`);
-- :func:`compare`, :func:`sweep`: DataFrames with units in the column names and the
+- :func:`compare`, :func:`plan_table` (the same rows for plans made already), :func:`sweep`:
+  DataFrames with units in the column names and the
   provenance in ``DataFrame.attrs``;
 - :func:`figure` draws a figure of ``tmsim reproduce`` from its table (:func:`read_table`);
 - bad input raises :class:`TmsimError` with a one-line message.
@@ -48,6 +49,7 @@ _SOURCES: dict[str, str] = {
     "Run": "tmsim.api.runs",
     "compare": "tmsim.api.tables",
     "sweep": "tmsim.api.tables",
+    "plan_table": "tmsim.api.tables",
     "figure": "tmsim.api.figures",
     "figure_names": "tmsim.api.figures",
     "read_table": "tmsim.api.figures",
@@ -84,6 +86,7 @@ __all__ = [
     "graph",
     "plan",
     "plan_chain",
+    "plan_table",
     "platform",
     "read_table",
     "simulate",
@@ -96,7 +99,7 @@ if TYPE_CHECKING:
     from tmsim.api.figures import figure, figure_names, read_table
     from tmsim.api.inputs import MODELS, PRESETS, graph, platform
     from tmsim.api.runs import Run, fast_limit, plan, plan_chain, simulate, validate
-    from tmsim.api.tables import compare, sweep
+    from tmsim.api.tables import compare, plan_table, sweep
     from tmsim.capacity import Capacity
     from tmsim.errors import TmsimError
     from tmsim.levels import InterferenceLevel

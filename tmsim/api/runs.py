@@ -73,7 +73,7 @@ def plan(
     """
     check_inputs(graph, platform)
     expect(strategy, str, "strategy", "a strategy's name")
-    chosen = _settings(None, fast, settings)
+    chosen = plan_settings(None, fast, settings)
     try:
         return run_planner(strategy, graph, platform, chosen)
     except HardwareModelError as exc:
@@ -113,7 +113,7 @@ def plan_chain(
             raise TmsimError(
                 f"unknown MILP formulation {name!r}; formulations: {', '.join(MILP_NAMES)}"
             )
-    chosen = _settings(settings, fast, options)
+    chosen = plan_settings(settings, fast, options)
     try:
         chain = plan_milp_chain(graph, platform, chosen, [Formulation(n) for n in wanted])
     except HardwareModelError as exc:
@@ -135,7 +135,7 @@ def fast_limit(graph: Graph, platform: Platform, fast: FastCapacity = None) -> i
     return fast_limit_bytes(graph, platform, capacity(fast))
 
 
-def _settings(
+def plan_settings(
     settings: PlanSettings | None, fast: FastCapacity, options: dict[str, Any]
 ) -> PlanSettings:
     """``settings``, or the settings ``fast`` and ``options`` give (not both)."""
@@ -346,6 +346,7 @@ __all__ = [
     "fast_limit",
     "plan",
     "plan_chain",
+    "plan_settings",
     "simulate",
     "trace_summary",
     "validate",

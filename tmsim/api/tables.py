@@ -12,6 +12,7 @@ import math
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +20,15 @@ import pandas as pd
 
 from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
-from tmsim.api.inputs import FastCapacity, capacity, expect
-from tmsim.api.runs import SETTING_NAMES, check_inputs
-from tmsim.comparison import CompareSettings, Row, rows_frame
+from tmsim.api.inputs import FastCapacity, expect
+from tmsim.api.runs import SETTING_NAMES, check_inputs, plan_settings
+from tmsim.comparison import CompareSettings, Row, plan_row, rows_frame
 from tmsim.comparison import compare as compare_rows
+from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel, parse_level
 from tmsim.planners.settings import PlanSettings
+from tmsim.plans.values import Plan
 from tmsim.results import provenance, read_table
 from tmsim.sweeps.engine import run_sweep
 from tmsim.sweeps.spec import Sweep, load_sweep, sweep_from_dict
@@ -43,14 +46,16 @@ def compare(
     fast: FastCapacity = None,
     interference: InterferenceLevel | str = DEFAULT_LEVEL,
     cache_block_bytes: int | None = None,
-    **settings: Any,
+    settings: PlanSettings | None = None,
+    **options: Any,
 ) -> pd.DataFrame:
     """Every strategy of ``strategies`` (default: all that apply to ``platform``) planned,
     validated and replayed for ``graph`` with the fast tier at ``fast``, one row each in the
     registry's order: ``strategy``, ``planner``, ``status``, ``error``, ``predicted_s``,
     ``simulated_s``, ``slowdown`` (over ``all-fast``), ``moved_bytes``, ``fast_peak_bytes``,
     ``fast_limit_bytes``, ``solve_s``, ``gap``, ``valid``, ``hit_rate``. The MILP strategies
-    are solved as one chain; the other keywords are planner settings (see :func:`tmsim.plan`).
+    are solved as one chain; ``settings`` gives every planner setting at once (its capacity
+    included), or ``fast`` and the other keywords do (see :func:`tmsim.plan`).
     A strategy that cannot run gives a row with its ``error``; bad input raises
     :class:`TmsimError`.
 
@@ -60,7 +65,7 @@ def compare(
     >>> list(t.strategy), bool((t.slowdown >= 1).all()), t.attrs["graph"]
     (['all-fast', 'all-slow', 'greedy'], True, 'vgg19-b16')
     """
-    unknown = [k for k in settings if k not in SETTING_NAMES]
+    unknown = [k for k in options if k not in SETTING_NAMES]
     if unknown:
         raise TmsimError(
             f"unknown compare setting {unknown[0]!r}; settings: "
@@ -76,9 +81,10 @@ def compare(
     if cache_block_bytes is not None:
         expect(cache_block_bytes, int, "cache_block_bytes", "a whole number of bytes")
     level = parse_level(interference)
+    planner = plan_settings(settings, fast, options)
     try:
         chosen = CompareSettings(
-            plan=PlanSettings(capacity=capacity(fast), **settings),
+            plan=planner,
             contention=level is not InterferenceLevel.NONE,
             level=level,
             strategies=None if strategies is None else tuple(strategies),
@@ -91,6 +97,50 @@ def compare(
     except HardwareModelError as exc:
         raise TmsimError(str(exc)) from None
     return compare_table(rows, graph, platform, chosen)
+
+
+def plan_table(
+    plans: Mapping[str, Plan | TmsimError],
+    graph: Graph,
+    platform: Platform,
+    *,
+    interference: InterferenceLevel | str = DEFAULT_LEVEL,
+    fast_limit_bytes: int | None = None,
+) -> pd.DataFrame:
+    """The rows :func:`compare` gives, for plans made already: each plan of ``plans`` (by the
+    name its row carries) checked by the validator and replayed at ``interference``, or, for
+    an error in its place, a row with status ``error``, its message and ``fast_limit_bytes``.
+    ``slowdown`` is over the ``all-fast`` row where there is one. Raises
+    :class:`TmsimError` for bad input, a plan for another graph or platform included.
+
+    >>> import tmsim
+    >>> g, p = tmsim.graph("vgg19", batch=4), tmsim.platform()
+    >>> plans = {"greedy": tmsim.plan(g, p, "greedy", fast="4:1"), "sync": tmsim.TmsimError("no")}
+    >>> t = tmsim.plan_table(plans, g, p, interference="none")
+    >>> list(t.status), bool(t.valid[0]), t.error[1]
+    (['heuristic', 'error'], True, 'no')
+    """
+    check_inputs(graph, platform)
+    expect(plans, Mapping, "plans", "a mapping of names to plans or errors")
+    level = parse_level(interference)
+    contention = level is not InterferenceLevel.NONE
+    cost = CostModel(graph, platform)
+    rows: list[Row] = []
+    for name, got in plans.items():
+        expect(name, str, "a plan's name", "text")
+        if isinstance(got, TmsimError):
+            limit = math.nan if fast_limit_bytes is None else float(fast_limit_bytes)
+            rows.append(Row(name, "", "error", error=str(got), fast_limit_bytes=limit))
+            continue
+        expect(got, Plan, f"plans[{name!r}]", "a Plan or a TmsimError")
+        if got.platform != platform.name or got.graph != graph.name:
+            raise TmsimError(
+                f"plans[{name!r}] is for {got.graph} on {got.platform}, not {graph.name} on "
+                f"{platform.name}"
+            )
+        rows.append(plan_row(name, got, graph, platform, contention, cost, level))
+    base = next((r.simulated_s for r in rows if r.strategy == "all-fast"), math.nan)
+    return rows_frame([replace(r, slowdown=r.simulated_s / base) for r in rows])
 
 
 def compare_table(
@@ -182,4 +232,11 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-__all__ = ["COMPARE_KEYWORDS", "compare", "compare_table", "jsonable", "sweep"]
+__all__ = [
+    "COMPARE_KEYWORDS",
+    "compare",
+    "compare_table",
+    "jsonable",
+    "plan_table",
+    "sweep",
+]
