@@ -48,6 +48,7 @@ PUBLIC = [
     "simulate",
     "sweep",
     "validate",
+    "write_table",
 ]
 
 DOCTESTED = [

@@ -53,6 +53,7 @@ _SOURCES: dict[str, str] = {
     "figure": "tmsim.api.figures",
     "figure_names": "tmsim.api.figures",
     "read_table": "tmsim.api.figures",
+    "write_table": "tmsim.api.figures",
     "STRATEGIES": "tmsim.strategies",
     "Strategy": "tmsim.strategies",
     "Graph": "tmsim.workload.graph",
@@ -92,11 +93,12 @@ __all__ = [
     "simulate",
     "sweep",
     "validate",
+    "write_table",
 ]
 
 if TYPE_CHECKING:
     from hwmodels.platform import Platform
-    from tmsim.api.figures import figure, figure_names, read_table
+    from tmsim.api.figures import figure, figure_names, read_table, write_table
     from tmsim.api.inputs import MODELS, PRESETS, graph, platform
     from tmsim.api.runs import Run, fast_limit, plan, plan_chain, simulate, validate
     from tmsim.api.tables import compare, plan_table, sweep

@@ -8,6 +8,7 @@ The figures themselves live in the package that declares the ``tmsim.figures`` e
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -16,6 +17,7 @@ from tmsim.api.inputs import expect
 from tmsim.errors import TmsimError
 from tmsim.figures import discover
 from tmsim.results import read_table as read_result
+from tmsim.results import write_table as write_result
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -72,4 +74,26 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     return frame
 
 
-__all__ = ["figure", "figure_names", "read_table"]
+def write_table(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
+    """Write ``frame`` to ``path`` (``.parquet``, or ``.csv`` with a ``.meta.json`` beside it)
+    atomically, with its ``attrs`` (JSON-ready: its configuration and provenance) as the
+    metadata :func:`read_table` gives back; return the path. Raises :class:`TmsimError` for
+    another suffix, ``attrs`` JSON cannot write, or a path that cannot be written.
+
+    >>> import tmsim, tempfile, os
+    >>> t = tmsim.compare(tmsim.graph("vgg19", batch=2), tmsim.platform(), ["all-fast"])
+    >>> path = tmsim.write_table(t, os.path.join(tempfile.mkdtemp(), "t.parquet"))
+    >>> tmsim.read_table(path).attrs["graph"]
+    'vgg19-b2'
+    """
+    expect(frame, pd.DataFrame, "a table", "a DataFrame")
+    expect(path, (str, os.PathLike), "a table's path", "a file path")
+    try:
+        return write_result(frame, path, {str(k): v for k, v in frame.attrs.items()})
+    except TypeError as exc:
+        raise TmsimError(f"{os.fspath(path)}: the table's attrs are not JSON: {exc}") from None
+    except OSError as exc:
+        raise TmsimError(f"{os.fspath(path)}: {exc.strerror or exc}") from None
+
+
+__all__ = ["figure", "figure_names", "read_table", "write_table"]

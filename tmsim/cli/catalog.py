@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tmsim.strategies import Kind, names
+from tmsim import STRATEGIES
 
 #: The model zoo's names, in :data:`tmsim.workload.zoo.MODELS` order.
 MODEL_NAMES: tuple[str, ...] = (
@@ -37,7 +37,9 @@ DTYPES: tuple[str, ...] = tuple(
 )
 
 #: Every planner strategy: the heuristics, then the MILP formulations.
-PLANNER_NAMES: tuple[str, ...] = names(Kind.HEURISTIC) + names(Kind.MILP)
+PLANNER_NAMES: tuple[str, ...] = tuple(
+    n for kind in ("heuristic", "milp") for n, s in STRATEGIES.items() if s.kind == kind
+)
 
 #: Formats of a sweep's results table.
 TABLE_FORMATS: tuple[str, ...] = ("parquet", "csv")

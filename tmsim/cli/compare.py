@@ -15,7 +15,8 @@ import time
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, TextIO
 
-from tmsim import InterferenceLevel
+import tmsim
+from tmsim import STRATEGIES, InterferenceLevel
 from tmsim.cli.args import (
     add_interference_argument,
     add_plan_arguments,
@@ -25,7 +26,6 @@ from tmsim.cli.args import (
     text_arg,
 )
 from tmsim.cli.graph import add_graph_arguments, graph_from_args
-from tmsim.strategies import STRATEGIES
 
 if TYPE_CHECKING:
     from tmsim.comparison import Row
@@ -90,14 +90,12 @@ class _Progress:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from hwmodels.presets import load_platform
     from tmsim.api.tables import compare_table
     from tmsim.capacity import resolve_fast_limit
     from tmsim.comparison import CompareSettings, compare
-    from tmsim.results import write_table
 
     graph = graph_from_args(args)
-    platform = load_platform(args.platform)
+    platform = tmsim.platform(args.platform)
     settings = CompareSettings(
         plan=settings_from_args(args),
         contention=args.contention and args.interference is not InterferenceLevel.NONE,
@@ -111,7 +109,7 @@ def _compare(args: argparse.Namespace) -> int:
         progress.done()
     if args.out:
         frame = compare_table(rows, graph, platform, settings)
-        write_table(frame, args.out, {str(k): v for k, v in frame.attrs.items()})
+        tmsim.write_table(frame, args.out)
     if args.json:
         print(json.dumps([_row_json(r) for r in rows], indent=2))
     else:
