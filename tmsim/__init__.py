@@ -24,6 +24,7 @@ np.float64(1.0)
   DataFrames with units in the column names and the
   provenance in ``DataFrame.attrs``;
 - :func:`figure` draws a figure of ``tmsim reproduce`` from its table (:func:`read_table`);
+- :func:`save` writes a graph, plan, platform or run's trace, :func:`load_plan` reads a plan;
 - bad input raises :class:`TmsimError` with a one-line message.
 """
 
@@ -54,6 +55,8 @@ _SOURCES: dict[str, str] = {
     "figure_names": "tmsim.api.figures",
     "read_table": "tmsim.api.figures",
     "write_table": "tmsim.api.figures",
+    "save": "tmsim.api.files",
+    "load_plan": "tmsim.api.files",
     "STRATEGIES": "tmsim.strategies",
     "Strategy": "tmsim.strategies",
     "Graph": "tmsim.workload.graph",
@@ -85,11 +88,13 @@ __all__ = [
     "figure",
     "figure_names",
     "graph",
+    "load_plan",
     "plan",
     "plan_chain",
     "plan_table",
     "platform",
     "read_table",
+    "save",
     "simulate",
     "sweep",
     "validate",
@@ -99,6 +104,7 @@ __all__ = [
 if TYPE_CHECKING:
     from hwmodels.platform import Platform
     from tmsim.api.figures import figure, figure_names, read_table, write_table
+    from tmsim.api.files import load_plan, save
     from tmsim.api.inputs import MODELS, PRESETS, graph, platform
     from tmsim.api.runs import Run, fast_limit, plan, plan_chain, simulate, validate
     from tmsim.api.tables import compare, plan_table, sweep

@@ -27,3 +27,16 @@ class InfeasibleError(NoPlanError):
 
 class PlanError(TmsimError, ValueError):
     """A plan breaks the rules of :mod:`tmsim.plans.values`; the message names what is at fault."""
+
+
+#: What :func:`one_line` escapes: every character ``str.splitlines`` breaks a line at.
+_LINE_BREAKS = {
+    ord(c): c.encode("unicode_escape").decode("ascii")
+    for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+}
+
+
+def one_line(text: str) -> str:
+    """``text`` with every line break written as its escape (``\\n``, ``\\x85`` ...), so it
+    prints as one line."""
+    return text.translate(_LINE_BREAKS)

@@ -8,7 +8,8 @@ file, with fields overridden as sweeps override them; a ratio or a size) and rai
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NoReturn
@@ -18,7 +19,7 @@ from hwmodels.platform import Platform
 from hwmodels.presets import preset_descriptions, preset_names
 from hwmodels.serialize import platform_from_dict, platform_to_dict
 from tmsim.capacity import Capacity, CapacityError, parse_bytes
-from tmsim.errors import TmsimError
+from tmsim.errors import TmsimError, one_line
 from tmsim.sweeps.overrides import PlatformDocs, apply_override
 from tmsim.workload.files import load_graph
 from tmsim.workload.graph import DTYPE_BYTES, Graph
@@ -46,6 +47,20 @@ def expect(value: object, kinds: type | tuple[type, ...], what: str, wanted: str
     if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in _tuple(kinds)):
         shown = repr(value) if len(repr(value)) <= 60 else f"a {type(value).__name__}"
         raise TmsimError(f"{what} must be {wanted}, got {shown}")
+
+
+@contextmanager
+def one_line_errors() -> Iterator[None]:
+    """Re-raise a :class:`TmsimError` whose message spans lines (a key or value given by the
+    caller may hold a line break) with every line break escaped, as the command line prints
+    it."""
+    try:
+        yield
+    except TmsimError as exc:
+        text = str(exc)
+        if one_line(text) == text:
+            raise
+        raise TmsimError(one_line(text)) from None
 
 
 def is_file(path: str | os.PathLike[str]) -> bool:
@@ -134,7 +149,8 @@ def platform(
                 f"an override's key is a dotted path such as 'tiers.DRAM.capacity_GiB', got {key!r}"
             )
     if isinstance(source, Platform):
-        return _override(source, given)
+        with one_line_errors():
+            return _override(source, given)
     name = os.fspath(source)
     what = f"platform {name}"
 
@@ -151,7 +167,8 @@ def platform(
             f"{name!r} is neither a platform preset ({', '.join(preset_names())}) nor a file"
         )
     try:
-        resolved, _ = docs.resolve(label, tuple(sorted(given.items())), "")
+        with one_line_errors():
+            resolved, _ = docs.resolve(label, tuple(sorted(given.items())), "")
     except OSError as exc:
         raise TmsimError(f"{what}: cannot read it: {exc.strerror or exc}") from None
     return resolved
@@ -222,5 +239,6 @@ __all__ = [
     "expect",
     "graph",
     "is_file",
+    "one_line_errors",
     "platform",
 ]

@@ -20,7 +20,7 @@ import pandas as pd
 
 from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
-from tmsim.api.inputs import FastCapacity, expect
+from tmsim.api.inputs import FastCapacity, expect, one_line_errors
 from tmsim.api.runs import SETTING_NAMES, check_inputs, plan_settings
 from tmsim.comparison import CompareSettings, Row, plan_row, rows_frame
 from tmsim.comparison import compare as compare_rows
@@ -189,10 +189,12 @@ def sweep(
     if isinstance(spec, Sweep):
         expanded = spec
     elif isinstance(spec, Mapping):
-        expanded = sweep_from_dict(spec, "sweep spec", Path.cwd())
+        with one_line_errors():
+            expanded = sweep_from_dict(spec, "sweep spec", Path.cwd())
     else:
         try:
-            expanded = load_sweep(Path(os.fspath(spec)))
+            with one_line_errors():
+                expanded = load_sweep(Path(os.fspath(spec)))
         except OSError as exc:
             raise TmsimError(
                 f"{os.fspath(spec)}: cannot read the sweep: {exc.strerror or exc}"

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from tmsim import TmsimError
 from tmsim.cli.catalog import PLAN_DEFAULTS
+from tmsim.errors import one_line
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel, parse_level
 
 if TYPE_CHECKING:
@@ -163,19 +164,6 @@ def size_arg(text: str) -> int:
         return parse_bytes(text)
     except CapacityError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-#: What :func:`one_line` escapes: every character ``str.splitlines`` breaks a line at.
-_LINE_BREAKS = {
-    ord(c): c.encode("unicode_escape").decode("ascii")
-    for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
-}
-
-
-def one_line(text: str) -> str:
-    """``text`` with every line break written as its escape (``\\n``, ``\\x85`` ...), so it
-    prints as one line."""
-    return text.translate(_LINE_BREAKS)
 
 
 def add_plan_arguments(
