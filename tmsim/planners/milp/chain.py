@@ -18,7 +18,7 @@ import contextlib
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from tmsim.capacity import fast_limit_bytes
 from tmsim.cost import CostModel
 from tmsim.errors import NoPlanError, TmsimError
 from tmsim.planners.assemble import check_operands_fit
-from tmsim.planners.milp.build import Model, build_model, extract_plan
+from tmsim.planners.milp.build import build_model, extract_plan
 from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.milp.gpu import offload_plan_start, static_misfit
 from tmsim.planners.milp.overlap import overlap_copies
@@ -39,11 +39,12 @@ from tmsim.planners.milp.solve import (
     solver_options,
     start_stats,
 )
+from tmsim.planners.milp.solved import Solved, against, at_floor, relabel
 from tmsim.planners.milp.starts import best_heuristic_tiers, lift, static_start
 from tmsim.planners.milp.states import MAX_TIERS
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.layout import overflow_bytes, resident_bytes, resident_overflow_bytes
-from tmsim.plans.values import Plan, SolverStats
+from tmsim.plans.values import Plan
 from tmsim.sim.beside import beside_costs
 from tmsim.strategies import kernels_reach_slow
 from tmsim.workload.graph import Graph
@@ -165,18 +166,6 @@ def plan_milp_chain(
     return {f: (v if isinstance(v, TmsimError) else v.plan) for f, v in memo.items()}
 
 
-@dataclass(frozen=True)
-class _Solved:
-    """A formulation's plan, the solved model it came from, its per-kernel limits and the
-    build and solve seconds spent on it (warm-up formulations included)."""
-
-    plan: Plan
-    model: Model
-    limits: np.ndarray
-    build_s: float
-    solve_s: float
-
-
 def _plan(
     cost: CostModel,
     opts: PlanSettings,
@@ -184,8 +173,8 @@ def _plan(
     limit: int,
     gpu: bool,
     deadline: float | None,
-    memo: dict[Formulation, _Solved | TmsimError],
-) -> _Solved:
+    memo: dict[Formulation, Solved | TmsimError],
+) -> Solved:
     """Solve ``formulation`` with AutoTM's layout loop, warm-started from the formulation it
     contains (solved first, the same way). ``memo`` holds what each formulation already gave
     (its solution or its error) and receives this one's.
@@ -216,8 +205,8 @@ def _solve_formulation(
     limit: int,
     gpu: bool,
     deadline: float | None,
-    memo: dict[Formulation, _Solved | TmsimError],
-) -> _Solved:
+    memo: dict[Formulation, Solved | TmsimError],
+) -> Solved:
     """:func:`_plan` without the memo lookup."""
     base = None
     if opts.warm_start and formulation in _SMALLER:
@@ -227,11 +216,11 @@ def _solve_formulation(
             base = None  # e.g. nothing fits statically on a GPU: start cold
     build_total = base.build_s if base else 0.0
     solve_total = base.solve_s if base else 0.0
-    if base is not None and _at_floor(base, opts.gap):
+    if base is not None and at_floor(base, opts.gap):
         # no plan of any formulation beats the kernel-time bound, which the smaller
         # formulation's plan is already within the gap of: nothing to solve
         proven = f"optimal (within the gap of the kernel-time bound: {base.plan.planner}'s plan)"
-        return _relabel(base, opts, formulation, (build_total, solve_total), status=proven)
+        return relabel(base, opts, formulation, (build_total, solve_total), status=proven)
     beside = None
     if formulation is Formulation.ASYNC_AWARE:
         started = time.perf_counter()
@@ -239,7 +228,7 @@ def _solve_formulation(
         build_total += time.perf_counter() - started
     limits = np.full(len(cost.graph.kernels), limit, dtype=np.int64)
     previous: int | None = None  # the worst overflow of the last round
-    result: _Solved | None = None
+    result: Solved | None = None
     failure: TmsimError | None = None
     own = "not solved"  # how this formulation's own last solve ended
     basis = None  # the last round's LP basis: the next round differs in its limits only
@@ -294,7 +283,7 @@ def _solve_formulation(
             break
         if first_bound is None:
             first_bound = stats.bound
-        stats = _against(replace(stats, rounds=rounds), first_bound)
+        stats = against(replace(stats, rounds=rounds), first_bound)
         if stats.status == "optimal" and not stats.gap <= opts.gap + 1e-9:
             # the last round reached the gap of its own bound, not of the first round's
             stats = replace(stats, status=f"optimal in layout round {rounds}")
@@ -305,7 +294,7 @@ def _solve_formulation(
         else:
             overflow = resident_overflow_bytes(plan, graph, platform, limit)
         if not overflow.any():
-            result = _Solved(plan, model, limits, build_total, solve_total)
+            result = Solved(plan, model, limits, build_total, solve_total)
             break
         # AutoTM's loop: take what the layout lost at each kernel off that kernel's limit
         # (or, without a layout, what the solver's tolerance let through), plus a slack so
@@ -324,7 +313,7 @@ def _solve_formulation(
         assert base.plan.stats is not None
         status = f"fallback to {base.plan.planner} ({base.plan.stats.status}); own solve: {own}"
         seconds = (build_total, solve_total)
-        return _relabel(base, opts, formulation, seconds, status, first_bound)
+        return relabel(base, opts, formulation, seconds, status, first_bound)
     if result is not None:
         return result
     if failure is not None:
@@ -336,65 +325,13 @@ def _solve_formulation(
     )
 
 
-def _first_memo(graph: Graph, limit: int, gpu: bool) -> dict[Formulation, _Solved | TmsimError]:
+def _first_memo(graph: Graph, limit: int, gpu: bool) -> dict[Formulation, Solved | TmsimError]:
     """What a solve knows before it starts: on a GPU where nothing fits statically, the static
     formulation's error (:func:`~tmsim.planners.milp.gpu.static_misfit`), so that the static
     formulation raises it at once and no other warms up from a static solve, whose start
     would overflow every layout round (ten rounds of DenseNet-264 b64 took 11 s)."""
     misfit = static_misfit(graph, limit) if gpu else None
     return {} if misfit is None else {Formulation.STATIC: misfit}
-
-
-def _at_floor(base: _Solved, gap: float) -> bool:
-    """Whether ``base``'s plan is within relative ``gap`` of the kernel-time bound
-    (:attr:`Model.lower_bound_s`), which holds for every formulation."""
-    stats = base.plan.stats
-    if stats is None or not stats.objective > 0:
-        return False
-    return (stats.objective - base.model.lower_bound_s) / stats.objective <= gap
-
-
-def _against(stats: SolverStats, bound: float) -> SolverStats:
-    """``stats`` with ``bound`` as its bound and the gap measured against it."""
-    objective = stats.objective
-    finite = objective > 0 and math.isfinite(bound) and math.isfinite(objective)
-    gap = max(0.0, objective - bound) / objective if finite else math.nan
-    return replace(stats, bound=bound, gap=gap)
-
-
-def _relabel(
-    base: _Solved,
-    opts: PlanSettings,
-    formulation: Formulation,
-    seconds: tuple[float, float],
-    status: str,
-    own_bound: float | None = None,
-) -> _Solved:
-    """``base``'s plan as a plan of ``formulation`` (which contains it), with the total
-    (build, solve) ``seconds`` and ``status`` (saying why, and, for a fallback, how this
-    formulation's own solve ended, so that a limit it hit is not hidden), its gap against
-    ``own_bound`` (this formulation's first-round bound) or, without one, the kernel-time
-    bound."""
-    build_s, solve_s = seconds
-    stats = base.plan.stats
-    assert stats is not None
-    # The smaller problem's bound says nothing about this one's optimum; the kernel-time
-    # bound holds for every formulation.
-    floor = base.model.lower_bound_s
-    bound = floor if own_bound is None else max(own_bound, floor)
-    relabelled = replace(
-        _against(stats, bound),
-        status=status,
-        build_s=build_s,
-        solve_s=solve_s,
-    )
-    plan = replace(
-        base.plan,
-        planner=f"milp-{formulation.value}",
-        options=opts.to_dict(),
-        stats=relabelled,
-    )
-    return _Solved(plan, base.model, base.limits, build_s, solve_s)
 
 
 def plan_static(graph: Graph, platform: Platform, settings: PlanSettings | None = None) -> Plan:
