@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import tmsim
 from hwmodels.presets import load_preset
 from tmsim.cli.main import main
 from tmsim.plans.files import load_plan
@@ -150,15 +151,15 @@ def test_fast_bytes_in_scientific_notation_is_accepted(
 def test_an_invalid_plan_exits_1_with_an_error_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import tmsim.plans.validate as validate_module
+    import tmsim.api.runs as runs_module
 
-    real = validate_module.validate
+    real = runs_module.validate_plan
 
-    def refuse(*args: Any, **kwargs: Any) -> validate_module.Validation:
+    def refuse(*args: Any, **kwargs: Any) -> tmsim.Validation:
         found = real(*args, **kwargs)
         return replace(found, ok=False, errors=("kernel 'k': over the\nlimit",))
 
-    monkeypatch.setattr(validate_module, "validate", refuse)
+    monkeypatch.setattr(runs_module, "validate_plan", refuse)
     assert main(["plan", "vgg19", "--batch", "1", "--mode", "greedy"]) == 1
     captured = capsys.readouterr()
     assert "valid            NO: kernel 'k'" in captured.out

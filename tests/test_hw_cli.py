@@ -68,10 +68,10 @@ def test_bad_input_is_one_line_and_exit_2(
 ) -> None:
     assert main(["platform", "no-such-platform"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("tmsim: error: no-such-platform: neither a platform preset")
+    assert err.startswith("tmsim: error: 'no-such-platform' is neither a platform preset")
     assert err.count("\n") == 1
     bad = tmp_path / "bad.toml"
     bad.write_text((PRESET_DIR / "a100-pcie4.toml").read_text().replace("cores = 108", ""))
     assert main(["platform", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert err == f"tmsim: error: {bad}: compute: missing field 'cores'\n"
+    assert err == f"tmsim: error: platform {bad}: compute: missing field 'cores'\n"

@@ -246,7 +246,7 @@ def test_a_version_1_plan_file_is_read_with_a_flag_and_a_warning(
     assert json.loads(captured.out)["graph"] == "resnet50-b2"
     assert captured.err.startswith("tmsim: warning: ") and captured.err.count("\n") == 1
     assert main(["simulate", str(old), "--model", "resnet50", "--batch", "4"]) == 2
-    assert "is for graph 'resnet50-b2', but the graph given is 'resnet50-b4'" in (
+    assert "is for graph 'resnet50-b2', but the graph of --model resnet50 is 'resnet50-b4'" in (
         capsys.readouterr().err
     )
 

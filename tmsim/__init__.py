@@ -24,7 +24,9 @@ np.float64(1.0)
   DataFrames with units in the column names and the
   provenance in ``DataFrame.attrs``;
 - :func:`figure` draws a figure of ``tmsim reproduce`` from its table (:func:`read_table`);
-- :func:`save` writes a graph, plan, platform or run's trace, :func:`load_plan` reads a plan;
+- :func:`save` writes a graph, plan, platform or run's trace, :func:`load_plan` and
+  :func:`load_graph` read a plan and a graph, :func:`graph_of` builds a plan's graph again;
+- :func:`simulate_cache` replays a step in 2LM memory mode (a :class:`CacheRun`);
 - bad input raises :class:`TmsimError` with a one-line message.
 """
 
@@ -49,13 +51,17 @@ _SOURCES: dict[str, str] = {
     "Validation": "tmsim.plans.validate",
     "Run": "tmsim.api.runs",
     "compare": "tmsim.api.tables",
-    "sweep": "tmsim.api.tables",
+    "sweep": "tmsim.api.sweeps",
     "plan_table": "tmsim.api.tables",
     "figure": "tmsim.api.figures",
     "figure_names": "tmsim.api.figures",
     "read_table": "tmsim.api.figures",
     "write_table": "tmsim.api.figures",
     "save": "tmsim.api.files",
+    "load_graph": "tmsim.api.inputs",
+    "graph_of": "tmsim.api.graphs",
+    "simulate_cache": "tmsim.api.cache",
+    "CacheRun": "tmsim.api.cache",
     "load_plan": "tmsim.api.files",
     "STRATEGIES": "tmsim.strategies",
     "Strategy": "tmsim.strategies",
@@ -72,6 +78,7 @@ __all__ = [
     "MODELS",
     "PRESETS",
     "STRATEGIES",
+    "CacheRun",
     "Capacity",
     "Graph",
     "InterferenceLevel",
@@ -88,6 +95,8 @@ __all__ = [
     "figure",
     "figure_names",
     "graph",
+    "graph_of",
+    "load_graph",
     "load_plan",
     "plan",
     "plan_chain",
@@ -96,6 +105,7 @@ __all__ = [
     "read_table",
     "save",
     "simulate",
+    "simulate_cache",
     "sweep",
     "validate",
     "write_table",
@@ -103,11 +113,14 @@ __all__ = [
 
 if TYPE_CHECKING:
     from hwmodels.platform import Platform
+    from tmsim.api.cache import CacheRun, simulate_cache
     from tmsim.api.figures import figure, figure_names, read_table, write_table
     from tmsim.api.files import load_plan, save
-    from tmsim.api.inputs import MODELS, PRESETS, graph, platform
+    from tmsim.api.graphs import graph_of
+    from tmsim.api.inputs import MODELS, PRESETS, graph, load_graph, platform
     from tmsim.api.runs import Run, fast_limit, plan, plan_chain, simulate, validate
-    from tmsim.api.tables import compare, plan_table, sweep
+    from tmsim.api.sweeps import sweep
+    from tmsim.api.tables import compare, plan_table
     from tmsim.capacity import Capacity
     from tmsim.errors import TmsimError
     from tmsim.levels import InterferenceLevel

@@ -102,6 +102,15 @@ class Capacity:
                 raise CapacityError(f"capacity {text!r}: {exc}") from None
         return cls.of_bytes(parse_bytes(text))
 
+    @staticmethod
+    def parse_size(text: str) -> int:
+        """A size in bytes read from ``text`` (:func:`parse_bytes`): a ratio is refused.
+
+        >>> Capacity.parse_size("24GiB") == 24 * 2**30
+        True
+        """
+        return parse_bytes(text)
+
     def fast_bytes(self, peak_live_bytes: int) -> int:
         """The capacity in bytes for a step whose peak live bytes are ``peak_live_bytes``."""
         if self.size_bytes is not None:

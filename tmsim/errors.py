@@ -36,6 +36,17 @@ _LINE_BREAKS = {
 }
 
 
+def shown_path(name: str) -> str:
+    r"""A file name as one-line messages show it: its line breaks escaped (:func:`one_line`),
+    and quoted (``repr``) when it is empty or starts or ends with white space, which would
+    otherwise not be seen.
+
+    >>> print(shown_path("g.json"), shown_path("g.json "), shown_path("a\nb"))
+    g.json 'g.json ' a\nb
+    """
+    return one_line(name) if name and name == name.strip() else repr(name)
+
+
 def one_line(text: str) -> str:
     """``text`` with every line break written as its escape (``\\n``, ``\\x85`` ...), so it
     prints as one line."""

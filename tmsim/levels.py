@@ -24,6 +24,20 @@ class InterferenceLevel(StrEnum):
     BANDWIDTH = "bandwidth"
     CONTROLLER = "controller"
 
+    @classmethod
+    def parse(cls, text: str) -> InterferenceLevel:
+        """The level named ``text`` (:func:`parse_level`)."""
+        return parse_level(text)
+
+    @classmethod
+    def default(cls) -> InterferenceLevel:
+        """The level replays use unless told otherwise (:data:`DEFAULT_LEVEL`).
+
+        >>> InterferenceLevel.default().value
+        'controller'
+        """
+        return DEFAULT_LEVEL
+
 
 #: The level ``simulate``, ``compare``, sweeps and figures use unless told otherwise: the full
 #: model (on a platform without a memory controller or copy thread it is ``bandwidth``).

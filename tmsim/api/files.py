@@ -14,6 +14,7 @@ import os
 
 from hwmodels.platform import Platform
 from hwmodels.presets import save_platform
+from tmsim.api.cache import CacheRun
 from tmsim.api.inputs import expect
 from tmsim.api.runs import Run
 from tmsim.errors import TmsimError
@@ -25,12 +26,19 @@ from tmsim.workload.files import save_graph
 from tmsim.workload.graph import Graph
 
 #: What each kind of object is written as, by the ending its file name must have.
-SUFFIXES = {Graph: (".json",), Plan: (".json",), Platform: (".toml",), Run: (".parquet",)}
+SUFFIXES = {
+    Graph: (".json",),
+    Plan: (".json",),
+    Platform: (".toml",),
+    Run: (".parquet",),
+    CacheRun: (".parquet",),
+}
 
 
-def save(obj: Graph | Plan | Platform | Run, path: str | os.PathLike[str]) -> None:
+def save(obj: Graph | Plan | Platform | Run | CacheRun, path: str | os.PathLike[str]) -> None:
     """Write ``obj`` to ``path``: a :class:`Graph` or a :class:`Plan` as JSON (``.json``), a
-    :class:`Platform` as TOML (``.toml``), a :class:`Run`'s trace as Parquet (``.parquet``).
+    :class:`Platform` as TOML (``.toml``), the trace of a :class:`Run` or a
+    :class:`~tmsim.api.cache.CacheRun` as Parquet (``.parquet``).
     Raises :class:`TmsimError` for another object or ending and a path that cannot be
     written.
 
@@ -41,7 +49,7 @@ def save(obj: Graph | Plan | Platform | Run, path: str | os.PathLike[str]) -> No
     >>> tmsim.load_plan(path).planner
     'greedy'
     """
-    expect(obj, (Graph, Plan, Platform, Run), "what to save", "a Graph, Plan, Platform or Run")
+    expect(obj, tuple(SUFFIXES), "what to save", "a Graph, Plan, Platform, Run or CacheRun")
     expect(path, (str, os.PathLike), "a path", "a file path")
     name = os.fspath(path)
     endings = SUFFIXES[type(obj)]
@@ -54,8 +62,10 @@ def save(obj: Graph | Plan | Platform | Run, path: str | os.PathLike[str]) -> No
             save_plan(obj, name)
         elif isinstance(obj, Platform):
             save_platform(obj, name)
-        else:
+        elif isinstance(obj, Run):
             save_trace(obj.trace, name)
+        else:
+            save_trace(obj.details.trace, name)
     except OSError as exc:
         raise TmsimError(f"{name}: cannot write it: {exc.strerror or exc}") from None
 

@@ -19,10 +19,11 @@ from hwmodels.platform import Platform
 from hwmodels.presets import preset_descriptions, preset_names
 from hwmodels.serialize import platform_from_dict, platform_to_dict
 from tmsim.capacity import Capacity, CapacityError, parse_bytes
-from tmsim.errors import TmsimError, one_line
+from tmsim.errors import TmsimError, one_line, shown_path
 from tmsim.sweeps.overrides import PlatformDocs, apply_override
-from tmsim.workload.files import load_graph
+from tmsim.workload.files import load_graph as read_graph
 from tmsim.workload.graph import DTYPE_BYTES, Graph
+from tmsim.workload.identity import zoo_graph
 from tmsim.workload.zoo import DESCRIPTIONS, training_graph_of
 
 #: Every zoo model by name, with a one-line description (``tmsim models``).
@@ -34,6 +35,10 @@ PRESETS: Mapping[str, str] = MappingProxyType(preset_descriptions())
 DEFAULT_BATCH = 32
 #: The platform when none is given (the command line's): Cascade Lake with Optane PMM.
 DEFAULT_PLATFORM = "cascadelake-optane"
+
+#: The exceptions bad input raises: tmsim's own, and the hardware models' for a platform
+#: description they refuse (the API turns those it meets into :class:`TmsimError`).
+INPUT_ERRORS: tuple[type[Exception], ...] = (TmsimError, HardwareModelError)
 
 #: What ``fast=`` takes: a ratio ``"S:F"``, a size (``"24GiB"``, ``"96GB"``, ``3e9``, an
 #: int of bytes), a :class:`Capacity`, or None (the fastest tier's own capacity).
@@ -77,17 +82,27 @@ def _tuple(kinds: type | tuple[type, ...]) -> tuple[type, ...]:
 
 
 def graph(
-    source: str | os.PathLike[str], *, batch: int | None = None, dtype: str | None = None
+    source: str | os.PathLike[str],
+    *,
+    batch: int | None = None,
+    dtype: str | None = None,
+    **options: Any,
 ) -> Graph:
     """The training step of zoo model ``source`` at ``batch`` (default 32) in ``dtype``
-    (default ``fp32``), or the graph in the JSON file ``source`` (from ``tmsim graph --save``).
+    (default ``fp32``), with any other argument of the model's entry as a keyword
+    (``image_hw``, ``classes``, a model's own such as ``batch_norm``: the arguments a plan's
+    graph identity lists), or the graph in the JSON file ``source`` (from ``tmsim graph
+    --save``).
 
     Raises :class:`TmsimError` for a name that is neither a zoo model nor a file, a
-    ``batch`` or ``dtype`` given with a file or out of range, and a file that is not a graph.
+    ``batch``, ``dtype`` or option given with a file, out of range or unknown to the model,
+    and a file that is not a graph.
 
     >>> g = graph("vgg19", batch=16)
     >>> g.name, len(g.kernels)
     ('vgg19-b16', 142)
+    >>> graph("resnet50", batch=2, image_hw=(112, 112)).tensor("input").shape
+    (2, 3, 112, 112)
     >>> graph("vgg20")
     Traceback (most recent call last):
     tmsim.errors.TmsimError: 'vgg20' is neither a zoo model (...) nor a graph file
@@ -103,16 +118,38 @@ def graph(
             expect(dtype, str, "dtype", f"one of {', '.join(DTYPE_BYTES)}")
         if dtype is not None and dtype not in DTYPE_BYTES:
             raise TmsimError(f"dtype must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")
-        return training_graph_of(source, DEFAULT_BATCH if batch is None else batch, dtype or "fp32")
+        size = DEFAULT_BATCH if batch is None else batch
+        if options:
+            built, _ = zoo_graph(source, size, dtype=dtype or "fp32", **options)
+            return built
+        return training_graph_of(source, size, dtype or "fp32")
     if not is_file(name):
         raise TmsimError(f"{name!r} is neither a zoo model ({', '.join(MODELS)}) nor a graph file")
-    for what, value in (("batch", batch), ("dtype", dtype)):
+    for what, value in (("batch", batch), ("dtype", dtype), *options.items()):
         if value is not None:
             raise TmsimError(f"{what} shapes a zoo model; the graph file {name!r} has its own")
+    return load_graph(name)
+
+
+def load_graph(path: str | os.PathLike[str]) -> Graph:
+    """The graph in the JSON file ``path`` (from :func:`tmsim.save` or ``tmsim graph
+    --save``), even one named like a zoo model. Raises :class:`TmsimError` (an ``OSError``'s
+    reason with the file's name for one that cannot be read) for anything but a graph file.
+
+    >>> import os, tempfile, tmsim
+    >>> path = os.path.join(tempfile.mkdtemp(), "g.json")
+    >>> tmsim.save(tmsim.graph("vgg19", batch=2), path)
+    >>> tmsim.load_graph(path).name
+    'vgg19-b2'
+    """
+    expect(path, (str, os.PathLike), "a graph's path", "a file path")
+    name = os.fspath(path)
+    if "\0" in str(name):
+        raise TmsimError(f"{shown_path(str(name))}: a file name cannot hold a NUL character")
     try:
-        return load_graph(name)
+        return read_graph(path)
     except OSError as exc:
-        raise TmsimError(f"{name}: cannot read the graph file: {exc.strerror or exc}") from None
+        raise TmsimError(f"{shown_path(str(name))}: {exc.strerror or exc}") from None
 
 
 def platform(
@@ -155,13 +192,17 @@ def platform(
     what = f"platform {name}"
 
     def fail(where: str, message: str) -> NoReturn:
-        where = where.lstrip(".")
+        # the hardware models name the platform again; the message names it once
+        for prefix in (f"platform {label}: ", f"platform {label!r}: "):
+            message = message.removeprefix(prefix)
+        where = where.lstrip(".").removesuffix("platform").rstrip(".")
         raise TmsimError(f"{what}: {where}: {message}" if where else f"{what}: {message}")
 
+    label = name if name in preset_names() else Path(name).name
     if name in preset_names():
-        docs, label = PlatformDocs(Path("."), fail), name
+        docs = PlatformDocs(Path("."), fail)
     elif is_file(name):
-        docs, label = PlatformDocs(Path(name).parent, fail), Path(name).name
+        docs = PlatformDocs(Path(name).parent, fail)
     else:
         raise TmsimError(
             f"{name!r} is neither a platform preset ({', '.join(preset_names())}) nor a file"
@@ -172,6 +213,17 @@ def platform(
     except OSError as exc:
         raise TmsimError(f"{what}: cannot read it: {exc.strerror or exc}") from None
     return resolved
+
+
+def platform_document(source: Platform) -> dict[str, Any]:
+    """The platform ``source`` as plain data in SI units, the document a platform file holds
+    (``tmsim platform --json`` prints it; :func:`platform` reads it back from a file).
+
+    >>> platform_document(platform())["name"]
+    'cascadelake-optane'
+    """
+    expect(source, Platform, "a platform", "a Platform (from tmsim.platform)")
+    return platform_to_dict(source)
 
 
 def _override(base: Platform, overrides: dict[str, Any]) -> Platform:
@@ -232,6 +284,7 @@ def capacity(fast: FastCapacity) -> Capacity | None:
 __all__ = [
     "DEFAULT_BATCH",
     "DEFAULT_PLATFORM",
+    "INPUT_ERRORS",
     "MODELS",
     "PRESETS",
     "FastCapacity",
@@ -239,6 +292,8 @@ __all__ = [
     "expect",
     "graph",
     "is_file",
+    "load_graph",
     "one_line_errors",
     "platform",
+    "platform_document",
 ]

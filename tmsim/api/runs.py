@@ -34,7 +34,7 @@ from tmsim.sim import Trace, replay
 from tmsim.sim.beside import beside_for
 from tmsim.sim.trace import ASYNC, SYNC
 from tmsim.workload.graph import Graph
-from tmsim.workload.identity import check_graph
+from tmsim.workload.identity import check_graph, file_identity
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -52,13 +52,18 @@ def plan(
     strategy: str = "sync",
     *,
     fast: FastCapacity = None,
-    **settings: Any,
+    settings: PlanSettings | None = None,
+    graph_file: str | os.PathLike[str] | None = None,
+    **options: Any,
 ) -> Plan:
     """The plan of planner ``strategy`` (a heuristic or a MILP formulation: ``all-fast``,
     ``all-slow``, ``first-touch``, ``greedy``, ``vdnn``, ``static``, ``sync``, ``async``,
     ``async-aware``) for ``graph`` on ``platform`` with the fast tier at ``fast`` (see
     :func:`tmsim.api.inputs.capacity`) and the other :class:`PlanSettings` as keywords
-    (``time_limit_s``, ``gap``, ``window``, ``node_limit``, ``solver`` ...).
+    (``time_limit_s``, ``gap``, ``window``, ``node_limit``, ``solver`` ...), or every setting
+    at once as ``settings`` (its capacity included). ``graph_file``: the file ``graph`` was
+    loaded from, which the plan then names (with the graph's fingerprint) so that its graph
+    can be loaded again from the plan alone (:func:`tmsim.api.graphs.graph_of`).
 
     Raises :class:`TmsimError` for an unknown strategy or setting, a setting out of range,
     and a plan that cannot be made (nothing fits, the solver found none).
@@ -73,11 +78,14 @@ def plan(
     """
     check_inputs(graph, platform)
     expect(strategy, str, "strategy", "a strategy's name")
-    chosen = plan_settings(None, fast, settings)
+    if graph_file is not None:
+        expect(graph_file, (str, os.PathLike), "graph_file", "the graph's file path")
+    chosen = plan_settings(settings, fast, options)
     try:
-        return run_planner(strategy, graph, platform, chosen)
+        made = run_planner(strategy, graph, platform, chosen)
     except HardwareModelError as exc:
         raise TmsimError(str(exc)) from None
+    return made if graph_file is None else made.with_identity(file_identity(graph, graph_file))
 
 
 def plan_chain(
@@ -267,18 +275,7 @@ class Run:
         """The step as a Gantt chart with the fast tier's occupancy beneath; also saved to
         ``path`` (``.png``, ``.pdf`` or ``.svg``) when given. Raises :class:`TmsimError` for
         another suffix or a path that cannot be written."""
-        from tmsim.plots import timeline_figure
-
-        fig = timeline_figure(self.trace, title=title)
-        if path is not None:
-            suffix = os.fspath(path).rpartition(".")[2].lower()
-            if suffix not in ("png", "pdf", "svg"):
-                raise TmsimError(f"{os.fspath(path)!r}: a timeline is a .png, .pdf or .svg file")
-            try:
-                fig.savefig(os.fspath(path), dpi=150)
-            except OSError as exc:
-                raise TmsimError(f"{os.fspath(path)}: {exc.strerror or exc}") from None
-        return fig
+        return draw_timeline(self.trace, path, title)
 
     def summary_rows(self) -> list[SummaryRow]:
         """Headline numbers as ``(label, value)`` text."""
@@ -312,6 +309,28 @@ class Run:
         return html_table(f"Run of plan {self.trace.planner}", self.summary_rows())
 
 
+def draw_timeline(
+    trace: Trace, path: str | os.PathLike[str] | None = None, title: str | None = None
+) -> Figure:
+    """``trace`` as a Gantt chart with the fast tier's occupancy beneath, saved to ``path``
+    (``.png``, ``.pdf`` or ``.svg``) when given. Raises :class:`TmsimError` for another
+    suffix or a path that cannot be written."""
+    from tmsim.plots import timeline_figure
+
+    if path is not None:
+        expect(path, (str, os.PathLike), "a timeline's path", "a file path")
+        suffix = os.fspath(path).rpartition(".")[2].lower()
+        if suffix not in ("png", "pdf", "svg"):
+            raise TmsimError(f"{os.fspath(path)!r}: a timeline is a .png, .pdf or .svg file")
+    fig = timeline_figure(trace, title=title)
+    if path is not None:
+        try:
+            fig.savefig(os.fspath(path), dpi=150)
+        except OSError as exc:
+            raise TmsimError(f"{os.fspath(path)}: {exc.strerror or exc}") from None
+    return fig
+
+
 def trace_summary(trace: Trace) -> dict[str, Any]:
     """Headline numbers of a replay as JSON-ready values."""
     moves = trace.moves()
@@ -343,6 +362,7 @@ __all__ = [
     "SETTING_NAMES",
     "Run",
     "check_inputs",
+    "draw_timeline",
     "fast_limit",
     "plan",
     "plan_chain",

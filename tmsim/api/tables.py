@@ -1,6 +1,7 @@
-"""Result tables: :func:`compare` (every strategy on one workload) and :func:`sweep` (a grid).
+"""Result tables: :func:`compare` (every strategy on one workload) and :func:`plan_table`
+(the same rows for plans made already); :func:`tmsim.api.sweeps.sweep` makes a grid's.
 
-Both return a pandas DataFrame with the columns of the Parquet file the command line writes
+They return a pandas DataFrame with the columns of the Parquet file the command line writes
 (``tmsim compare --out``, ``tmsim sweep``), units in the column names (``simulated_s``,
 ``moved_bytes`` ...), and that file's metadata, the resolved settings and the provenance
 (version, git commit, solver, seed), in ``DataFrame.attrs``.
@@ -9,18 +10,15 @@ Both return a pandas DataFrame with the columns of the Parquet file the command 
 from __future__ import annotations
 
 import math
-import os
-import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
-from tmsim.api.inputs import FastCapacity, expect, one_line_errors
+from tmsim.api.inputs import FastCapacity, expect
 from tmsim.api.runs import SETTING_NAMES, check_inputs, plan_settings
 from tmsim.comparison import CompareSettings, Row, plan_row, rows_frame
 from tmsim.comparison import compare as compare_rows
@@ -29,9 +27,7 @@ from tmsim.errors import TmsimError
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel, parse_level
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import Plan
-from tmsim.results import provenance, read_table
-from tmsim.sweeps.engine import run_sweep
-from tmsim.sweeps.spec import Sweep, load_sweep, sweep_from_dict
+from tmsim.results import provenance
 from tmsim.workload.graph import Graph
 
 #: Settings of :func:`compare` itself (beside the planner settings of :func:`tmsim.plan`).
@@ -47,6 +43,7 @@ def compare(
     interference: InterferenceLevel | str = DEFAULT_LEVEL,
     cache_block_bytes: int | None = None,
     settings: PlanSettings | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
     **options: Any,
 ) -> pd.DataFrame:
     """Every strategy of ``strategies`` (default: all that apply to ``platform``) planned,
@@ -56,6 +53,7 @@ def compare(
     ``fast_limit_bytes``, ``solve_s``, ``gap``, ``valid``, ``hit_rate``. The MILP strategies
     are solved as one chain; ``settings`` gives every planner setting at once (its capacity
     included), or ``fast`` and the other keywords do (see :func:`tmsim.plan`).
+    ``progress(strategy, index, total)`` is called as each strategy starts.
     A strategy that cannot run gives a row with its ``error``; bad input raises
     :class:`TmsimError`.
 
@@ -80,6 +78,10 @@ def compare(
             expect(name, str, "a strategy", "a strategy's name")
     if cache_block_bytes is not None:
         expect(cache_block_bytes, int, "cache_block_bytes", "a whole number of bytes")
+    if progress is not None and not callable(progress):
+        raise TmsimError(
+            f"progress must be a function of (strategy, index, total), got {progress!r}"
+        )
     level = parse_level(interference)
     planner = plan_settings(settings, fast, options)
     try:
@@ -93,7 +95,7 @@ def compare(
     except TypeError as exc:
         raise TmsimError(f"bad compare setting: {exc}") from None
     try:
-        rows = compare_rows(graph, platform, chosen)
+        rows = compare_rows(graph, platform, chosen, progress)
     except HardwareModelError as exc:
         raise TmsimError(str(exc)) from None
     return compare_table(rows, graph, platform, chosen)
@@ -161,68 +163,6 @@ def compare_table(
     return frame
 
 
-def sweep(
-    spec: str | os.PathLike[str] | Mapping[str, Any] | Sweep,
-    *,
-    out: str | os.PathLike[str] | None = None,
-    workers: int | None = 1,
-    client: Any = None,
-) -> pd.DataFrame:
-    """Run the sweep ``spec`` (a TOML file as ``tmsim sweep`` takes, the same document as a
-    dict, or an expanded :class:`Sweep`) and return its table, one row per point.
-
-    ``out``: the folder that keeps finished points (a rerun resumes there) and the table;
-    default a temporary one, removed after. ``workers``: local processes (1: this process).
-    ``client``: a ``dask.distributed.Client`` to run the points on instead (the ``dask``
-    extra). The table's ``attrs`` hold the sweep, its settings, counts and provenance, and
-    ``failures``, one line per point that raised (those rows have status ``failed``). Raises
-    :class:`TmsimError` for a bad spec or option.
-
-    >>> import tmsim
-    >>> grid = {"model": ["vgg19"], "batch": [16], "platform": ["cascadelake-optane"],
-    ...         "strategy": ["all-slow"], "ratio": ["1:1", "4:1"]}
-    >>> t = tmsim.sweep({"grid": grid})
-    >>> sorted(t.strategy), t.attrs["counts"]["failed"]  # one all-fast baseline serves both
-    (['all-fast', 'all-slow', 'all-slow'], 0)
-    """
-    expect(spec, (str, os.PathLike, Mapping, Sweep), "a sweep's spec", "a TOML file or a dict")
-    if isinstance(spec, Sweep):
-        expanded = spec
-    elif isinstance(spec, Mapping):
-        with one_line_errors():
-            expanded = sweep_from_dict(spec, "sweep spec", Path.cwd())
-    else:
-        try:
-            with one_line_errors():
-                expanded = load_sweep(Path(os.fspath(spec)))
-        except OSError as exc:
-            raise TmsimError(
-                f"{os.fspath(spec)}: cannot read the sweep: {exc.strerror or exc}"
-            ) from None
-    address = None
-    if client is not None:
-        address = getattr(getattr(client, "scheduler", None), "address", None)
-        if not isinstance(address, str):
-            raise TmsimError("client must be a dask.distributed.Client connected to a scheduler")
-        workers = None
-    if out is not None:
-        return _run(expanded, Path(out), workers, address)
-    with tempfile.TemporaryDirectory(prefix="tmsim-sweep-") as tmp:
-        return _run(expanded, Path(tmp), workers, address)
-
-
-def _run(expanded: Sweep, out: Path, workers: int | None, address: str | None) -> pd.DataFrame:
-    if out.exists() and not out.is_dir():
-        raise TmsimError(f"out {out}: not a folder")
-    report = run_sweep(expanded, out, workers=workers, dask_address=address)
-    if report.table is None:  # only with a limit on points, which this call never sets
-        raise TmsimError(f"sweep {expanded.name}: {report.counts.pending} points still pending")
-    frame, meta = read_table(report.table)
-    frame.attrs.update(meta)
-    frame.attrs["failures"] = list(report.failures)
-    return frame
-
-
 def jsonable(value: Any) -> Any:
     """``value`` with every ``nan`` float, in lists and dicts too, as None."""
     if isinstance(value, float) and math.isnan(value):
@@ -240,5 +180,4 @@ __all__ = [
     "compare_table",
     "jsonable",
     "plan_table",
-    "sweep",
 ]

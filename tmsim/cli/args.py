@@ -18,14 +18,15 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from tmsim import TmsimError
+from tmsim import InterferenceLevel, TmsimError
 from tmsim.cli.catalog import PLAN_DEFAULTS
 from tmsim.errors import one_line
-from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel, parse_level
 
 if TYPE_CHECKING:
-    from tmsim.capacity import Capacity
-    from tmsim.planners.settings import PlanSettings
+    from tmsim import Capacity, PlanSettings
+
+#: The interference level of the commands that replay plans when none is given.
+DEFAULT_LEVEL = InterferenceLevel.default()
 
 DEFAULT_PLATFORM = "cascadelake-optane"
 #: The largest count an option takes: what the library's int64 arrays hold.
@@ -85,9 +86,10 @@ def fraction_arg(text: str) -> float:
 
 
 def level_arg(text: str) -> InterferenceLevel:
-    """An argparse type: an interference level (:mod:`tmsim.levels`), any case."""
+    """An argparse type: an interference level (:class:`tmsim.InterferenceLevel`), any
+    case."""
     try:
-        return parse_level(text)
+        return InterferenceLevel.parse(text)
     except TmsimError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -143,13 +145,13 @@ def names_arg(text: str) -> tuple[str, ...]:
 
 def ratio_arg(text: str) -> Capacity:
     """An argparse type: a capacity ratio ``S:F`` (slow to fast)."""
-    from tmsim.capacity import Capacity, CapacityError
+    from tmsim import Capacity
 
     if ":" not in text:
         raise argparse.ArgumentTypeError(f"{text!r} is not a ratio such as '4:1'")
     try:
         return Capacity.parse(text)
-    except CapacityError as exc:
+    except TmsimError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     except ArithmeticError:  # decimal overflow of an absurd exponent
         raise argparse.ArgumentTypeError(f"capacity {text!r} is out of range") from None
@@ -158,11 +160,11 @@ def ratio_arg(text: str) -> Capacity:
 def size_arg(text: str) -> int:
     """An argparse type: a size in bytes (``"1000000"``, ``"3e9"``, ``"24GiB"``, ``"96GB"``),
     from 1 to 2**63 - 1."""
-    from tmsim.capacity import CapacityError, parse_bytes
+    from tmsim import Capacity
 
     try:
-        return parse_bytes(text)
-    except CapacityError as exc:
+        return Capacity.parse_size(text)
+    except TmsimError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
@@ -220,7 +222,7 @@ def add_plan_arguments(
 def capacity_from_args(args: argparse.Namespace) -> Capacity | None:
     """The capacity ``--ratio`` or ``--fast-bytes`` asks for, or None (the tier's own)."""
     if args.fast_bytes is not None:
-        from tmsim.capacity import Capacity
+        from tmsim import Capacity
 
         return Capacity.of_bytes(args.fast_bytes)
     ratio: Capacity | None = args.ratio
@@ -230,7 +232,7 @@ def capacity_from_args(args: argparse.Namespace) -> Capacity | None:
 def settings_from_args(args: argparse.Namespace) -> PlanSettings:
     """The planner settings the parsed arguments ask for. Raises :class:`TmsimError` naming
     the option for a value out of range."""
-    from tmsim.planners.settings import PlanSettings
+    from tmsim import PlanSettings
 
     try:
         return PlanSettings(
@@ -247,6 +249,7 @@ def settings_from_args(args: argparse.Namespace) -> PlanSettings:
 
 
 __all__ = [
+    "DEFAULT_LEVEL",
     "DEFAULT_PLATFORM",
     "MAX_COUNT",
     "MAX_NODES",

@@ -12,8 +12,7 @@ import json
 import math
 import sys
 import time
-from dataclasses import asdict
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 import tmsim
 from tmsim import STRATEGIES, InterferenceLevel
@@ -26,9 +25,6 @@ from tmsim.cli.args import (
     text_arg,
 )
 from tmsim.cli.graph import add_graph_arguments, graph_from_args
-
-if TYPE_CHECKING:
-    from tmsim.comparison import Row
 
 #: ``tmsim compare``'s MILP time limit (seconds for the whole static -> sync -> async chain):
 #: lower than ``tmsim plan``'s, so that a comparison finishes in minutes; the gap column says
@@ -90,48 +86,44 @@ class _Progress:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from tmsim.api.tables import compare_table
-    from tmsim.capacity import resolve_fast_limit
-    from tmsim.comparison import CompareSettings, compare
+    from tmsim.api.summaries import capacity_note
+    from tmsim.api.tables import jsonable
 
     graph = graph_from_args(args)
     platform = tmsim.platform(args.platform)
-    settings = CompareSettings(
-        plan=settings_from_args(args),
-        contention=args.contention and args.interference is not InterferenceLevel.NONE,
-        level=args.interference,
-        strategies=args.strategies,
-        cache_block_bytes=args.block_bytes,
-    )
+    settings = settings_from_args(args)
+    level = args.interference if args.contention else InterferenceLevel.NONE
     progress = None if args.quiet else _Progress(sys.stderr)
-    rows = compare(graph, platform, settings, progress)
+    frame = tmsim.compare(
+        graph,
+        platform,
+        args.strategies,
+        interference=level,
+        cache_block_bytes=args.block_bytes,
+        settings=settings,
+        progress=progress,
+    )
     if progress is not None:
         progress.done()
     if args.out:
-        frame = compare_table(rows, graph, platform, settings)
         tmsim.write_table(frame, args.out)
+    rows = list(frame.itertuples(index=False))
     if args.json:
-        print(json.dumps([_row_json(r) for r in rows], indent=2))
+        print(json.dumps(jsonable(frame.to_dict("records")), indent=2))
     else:
-        limit, note = resolve_fast_limit(graph, platform, settings.plan.capacity)
+        limit = tmsim.fast_limit(graph, platform, settings.capacity)
         _print_table(rows, graph.name, platform.name, limit)
+        note = capacity_note(graph, platform, settings.capacity)
         if note:
             print(f"note: {note}")
-    invalid = [r.strategy for r in rows if not (r.valid or r.error)]
+    invalid = [str(r.strategy) for r in rows if not (r.valid or r.error)]
     if invalid:
         print(f"tmsim: error: invalid plans: {', '.join(invalid)}", file=sys.stderr)
         return 1
     return 0
 
 
-def _row_json(row: Row) -> dict[str, Any]:
-    from tmsim.api.tables import jsonable
-
-    out: dict[str, Any] = jsonable(asdict(row))
-    return out
-
-
-def _print_table(rows: list[Row], graph: str, platform: str, limit_bytes: int) -> None:
+def _print_table(rows: list[Any], graph: str, platform: str, limit_bytes: int) -> None:
     gb = 1e9
     fast = f"fast memory {limit_bytes / gb:.3f} GB (all-fast: as much as it needs)"
     print(f"{graph} on {platform}, {fast}")

@@ -10,6 +10,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
+import tmsim
 from tmsim import TmsimError
 from tmsim.cli.args import batch_arg, text_arg
 from tmsim.cli.catalog import DTYPES, MODEL_NAMES
@@ -57,56 +58,27 @@ def graph_from_args(args: argparse.Namespace) -> Graph:
         for flag, value in (("--batch", args.batch), ("--dtype", args.dtype)):
             if value is not None:
                 raise TmsimError(f"{flag} shapes a zoo MODEL; a graph --file has its own")
-        from tmsim.workload.files import load_graph
-
-        return load_graph(args.file)
-    from tmsim.workload.training import training_graph
-    from tmsim.workload.zoo import model
-
+        return tmsim.load_graph(args.file)
+    if args.model not in MODEL_NAMES:  # not a file of that name, as tmsim.graph would take
+        raise TmsimError(f"unknown model {args.model!r}; known models: {', '.join(MODEL_NAMES)}")
     batch = DEFAULT_BATCH if args.batch is None else args.batch
     dtype = DEFAULT_DTYPE if args.dtype is None else args.dtype
-    return training_graph(model(args.model)(batch, dtype=dtype))
-
-
-def summary(graph: Graph) -> dict[str, Any]:
-    """Headline numbers of ``graph`` as plain JSON-ready values."""
-    import numpy as np
-
-    from tmsim.workload.graph import Phase
-
-    peak_kernel = int(np.argmax(graph.live_bytes))
-    by_phase = {p.value: 0 for p in Phase}
-    for k in graph.kernels:
-        by_phase[k.phase.value] += 1
-    return {
-        "name": graph.name,
-        "kernels": len(graph.kernels),
-        "tensors": len(graph.tensors),
-        "peak_live_bytes": graph.peak_live_bytes,
-        "peak_kernel": graph.kernels[peak_kernel].name,
-        "flops": graph.flops,
-        "params": graph.params,
-        "kernels_by_phase": by_phase,
-        "bytes_by_role": {r.value: b for r, b in graph.bytes_by_role().items()},
-    }
+    return tmsim.graph(args.model, batch=batch, dtype=dtype)
 
 
 def _models(args: argparse.Namespace) -> int:
-    from tmsim.workload.zoo import DESCRIPTIONS, MODELS
-
-    for name in MODELS:
-        print(f"{name:14s} {DESCRIPTIONS[name]}")
+    for name, text in tmsim.MODELS.items():
+        print(f"{name:14s} {text}")
     return 0
 
 
 def _graph(args: argparse.Namespace) -> int:
-    from tmsim.workload.files import save_graph
-    from tmsim.workload.graph import Role
+    from tmsim.api.graphs import graph_summary
 
     graph = graph_from_args(args)
     if args.save:
-        save_graph(graph, args.save)
-    info = summary(graph)
+        tmsim.save(graph, args.save)
+    info = graph_summary(graph)
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
@@ -120,10 +92,9 @@ def _graph(args: argparse.Namespace) -> int:
     print(
         f"peak live        {info['peak_live_bytes'] / gb:,.2f} GB at kernel {info['peak_kernel']}"
     )
-    for role in Role:
-        size = info["bytes_by_role"][role.value]
+    for role, size in info["bytes_by_role"].items():
         if size:
-            print(f"  {role.value:17s}{size / gb:,.2f} GB declared")
+            print(f"  {role:17s}{size / gb:,.2f} GB declared")
     if args.save:
         print(f"saved            {args.save}")
     return 0

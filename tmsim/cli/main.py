@@ -38,6 +38,7 @@ from tmsim.cli import platform as cli_platform
 from tmsim.cli import reproduce as cli_reproduce
 from tmsim.cli import sweep as cli_sweep
 from tmsim.cli.args import one_line
+from tmsim.errors import shown_path
 
 if TYPE_CHECKING:
     from tmsim.figures import FigureRegistry
@@ -130,11 +131,10 @@ def _bad_input(exc: Exception) -> str | None:
         reason = exc.strerror or str(exc)
         if exc.filename is None:
             return reason
-        name = str(exc.filename)
-        return f"{name if name and name == name.strip() else repr(name)}: {reason}"
-    from hwmodels.errors import HardwareModelError  # imported by whatever raised it
+        return f"{shown_path(str(exc.filename))}: {reason}"
+    from tmsim.api.inputs import INPUT_ERRORS  # imported on an error only
 
-    return str(exc) if isinstance(exc, HardwareModelError) else None
+    return str(exc) if isinstance(exc, INPUT_ERRORS) else None
 
 
 def _commands(parser: argparse.ArgumentParser) -> list[str]:

@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import tmsim
 from tmsim.cli.args import add_plan_arguments, settings_from_args, text_arg
 from tmsim.cli.catalog import PLANNER_NAMES
 from tmsim.cli.graph import add_graph_arguments, graph_from_args
-
-if TYPE_CHECKING:
-    from tmsim import Plan
 
 
 def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
@@ -31,61 +28,19 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(func=_plan)
 
 
-def plan_summary(
-    result: Plan, valid: bool, moved_bytes: int, fast_peak_bytes: int
-) -> dict[str, Any]:
-    """Headline numbers of a plan as JSON-ready values (``nan`` becomes ``None``)."""
-    stats = result.stats
-
-    def num(v: float | None) -> float | None:
-        return None if v is None or math.isnan(v) else v
-
-    return {
-        "graph": result.graph,
-        "platform": result.platform,
-        "planner": result.planner,
-        "predicted_s": result.predicted_s,
-        "status": stats.status if stats else "heuristic",
-        "gap": num(stats.gap) if stats else 0.0,
-        "bound_s": num(stats.bound) if stats else None,
-        "solve_s": num(stats.solve_s) if stats else 0.0,
-        "build_s": num(stats.build_s) if stats else 0.0,
-        "rounds": stats.rounds if stats else 1,
-        "variables": stats.variables if stats else 0,
-        "constraints": stats.constraints if stats else 0,
-        "valid": valid,
-        "moved_bytes": moved_bytes,
-        "moves": len(result.moves),
-        "fast_peak_bytes": fast_peak_bytes,
-        "fast_limit_bytes": result.fast_limit_bytes,
-    }
-
-
 def _plan(args: argparse.Namespace) -> int:
-    from hwmodels.presets import load_platform
-    from tmsim.capacity import resolve_fast_limit
-    from tmsim.cost import CostModel
-    from tmsim.planners import plan
-    from tmsim.plans.files import save_plan
-    from tmsim.plans.layout import fast_layout
-    from tmsim.plans.validate import validate
-    from tmsim.sim.beside import beside_for
-    from tmsim.workload.identity import file_identity
+    from tmsim.api.summaries import plan_summary
 
     graph = graph_from_args(args)
-    platform = load_platform(args.platform)
+    platform = tmsim.platform(args.platform)
     settings = settings_from_args(args)
-    result = plan(args.mode, graph, platform, settings)
-    if args.file:  # the plan names its graph file, so `tmsim simulate` finds it alone
-        result = result.with_identity(file_identity(graph, args.file))
-    cost = CostModel(graph, platform)
-    check = validate(result, graph, platform, cost, beside_for(result, cost))
+    # the plan names its graph file, so `tmsim simulate` finds it alone
+    result = tmsim.plan(graph, platform, args.mode, settings=settings, graph_file=args.file)
+    check = tmsim.validate(result, graph, platform)
     if args.out:
-        save_plan(result, args.out)
-    info = plan_summary(result, check.ok, check.moved_bytes, check.fast_peak_bytes)
-    layout = fast_layout(result, graph, platform)
-    info["fast_pool_bytes"] = layout.pool_bytes
-    info["capacity_note"] = resolve_fast_limit(graph, platform, settings.capacity)[1]
+        tmsim.save(result, args.out)
+    info = plan_summary(result, graph, platform, check, settings.capacity)
+    del info["solver"]
     if args.json:
         print(json.dumps(info, indent=2))
     else:

@@ -1,6 +1,6 @@
 """``tmsim platforms`` and ``tmsim platform``: the hardware presets and platform files.
 
-:mod:`hwmodels` (numpy) is imported when a command runs, not when its parser is built.
+The hardware models (numpy) are imported when a command runs, not when its parser is built.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from tmsim.cli.args import text_arg
 
 if TYPE_CHECKING:
-    from hwmodels import Platform
+    from tmsim import Platform
 
 
 def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
@@ -32,9 +32,9 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _platforms(args: argparse.Namespace) -> int:
-    from hwmodels import preset_descriptions
+    import tmsim
 
-    descriptions = preset_descriptions()
+    descriptions = tmsim.PRESETS
     width = max(len(n) for n in descriptions)
     for name, text in descriptions.items():
         print(f"{name:{width}s}  {text}")
@@ -42,11 +42,12 @@ def _platforms(args: argparse.Namespace) -> int:
 
 
 def _platform(args: argparse.Namespace) -> int:
-    from hwmodels import load_platform, platform_to_dict
+    import tmsim
+    from tmsim.api.inputs import platform_document
 
-    platform = load_platform(args.platform)
+    platform = tmsim.platform(args.platform)
     if args.json:
-        print(json.dumps(platform_to_dict(platform), indent=2))
+        print(json.dumps(platform_document(platform), indent=2))
     else:
         print("\n".join(describe(platform)))
     return 0

@@ -20,6 +20,7 @@ The registry, the results tables (pandas) and the figures are imported when the 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import time
@@ -79,7 +80,6 @@ def add_commands(
 
 def _reproduce(args: argparse.Namespace, figures: FigureRegistry | None) -> int:
     from tmsim.figures import discover
-    from tmsim.jsonio import write_json_atomic
 
     registry = figures if figures is not None else discover()
     names = list(registry.names)
@@ -99,7 +99,7 @@ def _reproduce(args: argparse.Namespace, figures: FigureRegistry | None) -> int:
             return EXIT_INTERRUPTED
         report["figures"][name] = entry
         report["total_s"] = round(time.perf_counter() - started, 2)
-        write_json_atomic(report, out / "reproduce.json", TmsimError)
+        _write_atomic(out / "reproduce.json", json.dumps(report, indent=2, allow_nan=False))
     failed = [n for n, e in report["figures"].items() if "error" in e]
     done = f"{len(names) - len(failed)} of {len(names)} figures in {report['total_s']} s"
     if failed:
@@ -158,14 +158,20 @@ def _marker(data: Path) -> Path:
 
 
 def _mark(data: Path, kind: str) -> None:
-    tmp = _marker(data).with_suffix(".tmp")
-    tmp.write_text(kind, encoding="utf-8")
-    tmp.replace(_marker(data))
+    _write_atomic(_marker(data), kind)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename, so that an
+    interrupted run never leaves a half-written file under the final name."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
 
 
 def _has_data(data: Path, kind: str) -> bool:
     """Whether ``data`` holds a finished result of a ``kind`` run."""
-    from tmsim.results import ResultFileError, read_table
+    import tmsim
 
     marker = _marker(data)
     if not (data.is_file() and marker.is_file()):
@@ -173,8 +179,8 @@ def _has_data(data: Path, kind: str) -> bool:
     if marker.read_text(encoding="utf-8").strip() != kind:
         return False
     try:
-        read_table(data)
-    except (ResultFileError, OSError, ValueError):
+        tmsim.read_table(data)
+    except (TmsimError, OSError, ValueError):
         return False
     return True
 

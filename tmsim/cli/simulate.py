@@ -1,7 +1,7 @@
 """``tmsim simulate``: replay a saved plan on its platform, with or without contention, or a
 zoo model's step in 2LM (memory mode) with ``--cache-mode``.
 
-A plan file names its graph (:mod:`tmsim.workload.identity`): the replay builds it again from
+A plan file names its graph (:func:`tmsim.api.graphs.graph_of`): the replay builds it again from
 the zoo or the graph file the plan names, and ``--model``/``--file`` replace that graph only
 with one of the same fingerprint. Output paths are checked before any work is done.
 """
@@ -16,29 +16,25 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hwmodels.presets import load_platform
-from tmsim import InterferenceLevel, Plan, TmsimError
-from tmsim.api.runs import trace_summary
+import tmsim
+from tmsim import Graph, InterferenceLevel, Plan, Run, TmsimError
+from tmsim.api.cache import CacheRun
+from tmsim.api.graphs import graph_of, match_graph
 from tmsim.cli.args import add_interference_argument
-from tmsim.cost import CostModel
-from tmsim.plans.files import load_plan
-from tmsim.plans.validate import validate
-from tmsim.sim import CacheTrace, Trace, replay, replay_cache, save_trace
-from tmsim.sim.beside import beside_for
-from tmsim.sim.cache.walk import DEFAULT_BLOCK_BYTES
-from tmsim.workload.files import load_graph
-from tmsim.workload.graph import DTYPE_BYTES, Graph
-from tmsim.workload.identity import Source, check_graph, rebuild, zoo_graph
-from tmsim.workload.training import training_graph
-from tmsim.workload.zoo import MODELS, model
+from tmsim.cli.catalog import DTYPES, MODEL_NAMES
 
 #: Batch size when neither ``--batch``, the plan's zoo arguments nor its graph name
 #: (``MODEL-bN``) give one.
 DEFAULT_BATCH = 32
 #: The platform of ``--cache-mode`` when ``--platform`` names none.
 DEFAULT_CACHE_PLATFORM = "cascadelake-2lm"
-#: File name endings ``--timeline`` draws (the formats :func:`tmsim.plots.timeline` writes).
+#: File name endings ``--timeline`` draws (the formats :meth:`tmsim.Run.timeline` writes).
 TIMELINE_SUFFIXES = (".png", ".pdf", ".svg")
+#: File name ending of ``--trace`` (what :func:`tmsim.save` writes a run's trace as).
+TRACE_SUFFIX = ".parquet"
+#: Block of the cache walk of ``--cache-mode`` without ``--block-bytes``, for the help text (a
+#: page; :func:`tmsim.api.cache.simulate_cache` takes less for a small cache).
+DEFAULT_BLOCK_BYTES = 4096
 
 
 def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
@@ -54,12 +50,12 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
         "--cache-mode",
         metavar="MODEL",
         help="instead of a plan, replay zoo model MODEL's step with DRAM as a hardware cache "
-        f"of PMM (2LM); needs --batch; models: {', '.join(MODELS)}",
+        f"of PMM (2LM); needs --batch; models: {', '.join(MODEL_NAMES)}",
     )
     p.add_argument(
         "--model",
         help="build the plan's graph from this zoo model instead of the plan's own record "
-        f"(it must have the plan's fingerprint): {', '.join(MODELS)}",
+        f"(it must have the plan's fingerprint): {', '.join(MODEL_NAMES)}",
     )
     p.add_argument(
         "--batch",
@@ -68,7 +64,7 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument(
         "--dtype",
-        choices=sorted(DTYPE_BYTES),
+        choices=DTYPES,
         help="element type with --model (default: the plan's, else fp32) or --cache-mode (fp32)",
     )
     p.add_argument(
@@ -143,22 +139,17 @@ def plan_graph(plan: Plan, args: argparse.Namespace) -> Graph:
                 f"{what} is a version-1 plan file, which does not say how its graph "
                 f"{plan.graph!r} was built; {ask}"
             )
-        if identity.source is Source.UNKNOWN:
+        if identity.source == "unknown":
             raise TmsimError(
                 f"{what} is for graph {plan.graph!r} (sha256 {identity.sha256}), which was "
                 f"built in memory, not from the zoo or a graph file; {ask}"
             )
-        return rebuild(identity, Path(args.plan).parent, what)
+        return graph_of(plan, Path(args.plan).parent, what=what)
     if args.file is not None:
-        graph, given = load_graph(args.file), f"the graph of --file {args.file!r}"
+        graph, given = tmsim.load_graph(args.file), f"the graph of --file {args.file!r}"
     else:
         graph, given = _zoo_override(plan, args), f"the graph of --model {args.model}"
-    if identity is not None:
-        check_graph(identity, graph, what, given)
-    elif graph.name != plan.graph:
-        raise TmsimError(
-            f"{what} is for graph {plan.graph!r}, but the graph given is {graph.name!r}"
-        )
+    match_graph(plan, graph, what, given)
     return graph
 
 
@@ -169,7 +160,7 @@ def _zoo_override(plan: Plan, args: argparse.Namespace) -> Graph:
     base: dict[str, Any] = {}
     if (
         identity is not None
-        and identity.source is Source.ZOO
+        and identity.source == "zoo"
         and identity.args.get("model") == args.model
     ):
         base = {k: v for k, v in identity.args.items() if k != "model"}
@@ -180,8 +171,9 @@ def _zoo_override(plan: Plan, args: argparse.Namespace) -> Graph:
         batch = int(m.group(1)) if m else DEFAULT_BATCH
     if args.dtype is not None:
         base["dtype"] = args.dtype
-    graph, _ = zoo_graph(args.model, batch, **base)
-    return graph
+    if args.model not in MODEL_NAMES:  # not a graph file of that name, as tmsim.graph takes
+        raise TmsimError(f"unknown model {args.model!r}; known models: {', '.join(MODEL_NAMES)}")
+    return tmsim.graph(args.model, batch=batch, **base)
 
 
 def check_outputs(args: argparse.Namespace) -> None:
@@ -209,6 +201,8 @@ def check_outputs(args: argparse.Namespace) -> None:
         )
     if len(given) == 2 and Path(args.trace).resolve() == Path(args.timeline).resolve():
         raise TmsimError(f"--trace and --timeline both name {args.trace}; give two files")
+    if args.trace and not args.trace.lower().endswith(TRACE_SUFFIX):
+        raise TmsimError(f"--trace {args.trace}: a trace is written as a {TRACE_SUFFIX} file")
 
 
 def _check_output(flag: str, path: str) -> None:
@@ -236,7 +230,7 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.block_bytes is not None or args.cold:
         flag = "--block-bytes" if args.block_bytes is not None else "--cold"
         raise TmsimError(f"{flag} applies to --cache-mode only, not to a plan replay")
-    plan = load_plan(args.plan)
+    plan = tmsim.load_plan(args.plan)
     graph = plan_graph(plan, args)
     if plan.graph_identity is None:
         print(
@@ -248,18 +242,15 @@ def _simulate(args: argparse.Namespace) -> int:
     name = args.platform or plan.platform
     if not name.isprintable():
         raise TmsimError(f"plan {args.plan!r}: platform {name!r} is no preset name or file path")
-    platform = load_platform(name)
+    platform = tmsim.platform(name)
     if platform.name != plan.platform:
         raise TmsimError(
             f"plan {args.plan!r} is for platform {plan.platform!r}, not {platform.name!r}"
         )
-    cost = CostModel(graph, platform)
-    validate(plan, graph, platform, cost, beside_for(plan, cost)).raise_if_invalid(shown=3)
-    trace = replay(
-        plan, graph, platform, contention=args.contention, cost=cost, level=args.interference
-    )
-    _save(trace, args)
-    info = trace_summary(trace)
+    tmsim.validate(plan, graph, platform).raise_if_invalid(shown=3)
+    run = tmsim.simulate(plan, graph, platform, interference=_level(args), check=False)
+    _save(run, args)
+    info = run.summary()
     if args.json:
         info["trace"] = args.trace
         info["timeline"] = args.timeline
@@ -267,7 +258,7 @@ def _simulate(args: argparse.Namespace) -> int:
         return 0
     gb = 1e9
     print(f"replay           {info['planner']} plan for {info['graph']} on {info['platform']}")
-    print(f"interference     {trace.level}")
+    print(f"interference     {info['interference']}")
     print(f"simulated step   {info['simulated_s']:.6f} s")
     ratio = info["ratio"]
     rel = f" (simulated/predicted {ratio:.4f})" if ratio is not None else ""
@@ -290,19 +281,25 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _save(trace: Trace, args: argparse.Namespace) -> None:
+def _level(args: argparse.Namespace) -> InterferenceLevel:
+    """The interference level ``--interference`` and ``--no-contention`` ask for."""
+    level: InterferenceLevel = args.interference
+    return level if args.contention else InterferenceLevel.NONE
+
+
+def _save(run: Run | CacheRun, args: argparse.Namespace) -> None:
     """Write the ``--trace`` and ``--timeline`` files ``args`` ask for."""
     if args.trace:
-        save_trace(trace, args.trace)
+        tmsim.save(run, args.trace)
     if args.timeline:
-        # Imported here: the plotting stack is slow to import and only this option needs it.
-        from tmsim.plots import timeline
-
-        timeline(trace, args.timeline)
+        run.timeline(args.timeline)
 
 
 def _simulate_cache(args: argparse.Namespace) -> int:
-    """``--cache-mode MODEL``: the 2LM replay of the model's step (:func:`replay_cache`)."""
+    """``--cache-mode MODEL``: the 2LM replay of the model's step
+    (:func:`tmsim.api.cache.simulate_cache`)."""
+    from tmsim.api.cache import simulate_cache
+
     for flag, value in (("--model", args.model), ("--file", args.file)):
         if value is not None:
             raise TmsimError(f"{flag} names a plan's graph; with --cache-mode give the model only")
@@ -310,17 +307,17 @@ def _simulate_cache(args: argparse.Namespace) -> int:
         raise TmsimError(f"--cache-mode {args.cache_mode} needs --batch N")
     if args.batch < 1:
         raise TmsimError(f"--batch must be a positive integer, got {args.batch}")
-    graph = training_graph(model(args.cache_mode)(args.batch, dtype=args.dtype or "fp32"))
-    platform = load_platform(args.platform or DEFAULT_CACHE_PLATFORM)
-    result = replay_cache(
-        graph,
-        platform,
-        block_bytes=args.block_bytes,
-        contention=args.contention and args.interference is not InterferenceLevel.NONE,
-        warm=not args.cold,
+    if args.cache_mode not in MODEL_NAMES:
+        raise TmsimError(
+            f"unknown model {args.cache_mode!r}; known models: {', '.join(MODEL_NAMES)}"
+        )
+    graph = tmsim.graph(args.cache_mode, batch=args.batch, dtype=args.dtype or "fp32")
+    platform = tmsim.platform(args.platform or DEFAULT_CACHE_PLATFORM)
+    result = simulate_cache(
+        graph, platform, block_bytes=args.block_bytes, interference=_level(args), warm=not args.cold
     )
-    _save(result.trace, args)
-    info = result.totals()
+    _save(result, args)
+    info = result.summary()
     if args.json:
         info["trace"] = args.trace
         info["timeline"] = args.timeline
@@ -333,17 +330,18 @@ def _simulate_cache(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_cache(result: CacheTrace, info: dict[str, Any]) -> None:
+def _print_cache(result: CacheRun, info: dict[str, Any]) -> None:
     gb = 1e9
-    cache = result.cache
+    details = result.details
+    cache = details.cache
     near, far = cache.cache_tier, cache.backing_tier
-    step = "first step, cold cache" if not result.warm else "second step, warm cache"
+    step = "first step, cold cache" if not details.warm else "second step, warm cache"
     ways = "direct-mapped" if cache.associativity == 1 else f"{cache.associativity}-way"
     sim = info["simulated_s"]
     print(f"2LM replay       {info['graph']} on {info['platform']} ({step})")
     print(
         f"cache            {cache.capacity_bytes / 2**30:g} GiB of {near} caching {far}, {ways}, "
-        f"{cache.line_bytes} B lines, walked in {result.block_bytes} B blocks"
+        f"{cache.line_bytes} B lines, walked in {details.block_bytes} B blocks"
     )
     print(f"contention       {'on' if info['contention'] else 'off'}")
     print(f"simulated step   {sim:.6f} s")

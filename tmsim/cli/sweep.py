@@ -22,8 +22,7 @@ from tmsim.cli.args import text_arg, whole_number, workers_arg
 from tmsim.cli.catalog import TABLE_FORMATS
 
 if TYPE_CHECKING:
-    from tmsim.sweeps.spec import Sweep
-    from tmsim.sweeps.store import Counts, PointStore
+    from tmsim.api.sweeps import Counts
 
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -131,26 +130,24 @@ def _clock(seconds: float) -> str:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from tmsim.sweeps.engine import run_sweep
-    from tmsim.sweeps.spec import load_sweep
-    from tmsim.sweeps.store import PointStore
+    from tmsim.api.sweeps import describe_sweep, expand_sweep, run_sweep_in
 
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise TmsimError(f"--out {args.out}: not a folder")
-    sweep = load_sweep(args.spec)
+    sweep = expand_sweep(args.spec)
     if sweep.skipped:
         shown = "; ".join(sweep.skipped[:3]) + ("; ..." if len(sweep.skipped) > 3 else "")
         print(f"tmsim: skipped {len(sweep.skipped)} grid points: {shown}", file=sys.stderr)
     if args.dry_run:
-        print(_describe(sweep, PointStore(args.out)))
+        print(describe_sweep(sweep, args.out))
         return 0
     bar = ProgressBar(sweep.name, sys.stderr)
     try:
-        report = run_sweep(
+        report = run_sweep_in(
             sweep,
             args.out,
             workers=args.workers,
-            dask_address=args.dask,
+            client=args.dask,
             table_format=args.format,
             limit=args.limit,
             progress=bar,
@@ -182,17 +179,3 @@ def _sweep(args: argparse.Namespace) -> int:
         )
         return EXIT_FAILED
     return 0
-
-
-def _describe(sweep: Sweep, store: PointStore) -> str:
-    from tmsim.sweeps.engine import finished_points, plan_tasks
-
-    done = finished_points(sweep, store)
-    todo = [p for p in sweep.points if p.key not in done]
-    baselines = sum(p.role == "baseline" for p in sweep.points)
-    return (
-        f"{sweep.name}: {len(sweep.points)} points ({len(sweep.points) - baselines} asked for, "
-        f"{baselines} all-fast baselines), {len(sweep.points) - len(todo)} finished, "
-        f"{len(todo)} to compute in {len(plan_tasks(todo))} tasks; "
-        f"{len(sweep.skipped)} grid points skipped"
-    )
