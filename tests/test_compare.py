@@ -48,7 +48,9 @@ def test_every_cpu_strategy_is_present_valid_and_ordered(cpu_rows: list[Row]) ->
         "all-fast",
         "all-slow",
         "first-touch",
+        "first-touch-pages",
         "greedy",
+        "checkpoint",
         "static",
         "sync",
         "async",
@@ -56,6 +58,10 @@ def test_every_cpu_strategy_is_present_valid_and_ordered(cpu_rows: list[Row]) ->
         "2lm",
     ]
     assert [r.strategy for r in cpu_rows] == list(applicable(CPU)) == cpu
+    # VGG19's weights and their momentum alone exceed 4:1's DRAM: recomputing activations
+    # cannot fit the step, and the row says by how much
+    assert "bytes more than the limit" in rows["checkpoint"].error
+    cpu_rows = [r for r in cpu_rows if r.strategy != "checkpoint"]
     assert all(not r.error for r in cpu_rows), [r.error for r in cpu_rows]
     assert all(r.valid for r in cpu_rows)
     fast = rows["all-fast"].simulated_s

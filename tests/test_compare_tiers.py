@@ -47,6 +47,7 @@ def test_every_strategy_runs_on_the_three_tier_preset(contention: bool) -> None:
     assert list(rows) == [
         "all-fast",
         "vdnn",
+        "checkpoint",
         "static",
         "sync",
         "async",

@@ -27,7 +27,8 @@ from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.planners import plan
 from tmsim.sim import CacheReplayError, CacheTrace, load_trace, replay, replay_cache, save_trace
-from tmsim.sim.cache.walk import default_block_bytes, step_accesses, step_layout
+from tmsim.sim.addresses import step_accesses, step_layout
+from tmsim.sim.cache.walk import default_block_bytes
 from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
 from tmsim.workload.zoo import training_graph_of
 

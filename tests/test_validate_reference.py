@@ -83,10 +83,36 @@ def reference_ok(plan: Plan, g: Graph, platform: Platform) -> bool:
             return False
         if not resident(m.tensor, m.dst, at):
             return False
-    # Where copies may appear: producers, initial tiers at 0, move destinations.
+    # Recomputes: the producer again before the kernel, inputs resident and unchanged.
+    producer = {name: k for k, kern in enumerate(g.kernels) for name in kern.outputs}
+    updated_at = defaultdict(list)
+    for k, kern in enumerate(g.kernels):
+        for name in kern.updates:
+            updated_at[name].append(k)
+    rc_out = []  # per recompute: (its inputs as (tensor, tier), its tensor's tier)
+    for rc in plan.recomputes:
+        p = producer.get(rc.tensor)
+        if p is None or g.kernels[p].updates or updated_at[rc.tensor]:
+            return False
+        if not p < rc.kernel < n_k or len(rc.tiers) != len(operands[p]):
+            return False
+        if any(d not in platform.kernel_tiers for d in rc.tiers):
+            return False
+        ins = [(t, d) for (t, _, kd), d in zip(operands[p], rc.tiers, strict=True) if kd == "in"]
+        out = next(d for (t, _, _), d in zip(operands[p], rc.tiers, strict=True) if t == rc.tensor)
+        if not all(resident(t, d, rc.kernel) for t, d in ins):
+            return False
+        if any(p < k < rc.kernel for t, _ in ins for k in updated_at[t]):
+            return False
+        if not any(a == rc.kernel for a, _ in ranges.get((rc.tensor, out), ())):
+            return False
+        rc_out.append((ins, out))
+    # Where copies may appear: producers, initial tiers at 0, move destinations, recomputes.
     appear = {(t, d, 0) for t, ds in init.items() for d in ds}
     appear |= {(t, d, k) for k in range(n_k) for t, d, kd in operands[k] if kd == "out"}
     appear |= {(m.tensor, m.dst, min(m.kernel, n_k - 1)) for m in plan.moves}
+    made = zip(plan.recomputes, rc_out, strict=True)
+    appear |= {(rc.tensor, out, rc.kernel) for rc, (_, out) in made}
     if any((t, d, a) not in appear for (t, d), rs in ranges.items() for a, _ in rs):
         return False
     if any(
@@ -129,6 +155,11 @@ def reference_ok(plan: Plan, g: Graph, platform: Platform) -> bool:
             valid[(m.tensor, m.dst)] = True
         if k == n_k:
             break
+        for rc, (ins, out) in zip(plan.recomputes, rc_out, strict=True):
+            if rc.kernel == k:
+                if not all(valid[x] for x in ins):
+                    return False
+                valid[(rc.tensor, out)] = True
         asyncs = [m for m in plan.moves if m.kernel == k and m.mode is MoveMode.ASYNC]
         for m in asyncs:
             valid[(m.tensor, m.dst)] = False
@@ -157,7 +188,24 @@ def mutate(plan: Plan, g: Graph, platform: Platform, data: st.DataObject) -> Pla
     kinds = ["limit", "operand", "initial"]
     kinds += ["drop", "first", "last"] if plan.residency else []
     kinds += ["kernel", "mode", "delete", "reverse"] if plan.moves else []
+    kinds += ["rc-kernel", "rc-delete", "rc-tier", "rc-swap"] if plan.recomputes else []
     kind = data.draw(st.sampled_from(kinds))
+    if kind.startswith("rc-"):
+        i = data.draw(st.integers(0, len(plan.recomputes) - 1))
+        rcs = list(plan.recomputes)
+        rc = rcs[i]
+        if kind == "rc-delete":
+            del rcs[i]
+        elif kind == "rc-kernel":
+            rcs[i] = replace(rc, kernel=max(0, rc.kernel + data.draw(st.sampled_from([-1, 1]))))
+        elif kind == "rc-swap" and i + 1 < len(rcs):
+            rcs[i], rcs[i + 1] = rcs[i + 1], rcs[i]
+        elif rc.tiers:
+            j = data.draw(st.integers(0, len(rc.tiers) - 1))
+            flipped = list(rc.tiers)
+            flipped[j] = names[1 - names.index(flipped[j])]
+            rcs[i] = replace(rc, tiers=tuple(flipped))
+        return replace(plan, recomputes=tuple(rcs))
     if kind in ("drop", "first", "last"):
         i = data.draw(st.integers(0, len(plan.residency) - 1))
         r = plan.residency[i]
@@ -210,7 +258,8 @@ def test_validator_agrees_with_the_reference(
 ) -> None:
     platform = data.draw(st.sampled_from([CPU, GPU]))
     # vdnn, the planner with moves, half of the time; vDNN-all makes moves without pressure.
-    name = data.draw(st.sampled_from(["vdnn"] * 4 + sorted(REGISTRY)))
+    # ... and checkpoint, the planner with recomputes, a quarter of the time
+    name = data.draw(st.sampled_from(["vdnn"] * 4 + ["checkpoint"] * 3 + sorted(REGISTRY)))
     opts = PlanSettings(
         capacity=None
         if max(1, int(g.peak_live_bytes * fraction)) is None

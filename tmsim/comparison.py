@@ -8,6 +8,10 @@ that apply to the platform:
   step's peak; ``all-slow``; ``first-touch``, the NUMA baseline; ``greedy``; ``vdnn``);
 - ``static``, ``sync``, ``async``: AutoTM's MILP formulations, solved once as a chain
   (:func:`tmsim.planners.milp.plan_milp_chain`);
+- ``first-touch-pages``: the NUMA baseline as the operating system runs it, the memory plan's
+  pool given to the fast tier page by page in the order pages are first touched
+  (:func:`tmsim.sim.firsttouch.replay_first_touch_pages`, at the compared capacity and
+  interference level), on a platform whose kernels reach a slower tier;
 - ``2lm``: the hardware DRAM cache (:func:`tmsim.sim.cache.replay_cache`), on a platform
   whose kernels reach a slower tier and that describes its memory mode: the fast tier, at the
   compared capacity, caches the next one (:meth:`hwmodels.Platform.in_memory_mode`);
@@ -42,6 +46,7 @@ from tmsim.plans.validate import validate
 from tmsim.plans.values import Plan
 from tmsim.sim import replay
 from tmsim.sim.beside import beside_for
+from tmsim.sim.firsttouch.pages import DEFAULT_PAGE_BYTES
 from tmsim.strategies import STRATEGIES, Kind, applicable, strategy
 from tmsim.workload.graph import Graph
 
@@ -59,7 +64,8 @@ class CompareSettings:
     (:mod:`tmsim.levels`; the 2LM and unified-memory simulations share bandwidth as at
     ``bandwidth``); ``strategies``: which to run (default: all that apply to the platform,
     :func:`tmsim.strategies.applicable`); ``cache_block_bytes``: the 2LM simulation's block
-    size (default: :func:`tmsim.sim.cache.replay_cache`'s).
+    size (default: :func:`tmsim.sim.cache.replay_cache`'s); ``page_bytes``: the page of
+    ``first-touch-pages`` (default 4 KiB, :data:`tmsim.sim.firsttouch.DEFAULT_PAGE_BYTES`).
     """
 
     plan: PlanSettings = field(default_factory=PlanSettings)
@@ -67,6 +73,7 @@ class CompareSettings:
     level: InterferenceLevel = DEFAULT_LEVEL
     strategies: tuple[str, ...] | None = None
     cache_block_bytes: int | None = None
+    page_bytes: int = DEFAULT_PAGE_BYTES
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as JSON-ready data (the plan settings as :meth:`PlanSettings.to_dict`)."""
@@ -89,7 +96,9 @@ class Row:
     the moves; 2LM: fills and write-backs; unified memory: migrations); ``fast_peak_bytes``
     and ``fast_limit_bytes``: most fast-tier bytes in use and the capacity compared at;
     ``solve_s``/``gap``: MILP solve seconds and relative gap; ``valid``: the plan passed the
-    validator (simulations: True); ``hit_rate``: the 2LM cache's hit rate.
+    validator (simulations: True); ``hit_rate``: the 2LM cache's hit rate. ``first-touch-pages``
+    has a ``predicted_s`` (the cost model's time of its pages' placement), moves nothing, and
+    its ``fast_peak_bytes`` are the pages the fast tier took.
     """
 
     strategy: str
@@ -167,6 +176,8 @@ def _run(
 ) -> Row:
     if name == "2lm":
         return _run_2lm(graph, platform, s, limit)
+    if name == "first-touch-pages":
+        return _run_first_touch_pages(graph, platform, s, cost, limit)
     if name == "unified-memory":
         return _run_unified(graph, platform, s, limit)
     if name == "all-fast":
@@ -250,6 +261,33 @@ def _run_2lm(graph: Graph, platform: Platform, s: CompareSettings, limit: int) -
         fast_limit_bytes=float(limit),
         valid=True,
         hit_rate=float(totals["hit_rate"]),
+    )
+
+
+def _run_first_touch_pages(
+    graph: Graph, platform: Platform, s: CompareSettings, cost: CostModel, limit: int
+) -> Row:
+    from tmsim.sim.firsttouch.replay import replay_first_touch_pages
+
+    out = replay_first_touch_pages(
+        graph,
+        platform,
+        fast_limit_bytes=limit,
+        page_bytes=s.page_bytes,
+        contention=s.contention,
+        level=s.level,
+        cost=cost,
+    )
+    return Row(
+        strategy="first-touch-pages",
+        planner="first-touch-pages",
+        status="simulated",
+        predicted_s=out.trace.predicted_s,
+        simulated_s=out.simulated_s,
+        moved_bytes=0.0,
+        fast_peak_bytes=float(out.fast_bytes),
+        fast_limit_bytes=float(limit),
+        valid=True,
     )
 
 

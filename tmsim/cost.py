@@ -180,6 +180,35 @@ class CostModel:
                 times[k] = seconds
         return times
 
+    def kernel_memory_s(self, kernel: int, tiers: npt.ArrayLike) -> float:
+        """Memory time (seconds) of kernel ``kernel`` with its ``j``-th operand on tier
+        ``tiers[j]`` (``inf`` on a tier kernels may not access, where it moves bytes)."""
+        lo, hi = int(self.op_ptr[kernel]), int(self.op_ptr[kernel + 1])
+        at = np.asarray(tiers, dtype=np.int64)
+        if at.shape != (hi - lo,):
+            raise TmsimError(f"kernel {kernel} has {hi - lo} operands, got {at.size} tiers")
+        read, written = self.op_read_bytes[lo:hi], self.op_write_bytes[lo:hi]
+        mem = 0.0
+        for j in range(hi - lo):
+            if read[j] > 0:
+                mem += float(read[j] * self.read_s_per_byte[kernel, at[j]])
+            if written[j] > 0:
+                mem += float(written[j] * self.write_s_per_byte[kernel, at[j]])
+        return mem
+
+    def recompute_s(self, kernel: int, tiers: npt.ArrayLike, compute_factor: float = 1.0) -> float:
+        """Time (seconds) of running kernel ``kernel`` again with its ``j``-th operand on tier
+        ``tiers[j]`` (a recompute): the kernel's roofline under that placement (its compute
+        part times ``compute_factor``), or its measured time where one covers it."""
+        mem = self.kernel_memory_s(kernel, tiers)
+        placement = (kernel, tuple(int(x) for x in np.asarray(tiers, dtype=np.int64)))
+        if placement in self.measured:
+            return float(self.measured[placement])
+        compute = float(self.compute_s[kernel]) * compute_factor
+        if self.overlap is Overlap.MAX:
+            return max(compute, mem) + self.launch_s
+        return compute + mem + self.launch_s
+
     # ------------------------------------------------------------------ moves
     def move_s(self, src: int, dst: int, mode: MoveMode | str) -> FloatArray:
         """Seconds to copy every tensor (indexed like ``graph.tensors``) from ``src`` to ``dst``.
@@ -219,6 +248,17 @@ class IndexMove:
     mode: MoveMode
 
 
+@dataclass(frozen=True, slots=True)
+class IndexRecompute:
+    """A recompute in indices: ``producer`` runs again just before kernel ``kernel``, its
+    operands on ``tiers``, to make tensor ``tensor`` anew."""
+
+    tensor: int
+    kernel: int
+    producer: int
+    tiers: tuple[int, ...]
+
+
 @dataclass(frozen=True)
 class BesideCosts:
     """What an asynchronous copy beside each kernel costs under interference (computed by
@@ -254,17 +294,20 @@ def step_time_s(
     op_tiers: npt.ArrayLike,
     moves: Iterable[IndexMove],
     beside: BesideCosts | None = None,
+    recomputes: Iterable[IndexRecompute] = (),
 ) -> tuple[float, FloatArray]:
-    """The predicted step time of a placement and its moves, and each kernel's share.
+    """The predicted step time of a placement, its moves and its recomputes, and each
+    kernel's share.
 
     Kernel ``k`` costs ``max(kernel time under op_tiers, sum of the asynchronous moves beside
-    it)``; each synchronous move adds its own time. With ``beside``, an asynchronous move of
-    ``b`` bytes on path ``p`` beside kernel ``k`` takes its latency plus ``b *
-    copy_s_per_byte[k, p]`` and adds ``b * slow_s_per_byte[k, p]`` to the kernel's time, and
-    once any such move is on a path of ``beside.stretching``, every kernel's compute takes
-    ``beside.compute_factor`` of its time. Returns ``(total, per_kernel)`` where
-    ``per_kernel`` [K + 1] holds kernel ``k``'s cost plus the synchronous moves just before it
-    (the last entry: those after the last kernel).
+    it)``; each synchronous move and each recompute (:meth:`CostModel.recompute_s`, its
+    compute stretched as the kernels' is) adds its own time before its kernel. With
+    ``beside``, an asynchronous move of ``b`` bytes on path ``p`` beside kernel ``k`` takes
+    its latency plus ``b * copy_s_per_byte[k, p]`` and adds ``b * slow_s_per_byte[k, p]`` to
+    the kernel's time, and once any such move is on a path of ``beside.stretching``, every
+    kernel's compute takes ``beside.compute_factor`` of its time. Returns ``(total,
+    per_kernel)`` where ``per_kernel`` [K + 1] holds kernel ``k``'s cost plus the synchronous
+    moves and recomputes just before it (the last entry: the moves after the last kernel).
     """
     n_k = len(cost.graph.kernels)
     moves = list(moves)
@@ -295,6 +338,8 @@ def step_time_s(
             seconds = latency + nbytes * float(beside.copy_s_per_byte[m.kernel, p])
             kernel[m.kernel] += nbytes * float(beside.slow_s_per_byte[m.kernel, p])
         async_s[m.kernel] += seconds
+    for r in recomputes:
+        sync_s[r.kernel] += cost.recompute_s(r.producer, r.tiers, factor)
     per = sync_s.copy()
     per[:n_k] += np.maximum(kernel, async_s)
     return float(per.sum()), per

@@ -20,12 +20,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from tmsim.sim.trace import ASYNC, KERNEL, SYNC, Record, Trace
+from tmsim.sim.trace import ASYNC, KERNEL, RECOMPUTE, SYNC, Record, Trace
 
 FloatArray = npt.NDArray[np.float64]
 
 PHASE_COLORS = {"forward": "#4C72B0", "backward": "#DD8452", "update": "#55A868"}
 SYNC_COLOR = "#C44E52"
+#: Recomputes: kernels run again to make a dropped tensor anew.
+RECOMPUTE_COLOR = "#8172B2"
 ASYNC_COLORS = ("#8172B3", "#937860", "#DA8BC3", "#8C8C8C")
 
 
@@ -115,7 +117,8 @@ def timeline_figure(
 
 
 def _lanes(records: Sequence[Record]) -> list[tuple[str, list[Record]]]:
-    kernels = [r for r in records if r.kind == KERNEL]
+    # recomputes run on the compute engine between kernels
+    kernels = [r for r in records if r.kind in (KERNEL, RECOMPUTE)]
     lanes: list[tuple[str, list[Record]]] = [("compute", kernels)]
     sync = [r for r in records if r.kind == SYNC]
     if sync:
@@ -153,6 +156,8 @@ def _draw_lanes(
 
 
 def _legend(r: Record) -> str:
+    if r.kind == RECOMPUTE:
+        return "recomputes"
     if r.kind == KERNEL:
         return f"{r.phase or 'kernel'} kernels"
     if r.kind == SYNC:
@@ -161,6 +166,8 @@ def _legend(r: Record) -> str:
 
 
 def _color(r: Record, n_async: int) -> str:
+    if r.kind == RECOMPUTE:
+        return RECOMPUTE_COLOR
     if r.kind == KERNEL:
         return PHASE_COLORS.get(r.phase, "#4C72B0")
     if r.kind == SYNC:

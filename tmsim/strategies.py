@@ -2,8 +2,10 @@
 
 One registry serves ``tmsim plan`` (the planners), ``tmsim compare``, sweeps and the figures.
 A strategy is a *planner* (a heuristic, or one of AutoTM's MILP formulations), whose plan is
-validated and replayed, or a *hardware-managed* baseline that is simulated directly (2LM:
-the DRAM cache; unified memory: pages migrated on demand by the GPU driver).
+validated and replayed, or a baseline managed by the hardware or the operating system that is
+simulated directly (first touch by pages: the pool's pages in DRAM in the order they are
+first touched; 2LM: the DRAM cache; unified memory: pages migrated on demand by the GPU
+driver).
 
 Where a strategy applies depends on which tiers kernels reach (:func:`applicable`):
 
@@ -63,8 +65,10 @@ _TABLE = (
     ("all-fast", _H, _ANY, "every tensor in the fastest tier, as large as the step needs"),
     ("all-slow", _H, _SLOW, "every tensor in the slowest tier kernels reach"),
     ("first-touch", _H, _SLOW, "NUMA first touch: tensors in creation order fill fast tiers"),
+    ("first-touch-pages", _S, _SLOW, "NUMA first touch: the pool's pages, as first touched"),
     ("greedy", _H, _SLOW, "static placement by time saved per byte"),
     ("vdnn", _H, _FAST, "vDNN: activations offloaded between forward and backward uses"),
+    ("checkpoint", _H, _ANY, "sqrt(N) segment checkpointing: activations recomputed, all fast"),
     ("static", _M, _ANY, "AutoTM's MILP: every tensor stays where it is created"),
     ("sync", _M, _ANY, "AutoTM's MILP: blocking copies at a tensor's users"),
     ("async", _M, _ANY, "AutoTM's MILP: copies also beside kernels near a tensor's users"),
@@ -77,8 +81,10 @@ _COLORS = {
     "all-fast": "#4d4d4d",
     "all-slow": "#bababa",
     "first-touch": "#e08214",
+    "first-touch-pages": "#b35806",
     "greedy": "#fdb863",
     "vdnn": "#80cdc1",
+    "checkpoint": "#c51b7d",
     "static": "#8073ac",
     "sync": "#2166ac",
     "async": "#1b7837",

@@ -74,7 +74,7 @@ class _Progress:
 
     def __call__(self, strategy: str, index: int, total: int) -> None:
         elapsed = time.perf_counter() - self.started
-        line = f"[{index + 1}/{total}] {strategy:<15} ({elapsed:6.1f} s elapsed)"
+        line = f"[{index + 1}/{total}] {strategy:<17} ({elapsed:6.1f} s elapsed)"
         self.out.write(("\r" + line) if self.tty else line + "\n")
         self.out.flush()
 
@@ -127,8 +127,9 @@ def _print_table(rows: list[Any], graph: str, platform: str, limit_bytes: int) -
     gb = 1e9
     fast = f"fast memory {limit_bytes / gb:.3f} GB (all-fast: as much as it needs)"
     print(f"{graph} on {platform}, {fast}")
+    name_w = max([15, *(len(str(r.strategy)) + 1 for r in rows)])
     head = (
-        f"{'strategy':<15}{'predicted s':>12}{'simulated s':>12}{'slowdown':>10}"
+        f"{'strategy':<{name_w}}{'predicted s':>12}{'simulated s':>12}{'slowdown':>10}"
         f"{'moved GB':>10}{'fast peak GB':>13}{'solve s':>9}{'gap':>8}  status"
     )
     print(head)
@@ -141,14 +142,14 @@ def _print_table(rows: list[Any], graph: str, platform: str, limit_bytes: int) -
     for r in rows:
         if r.error:
             blank = " " * (12 + 12 + 10 + 10 + 13 + 9 + 8)
-            print(f"{r.strategy:<15}{blank}  error: {r.error}")
+            print(f"{r.strategy:<{name_w}}{blank}  error: {r.error}")
             continue
         status = r.status if r.valid else f"{r.status}; INVALID PLAN"
         if not math.isnan(r.hit_rate):
             status += f"; hit rate {100 * r.hit_rate:.1f}%"
         gap = "-" if math.isnan(r.gap) else f"{100 * r.gap:.2f}%"
         print(
-            f"{r.strategy:<15}{num(r.predicted_s, '12.4f')}{num(r.simulated_s, '12.4f')}"
+            f"{r.strategy:<{name_w}}{num(r.predicted_s, '12.4f')}{num(r.simulated_s, '12.4f')}"
             f"{num(r.slowdown, '10.3f')}{num(r.moved_bytes / gb, '10.2f')}"
             f"{num(r.fast_peak_bytes / gb, '13.3f')}{num(r.solve_s, '9.2f')}{gap:>8}  {status}"
         )

@@ -17,9 +17,9 @@ import numpy as np
 import numpy.typing as npt
 
 from hwmodels.platform import Platform
-from tmsim.cost import BesideCosts, CostModel, IndexMove, step_time_s
+from tmsim.cost import BesideCosts, CostModel, IndexMove, IndexRecompute, step_time_s
 from tmsim.errors import InfeasibleError, NoPlanError, TmsimError
-from tmsim.plans.values import Move, Plan, Residency, SolverStats
+from tmsim.plans.values import Move, Plan, Recompute, Residency, SolverStats
 from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES, Graph
 from tmsim.workload.identity import GraphIdentity, graph_sha256, identity_of
 
@@ -39,20 +39,24 @@ def assemble_plan(
     stats: SolverStats | None = None,
     identity: GraphIdentity | None = None,
     beside: BesideCosts | None = None,
+    recomputes: Iterable[IndexRecompute] = (),
 ) -> Plan:
     """Build a :class:`Plan` from a decision in indices.
 
     - ``op_tiers`` [n_ops]: the tier of every operand (cost-model operand order);
     - ``initial``: tiers of each pre-existing tensor at the start (every one must be listed);
     - ``moves``: the copies;
+    - ``recomputes``: producers run again, in the order they run (a copy of the tensor appears
+      at the recompute's kernel in the tier its tiers give the tensor);
     - ``drops[(tensor, tier)]``: kernels after which that copy is freed (each ends the
       residency range that contains it); a copy not dropped stays until the tensor's last
       live kernel (the end of the step for weights and optimizer state).
 
     Residency ranges start where copies appear: at the producer in the tier it writes, at
     kernel 0 for ``initial`` tiers, at the kernel of a move into a tier the tensor is not
-    resident in. The predicted time is :func:`step_time_s` (with ``beside``, asynchronous
-    copies at what interference makes them cost).
+    resident in, at a recompute. A drop after the tensor's last live kernel extends its range
+    (a copy a later recompute reads). The predicted time is :func:`step_time_s` (with
+    ``beside``, asynchronous copies at what interference makes them cost).
 
     The plan records which graph it is for: ``identity`` when the caller knows how the graph
     was built, else :func:`tmsim.workload.identity.identity_of` (a recognized zoo build, or
@@ -86,6 +90,12 @@ def assemble_plan(
         )
     for m in move_list:
         starts.setdefault((m.tensor, m.dst), []).append(min(m.kernel, n_k - 1))
+    reruns = list(recomputes)
+    ptr = cost.op_ptr
+    for r in reruns:
+        ops = cost.op_tensor[int(ptr[r.producer]) : int(ptr[r.producer + 1])]
+        out_tier = r.tiers[int(np.flatnonzero(ops == r.tensor)[0])]
+        starts.setdefault((r.tensor, out_tier), []).append(r.kernel)
     drop_map = {key: sorted(set(v)) for key, v in (drops or {}).items()}
     residency: list[Residency] = []
     for (t, tier), begin_list in sorted(starts.items()):
@@ -100,11 +110,10 @@ def assemble_plan(
             end = next((e for e in ends if e >= begin), max(end_of_life, begin))
             residency.append(Residency(graph.tensors[t].name, names[tier], begin, end))
             cursor = end
-    ptr = cost.op_ptr
     operand_tiers = tuple(
         tuple(names[int(x)] for x in tiers[ptr[k] : ptr[k + 1]]) for k in range(n_k)
     )
-    total, _ = step_time_s(cost, tiers, move_list, beside)
+    total, _ = step_time_s(cost, tiers, move_list, beside, reruns)
     return Plan(
         graph=graph.name,
         platform=platform.name,
@@ -123,6 +132,10 @@ def assemble_plan(
         options=dict(options or {}),
         stats=stats,
         graph_identity=identity,
+        recomputes=tuple(
+            Recompute(graph.tensors[r.tensor].name, r.kernel, tuple(names[x] for x in r.tiers))
+            for r in reruns
+        ),
     )
 
 

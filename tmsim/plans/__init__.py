@@ -6,12 +6,13 @@ itself and the cost model.
 """
 
 from tmsim.plans.files import load_plan, plan_from_dict, plan_to_dict, save_plan
-from tmsim.plans.values import Move, Plan, PlanFileError, Residency, SolverStats
+from tmsim.plans.values import Move, Plan, PlanFileError, Recompute, Residency, SolverStats
 
 __all__ = [
     "Move",
     "Plan",
     "PlanFileError",
+    "Recompute",
     "Residency",
     "SolverStats",
     "load_plan",

@@ -7,6 +7,8 @@ One pass over per-tensor events in time order. Around kernel ``k`` the order is:
 1. synchronous moves at ``k`` read their sources (a copy still there after kernel ``k - 1``);
 2. ranges that ended at ``k - 1`` are freed;  3. ranges starting at ``k`` appear, not yet valid;
 4. synchronous moves at ``k`` make their destinations valid;
+   recomputes at ``k``, in the plan's order, read their inputs and make their tensor's copy
+   valid;
 5. asynchronous moves at ``k`` start filling their destinations (not readable during ``k``);
 6. kernel ``k`` reads its inputs and updates; asynchronous moves read their sources;
 7. asynchronous destinations become valid;  8. kernel ``k``'s writes land: an output's copy
@@ -23,13 +25,15 @@ import numpy.typing as npt
 
 from hwmodels.platform import Platform
 from tmsim.plans.parse import Errors, Parsed, move_residency
+from tmsim.plans.recompute import ParsedRecomputes
 from tmsim.workload.graph import PERSISTENT_ROLES, Graph
 
 IntArray = npt.NDArray[np.int64]
 
 # Event kinds, in the order they happen around one kernel (see the module documentation).
 INIT, SYNC_SRC, FREE, START, SYNC_DST, ASYNC_BEGIN, READ, ASYNC_SRC, ASYNC_END, WRITE = range(10)
-_SLOT = np.array([0, 1, 2, 3, 4, 5, 6, 6, 7, 8], dtype=np.int64)
+RC_READ, RC_WRITE = 10, 11
+_SLOT = np.array([0, 1, 2, 3, 4, 6, 7, 7, 8, 9, 5, 5], dtype=np.int64)
 # Why a copy is not valid.
 ABSENT, FREED, UNWRITTEN, STALE, ARRIVING = range(5)
 
@@ -46,14 +50,17 @@ def _reason(code: int, k: int, tier: str) -> str:
     return "no copy is there"
 
 
-def check_validity(p: Parsed, graph: Graph, platform: Platform, errors: Errors) -> None:
-    """Report reads of invalid copies, update/move clashes, and persistent tensors ending stale."""
+def check_validity(
+    p: Parsed, graph: Graph, platform: Platform, errors: Errors, rc: ParsedRecomputes
+) -> None:
+    """Report reads of invalid copies (by kernels, moves and recomputes), update/move
+    clashes, and persistent tensors ending stale."""
     n_k, n_tiers = p.n_kernels, p.n_tiers
     names = platform.tier_names
-    parts: list[tuple[IntArray, IntArray, int, IntArray, IntArray]] = []
+    parts: list[tuple[IntArray, IntArray, IntArray, IntArray, IntArray]] = []
 
-    def add(t: IntArray, k: IntArray, kind: int, tier: IntArray, aux: IntArray) -> None:
-        parts.append((t, k, kind, tier, aux))
+    def add(t: IntArray, k: IntArray, kind: int | IntArray, tier: IntArray, aux: IntArray) -> None:
+        parts.append((t, k, np.broadcast_to(np.asarray(kind, dtype=np.int64), t.shape), tier, aux))
 
     zeros = np.zeros(p.init_tensor.size, dtype=np.int64)
     add(p.init_tensor, zeros, INIT, p.init_tier, zeros)
@@ -75,10 +82,18 @@ def check_validity(p: Parsed, graph: Graph, platform: Platform, errors: Errors) 
     add(p.op_tensor[reads], p.op_kernel[reads], READ, p.op_tier[reads], reads)
     writes = np.flatnonzero(p.op_is_output | p.op_is_update)
     add(p.op_tensor[writes], p.op_kernel[writes], WRITE, p.op_tier[writes], writes)
+    # in recompute order, each one's reads before its write (a stable sort keeps it)
+    used = np.flatnonzero(rc.op_is_input | rc.op_is_output)
+    order_rc = used[np.lexsort((rc.op_is_output[used], rc.op_rc[used]))]
+    rc_kinds = np.where(rc.op_is_output[order_rc], RC_WRITE, RC_READ)
+    at = rc.kernel[rc.op_rc[order_rc]]
+    add(rc.op_tensor[order_rc], at, rc_kinds, rc.op_tier[order_rc], order_rc)
+    rc_resident = np.zeros(rc.op_rc.size, dtype=bool)  # unresident inputs: check_recomputes
+    rc_resident[order_rc] = p.resident(rc.op_tensor[order_rc] * n_tiers + rc.op_tier[order_rc], at)
 
     ev_t = np.concatenate([x[0] for x in parts])
     ev_k = np.concatenate([x[1] for x in parts])
-    ev_kind = np.concatenate([np.full(x[0].size, x[2], dtype=np.int64) for x in parts])
+    ev_kind = np.concatenate([x[2] for x in parts])
     ev_tier = np.concatenate([x[3] for x in parts])
     ev_aux = np.concatenate([x[4] for x in parts])
     order = np.argsort((ev_t * (n_k + 2) + ev_k) * 10 + _SLOT[ev_kind], kind="stable")
@@ -113,8 +128,14 @@ def check_validity(p: Parsed, graph: Graph, platform: Platform, errors: Errors) 
     ):
         base = t * n_tiers
         c = base + tier
-        if kind in (INIT, SYNC_DST, ASYNC_END):
+        if kind in (INIT, SYNC_DST, ASYNC_END, RC_WRITE):
             valid[c] = True
+        elif kind == RC_READ:
+            if not valid[c] and rc_resident[aux]:
+                errors.add(
+                    f"{rc.name(int(rc.op_rc[aux]), graph)}: reads {tensors[t].name!r} from "
+                    f"tier {names[tier]!r}, where its copy is not valid: {invalid(c)}"
+                )
         elif kind in (SYNC_SRC, ASYNC_SRC):
             s = base + mv_src[aux]
             if not valid[s] and src_resident[aux]:

@@ -1,17 +1,19 @@
 """Plan files: a :class:`~tmsim.plans.values.Plan` as JSON and back, exactly
 (:func:`plan_to_dict`, :func:`plan_from_dict`, :func:`save_plan`, :func:`load_plan`).
 
-Plan files (version 2) are a JSON object with exactly these fields::
+Plan files (version 3) are a JSON object with exactly these fields::
 
-    {"format": "tmsim-plan", "version": 2,
+    {"format": "tmsim-plan", "version": 3,
      "graph": {"name": str, "sha256": str, "source": "zoo" | "file" | "unknown", "args": {...}},
      "platform": str, "planner": str, "fast_limit_bytes": int, "predicted_s": number,
      "options": {...}, "initial_tiers": {tensor: [tier, ...]},
      "operand_tiers": [[tier, ...], ...], "residency": [[tensor, tier, first, last], ...],
-     "moves": [[tensor, src, dst, kernel, "sync" | "async"], ...], "stats": {...} | null}
+     "moves": [[tensor, src, dst, kernel, "sync" | "async"], ...],
+     "recomputes": [[tensor, kernel, [tier, ...]], ...], "stats": {...} | null}
 
-Version 1 files, whose ``"graph"`` is the graph's name alone, are still read (their plans have
-no ``graph_identity``). Integers are JSON integers in ``[0, 2**63)``, never booleans; numbers
+Version 2 files have no ``"recomputes"`` (their plans recompute nothing); version 1 files,
+whose ``"graph"`` is also the graph's name alone, are still read (their plans have no
+``graph_identity``). Integers are JSON integers in ``[0, 2**63)``, never booleans; numbers
 that may be non-finite are written as the strings ``"nan"``, ``"inf"``, ``"-inf"``.
 """
 
@@ -24,7 +26,7 @@ from typing import Any
 
 from hwmodels.timing import MoveMode
 from tmsim.jsonio import read_json, write_json_atomic
-from tmsim.plans.values import Move, Plan, PlanFileError, Residency, SolverStats
+from tmsim.plans.values import Move, Plan, PlanFileError, Recompute, Residency, SolverStats
 from tmsim.workload.identity import (
     GraphIdentityError,
     identity_from_dict,
@@ -32,9 +34,9 @@ from tmsim.workload.identity import (
 )
 
 FORMAT = "tmsim-plan"
-VERSION = 2
+VERSION = 3
 #: Plan file versions this tmsim reads.
-READS = (1, 2)
+READS = (1, 2, 3)
 #: Integers in plan files lie in ``[0, MAX_INT)``, so they fit the validator's int64 arrays.
 MAX_INT = 2**63
 _FIELDS = (
@@ -50,8 +52,11 @@ _FIELDS = (
     "operand_tiers",
     "residency",
     "moves",
+    "recomputes",
     "stats",
 )
+#: Fields a version 1 or 2 file does not have.
+_SINCE_3 = ("recomputes",)
 _NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
@@ -99,6 +104,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "operand_tiers": [list(t) for t in plan.operand_tiers],
         "residency": [[r.tensor, r.tier, r.first, r.last] for r in plan.residency],
         "moves": [[m.tensor, m.src, m.dst, m.kernel, m.mode.value] for m in plan.moves],
+        "recomputes": [[r.tensor, r.kernel, list(r.tiers)] for r in plan.recomputes],
         "stats": stats,
     }
 
@@ -126,10 +132,11 @@ def plan_from_dict(doc: object, source: str = "<plan>") -> Plan:
             f"{source}: field 'version' is {version!r}; this tmsim reads "
             f"{', '.join(map(str, READS))}"
         )
-    missing = [k for k in _FIELDS if k not in doc]
+    wanted = _FIELDS if version >= 3 else tuple(k for k in _FIELDS if k not in _SINCE_3)
+    missing = [k for k in wanted if k not in doc]
     if missing:
         raise PlanFileError(f"{source}: missing field {missing[0]!r}")
-    unknown = sorted(set(doc) - set(_FIELDS))
+    unknown = sorted(set(doc) - set(wanted))
     if unknown:
         raise PlanFileError(f"{source}: unknown field {unknown[0]!r}")
     try:
@@ -160,6 +167,10 @@ def plan_from_dict(doc: object, source: str = "<plan>") -> Plan:
             ),
             moves=tuple(
                 _move(m, f"moves[{i}]") for i, m in enumerate(_list(doc["moves"], "moves"))
+            ),
+            recomputes=tuple(
+                _recompute(r, f"recomputes[{i}]")
+                for i, r in enumerate(_list(doc.get("recomputes", []), "recomputes"))
             ),
             predicted_s=_number(doc["predicted_s"], "predicted_s"),
             options=_object(doc["options"], "options"),
@@ -229,6 +240,11 @@ def _move(value: object, where: str) -> Move:
     return Move(
         _name(t, where), _name(src, where), _name(dst, where), _count(kernel, where), MoveMode(mode)
     )
+
+
+def _recompute(value: object, where: str) -> Recompute:
+    t, kernel, tiers = _row(value, where, 3)
+    return Recompute(_name(t, where), _count(kernel, where), _names(tiers, where))
 
 
 def _stats(value: object) -> SolverStats:

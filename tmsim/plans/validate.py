@@ -21,11 +21,17 @@ import numpy as np
 
 from hwmodels.platform import Platform
 from hwmodels.timing import MoveMode
-from tmsim.cost import BesideCosts, CostModel, IndexMove, step_time_s
+from tmsim.cost import BesideCosts, CostModel, IndexMove, IndexRecompute, step_time_s
 from tmsim.errors import PlanError, TmsimError
 from tmsim.intervals import occupancy
 from tmsim.plans.copies import check_validity
 from tmsim.plans.parse import Errors, Parsed, move_residency, parse_plan
+from tmsim.plans.recompute import (
+    ParsedRecomputes,
+    check_recomputes,
+    parse_recomputes,
+    recompute_starts,
+)
 from tmsim.plans.values import Plan
 from tmsim.workload.graph import PERSISTENT_ROLES, Graph
 
@@ -101,6 +107,7 @@ def validate(
     if plan.platform != platform.name:
         errors.add(f"plan is for platform {plan.platform!r}, not {platform.name!r}")
     parsed = parse_plan(plan, graph, platform, errors)
+    rc = parse_recomputes(plan, graph, platform, errors)
     _check_inputs(plan, graph, errors)
     peak = _capacity(parsed, graph, plan.fast_limit_bytes, platform, errors)
     moved = int(graph.sizes_bytes[parsed.mv_tensor[parsed.mv_ok]].sum())
@@ -108,13 +115,14 @@ def validate(
         return Validation(False, errors.result(), math.nan, peak, moved)
 
     _check_access(parsed, graph, platform, errors)
-    _check_ranges(parsed, graph, platform, errors)
+    _check_ranges(parsed, rc, graph, platform, errors)
     _check_operand_residency(parsed, graph, platform, errors)
     _check_moves(parsed, graph, platform, errors)
-    check_validity(parsed, graph, platform, errors)
+    check_recomputes(rc, parsed, graph, platform, errors)
+    check_validity(parsed, graph, platform, errors, rc)
 
     recomputed = math.nan
-    if bool(parsed.mv_ok.all()):
+    if bool(parsed.mv_ok.all()) and bool(rc.ok.all()):
         moves = [
             IndexMove(int(t), int(s), int(d), int(k), MoveMode.ASYNC if a else MoveMode.SYNC)
             for t, s, d, k, a in zip(
@@ -126,7 +134,11 @@ def validate(
                 strict=True,
             )
         ]
-        recomputed, _ = step_time_s(cost, parsed.op_tier, moves, beside)
+        runs = [
+            IndexRecompute(int(rc.tensor[i]), int(rc.kernel[i]), int(rc.producer[i]), tiers)
+            for i, tiers in enumerate(tuple(int(x) for x in t) for t in rc.tiers)
+        ]
+        recomputed, _ = step_time_s(cost, parsed.op_tier, moves, beside, runs)
         predicted = plan.predicted_s
         if math.isfinite(recomputed) and not math.isclose(
             recomputed, predicted, rel_tol=TIME_RTOL, abs_tol=0.0
@@ -199,7 +211,9 @@ def _check_access(p: Parsed, graph: Graph, platform: Platform, errors: Errors) -
         )
 
 
-def _check_ranges(p: Parsed, graph: Graph, platform: Platform, errors: Errors) -> None:
+def _check_ranges(
+    p: Parsed, rc: ParsedRecomputes, graph: Graph, platform: Platform, errors: Errors
+) -> None:
     """Ranges of one (tensor, tier) do not overlap, and each start is justified."""
     names = platform.tier_names
     n_k = len(graph.kernels)
@@ -225,6 +239,7 @@ def _check_ranges(p: Parsed, graph: Graph, platform: Platform, errors: Errors) -
     mv = p.mv_ok
     mk = np.minimum(p.mv_kernel[mv], n_k - 1)  # a sync move after the last kernel lands at K-1
     just.append((p.mv_tensor[mv] * n_tiers + p.mv_dst[mv]) * n_k + mk)
+    just.append(recompute_starts(rc, n_tiers, n_k))
     justified = np.concatenate(just)
     codes = p.rs_key[ok] * n_k + p.rs_first[ok]
     good = np.isin(codes, justified)
@@ -236,8 +251,8 @@ def _check_ranges(p: Parsed, graph: Graph, platform: Platform, errors: Errors) -
             errors.add(f"{where}, before its producer {_kname(graph, int(producer[t]))}")
         else:
             errors.add(
-                f"{where} with no producer writing it there, no initial copy there "
-                "and no move into it there"
+                f"{where} with no producer writing it there, no initial copy there, "
+                "no move into it there and no recompute of it there"
             )
     starts = np.isin(init_key * n_k, codes)
     for i in np.flatnonzero(~starts)[: MAX_ERRORS + 1]:

@@ -17,6 +17,15 @@ the platform names them; kernels are indices into ``graph.kernels`` (``K`` of th
   source copy must be resident at ``k - 1`` or ``k`` and its destination at ``k`` (at ``K - 1``
   when ``k == K``). An *asynchronous* move at kernel ``k`` runs beside kernel ``k``; its
   source and destination are resident during ``k`` and its data may be used from ``k + 1`` on.
+- ``recomputes``: kernels run again to make a dropped tensor anew. A recompute of tensor ``t``
+  at kernel ``k`` runs ``t``'s producer again after the synchronous moves at ``k`` and
+  before kernel ``k`` (several at one kernel run in the order listed), with the producer's
+  ``j``-th distinct operand on ``tiers[j]``: it reads the producer's inputs there and writes
+  ``t`` into its own tier, where a residency range of ``t`` starts at ``k``; the producer's
+  other outputs are not kept (the recompute costs the whole kernel's time all the same).
+  Its inputs must be resident and valid there and hold the data the producer first read (no
+  kernel updated one in place since the producer ran), ``k`` must come after the producer,
+  and a producer that updates a tensor in place cannot be run again.
 - Validity: a copy is valid from the moment it appears with current data; a kernel that
   updates a tensor in place on one tier makes the copies on every other tier stale until a move
   refreshes them. Kernels and moves read only valid copies. Weights and optimizer state must
@@ -60,6 +69,16 @@ class Move:
     dst: str
     kernel: int
     mode: MoveMode
+
+
+@dataclass(frozen=True, slots=True)
+class Recompute:
+    """Run the producer of ``tensor`` again just before kernel ``kernel``, its ``j``-th
+    distinct operand on tier ``tiers[j]`` (see the module documentation)."""
+
+    tensor: str
+    kernel: int
+    tiers: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +135,7 @@ class Plan:
     options: Mapping[str, Any] = field(default_factory=dict)
     stats: SolverStats | None = None
     graph_identity: GraphIdentity | None = None
+    recomputes: tuple[Recompute, ...] = ()
 
     def summary_rows(self) -> list[SummaryRow]:
         """Headline numbers as ``(label, value)`` text: the step time predicted, the fast
@@ -132,6 +152,8 @@ class Plan:
                 f"{asynchronous:,} async)",
             ),
         ]
+        if self.recomputes:
+            rows.append(("recomputes", f"{len(self.recomputes):,}"))
         if self.stats is not None:
             s = self.stats
             gap = "n/a" if math.isnan(s.gap) else f"{100 * s.gap:.2f}%"

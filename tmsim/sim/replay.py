@@ -8,7 +8,8 @@ The step, as the plan and the cost model define it (:mod:`tmsim.plans.values`,
 - the synchronous moves at kernel ``k`` run one after another after kernel ``k - 1`` and the
   asynchronous moves issued with it have finished, and before kernel ``k`` starts (at ``K``:
   after the last kernel), each its pair's per-transfer latency then its bytes at its path's
-  synchronous rate;
+  synchronous rate; then the recomputes at ``k``, one after another, each its producer kernel
+  run again (:mod:`tmsim.sim.rerun`);
 - the asynchronous moves issued at kernel ``k`` start with it, and kernel ``k + 1`` starts
   only when kernel ``k`` and all of them have finished (so the next user of a moved tensor
   waits for its copy).
@@ -43,9 +44,10 @@ from tmsim.sim.body import kernel_body, kernel_losses
 from tmsim.sim.flows import LOSS_CAUSES, Losses, Role
 from tmsim.sim.fluid import FlowResult, FluidModel
 from tmsim.sim.rates import ChannelUse
+from tmsim.sim.rerun import RecomputeSpec, recompute_specs
 from tmsim.sim.schedule import MoveSpec, Schedule, build_schedule
 from tmsim.sim.threads import ThreadUse
-from tmsim.sim.trace import ASYNC, KERNEL, SYNC, Record, Trace
+from tmsim.sim.trace import ASYNC, KERNEL, RECOMPUTE, SYNC, Record, Trace
 from tmsim.workload.graph import Graph
 
 Process = Generator[simpy.Event, Any, None]
@@ -70,7 +72,10 @@ def replay(
     that resolves but breaks the rules :func:`tmsim.plans.validate.validate` checks is replayed as
     written.
     """
+    if cost is None:
+        cost = CostModel(graph, platform)
     sched = build_schedule(plan, graph, platform, cost)
+    reruns = recompute_specs(plan, cost)
     level = InterferenceLevel(level) if contention else InterferenceLevel.NONE
     contention = level is not InterferenceLevel.NONE
     env = simpy.Environment()
@@ -85,7 +90,14 @@ def replay(
         channel=ChannelUse.of(platform) if full else None,
         threads=threads,
     )
-    run = _Run(env, fluid, sched, platform.tier_names, contention, _floor_flows(sched, threads))
+    floors = _floor_flows(sched, threads)
+    run = _Run(env, fluid, sched, platform.tier_names, contention, floors)
+    run.reruns_at = {
+        k: tuple(r for r in reruns if r.kernel == k) for k in {r.kernel for r in reruns}
+    }
+    # recomputes run alone, beside no copy: their floors are flows only when a dedicated
+    # copy core stretches every kernel's compute
+    run.rerun_floor_flow = bool(threads is not None and not threads.shared_core and any(floors))
     proc = env.process(run.step())
     events = 0
     while not proc.processed:
@@ -122,6 +134,9 @@ class _Run:
     end_s: float = 0.0
     issued: int = 0
     pools: list[simpy.Resource] = field(default_factory=list)
+    #: the recomputes that run just before each kernel, in plan order
+    reruns_at: dict[int, tuple[RecomputeSpec, ...]] = field(default_factory=dict)
+    rerun_floor_flow: bool = False
 
     def __post_init__(self) -> None:
         self.pools = [simpy.Resource(self.env, capacity=c) for c in self.sched.pool_engines]
@@ -134,6 +149,8 @@ class _Run:
                 yield from self._transfer(s.moves[i], seq)
             if k == s.n_kernels:
                 break
+            for rerun in self.reruns_at.get(k, ()):
+                yield from self._rerun(rerun)
             start, seq = float(env.now), self._issue()
             copies: list[simpy.Event] = []
             if s.async_at[k]:
@@ -157,6 +174,33 @@ class _Run:
             if copies:
                 yield env.all_of(copies)
         self.end_s = float(env.now)
+
+    def _rerun(self, r: RecomputeSpec) -> Process:
+        """One recompute: its producer's launch, memory flow and compute floor, recorded."""
+        env, s = self.env, self.sched
+        start, seq = float(env.now), self._issue()
+        if s.launch_s > 0:
+            yield env.timeout(s.launch_s)
+        results = yield from kernel_body(
+            env, self.fluid, (r.flow,), r.floor_s, r.serial, self.rerun_floor_flow
+        )
+        lost = kernel_losses(results, r.serial, float(env.now) - start - r.kernel_s)
+        rec = Record(
+            kind=RECOMPUTE,
+            name=r.tensor,
+            kernel=r.kernel,
+            phase=s.phases[r.kernel],
+            src="",
+            dst="",
+            start_s=start,
+            end_s=float(env.now),
+            read_bytes=r.read_bytes,
+            write_bytes=r.write_bytes,
+            uncontended_s=r.kernel_s,
+            fast_resident_bytes=-1,
+            **(_lost(lost) if lost.total_s else {}),
+        )
+        self.out.append((rec, seq))
 
     def _copy(self, i: int) -> Process:
         move = self.sched.moves[i]

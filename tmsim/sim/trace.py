@@ -34,7 +34,9 @@ VERSION = 1
 _META_KEY = b"tmsim.trace"
 
 #: Record kinds.
-KERNEL, SYNC, ASYNC = "kernel", "sync", "async"
+KERNEL, SYNC, ASYNC, RECOMPUTE = "kernel", "sync", "async", "recompute"
+#: The kinds of moves.
+MOVES = (SYNC, ASYNC)
 
 
 class TraceFileError(TmsimError, ValueError):
@@ -45,10 +47,11 @@ class TraceFileError(TmsimError, ValueError):
 class Record:
     """One kernel or move of a replay.
 
-    - ``kind``: ``"kernel"``, ``"sync"`` or ``"async"`` (a move's mode);
-    - ``name``: the kernel's name, or the moved tensor's;
+    - ``kind``: ``"kernel"``, ``"sync"`` or ``"async"`` (a move's mode), or ``"recompute"``
+      (a kernel run again to make a tensor anew);
+    - ``name``: the kernel's name, or the moved or recomputed tensor's;
     - ``kernel``: the kernel's index, or the kernel a move is issued at (``K`` for a
-      synchronous move after the last kernel);
+      synchronous move after the last kernel) or a recompute runs just before;
     - ``phase``: the phase of that kernel (``""`` after the last kernel);
     - ``src``/``dst``: a move's source and destination tier (``""`` for kernels);
     - ``start_s``/``end_s``: simulated seconds; a kernel's span includes its launch overhead,
@@ -57,7 +60,7 @@ class Record:
       ``tier_names`` order);
     - ``uncontended_s``: how long it takes alone, as the cost model times it;
     - ``fast_resident_bytes``: for kernels, the bytes resident on the fastest tier while it
-      runs; -1 for moves;
+      runs; -1 for moves and recomputes;
     - ``lost_shared_s``, ``lost_blocked_s``, ``lost_core_s``, ``lost_latency_s``: how much of
       its time past ``uncontended_s`` each kind of interference cost it
       (:class:`tmsim.sim.flows.Losses`: bandwidth shared with other flows, waiting behind
@@ -91,7 +94,7 @@ class Record:
     def rate_bytes_per_s(self) -> float:
         """Bytes read and written (a move: bytes copied) per second of its span; 0 if instant."""
         moved = sum(self.read_bytes) + sum(self.write_bytes)
-        if self.kind != KERNEL:
+        if self.kind in MOVES:
             moved //= 2  # a copy reads and writes each of its bytes once
         return moved / self.duration_s if self.duration_s > 0 else 0.0
 
@@ -134,7 +137,11 @@ class Trace:
 
     def moves(self) -> tuple[Record, ...]:
         """The move records, in start order."""
-        return tuple(r for r in self.records if r.kind != KERNEL)
+        return tuple(r for r in self.records if r.kind in MOVES)
+
+    def recomputes(self) -> tuple[Record, ...]:
+        """The recompute records, in execution order."""
+        return tuple(r for r in self.records if r.kind == RECOMPUTE)
 
     def occupancy(self) -> tuple[FloatArray, IntArray]:
         """Fast-tier resident bytes sampled at every kernel's start and end.
@@ -154,7 +161,7 @@ class Trace:
     @property
     def moved_bytes(self) -> int:
         """Bytes copied by all moves."""
-        return sum(sum(r.read_bytes) for r in self.records if r.kind != KERNEL)
+        return sum(sum(r.read_bytes) for r in self.records if r.kind in MOVES)
 
     def losses_s(self, kinds: tuple[str, ...] = (KERNEL,)) -> dict[str, float]:
         """Seconds each kind of interference cost the records of ``kinds``, summed:
@@ -287,6 +294,8 @@ __all__ = [
     "ASYNC",
     "KERNEL",
     "LOSS_CAUSES",
+    "MOVES",
+    "RECOMPUTE",
     "SYNC",
     "Record",
     "Trace",

@@ -4,7 +4,8 @@ Every planner has the signature ``plan_<name>(graph, platform, settings=None) ->
 builds its plan with :class:`~tmsim.cost.CostModel` and
 :func:`~tmsim.planners.assemble.assemble_plan`, so its predicted time follows the same
 step-time rule as every other plan: static placements (:mod:`.placement`: ``all-fast``,
-``all-slow``, ``first-touch``, ``greedy``) and vDNN-style offloading (:mod:`.vdnn`).
+``all-slow``, ``first-touch``, ``greedy``), vDNN-style offloading (:mod:`.vdnn`) and segment
+checkpointing (:mod:`.checkpoint`: recomputation, every tensor in the fastest tier).
 :data:`REGISTRY` maps each name to its planner.
 """
 
@@ -15,6 +16,7 @@ from types import MappingProxyType
 from typing import Protocol
 
 from hwmodels.platform import Platform
+from tmsim.planners.heuristics.checkpoint import plan_checkpoint
 from tmsim.planners.heuristics.placement import (
     plan_all_fast,
     plan_all_slow,
@@ -44,6 +46,7 @@ REGISTRY: Mapping[str, Planner] = MappingProxyType(
         "first-touch": plan_first_touch,
         "greedy": plan_greedy,
         "vdnn": plan_vdnn,
+        "checkpoint": plan_checkpoint,
     }
 )
 
@@ -52,6 +55,7 @@ __all__ = [
     "Planner",
     "plan_all_fast",
     "plan_all_slow",
+    "plan_checkpoint",
     "plan_first_touch",
     "plan_greedy",
     "plan_vdnn",

@@ -41,42 +41,28 @@ the slow tier. :func:`replay_cache` simulates one step:
    per 305 + 70 ns is about 41 GB/s, above the PMM's 37.6 GB/s of sequential reads, a figure
    measured with its latency), so past the first miss the latency hides behind bandwidth.
 
-The walk (addresses, accesses, counters) is :mod:`tmsim.sim.cache.walk`; this module times it.
+The addresses and accesses are :mod:`tmsim.sim.addresses`', the walk (counters, bytes on each
+tier) :mod:`tmsim.sim.cache.walk`'s; this module times it with
+:func:`tmsim.sim.traffic.time_traffic` (two flows per kernel, at the ``bandwidth`` level, or
+``none`` without contention).
 A cost model's measured kernel tables are not used: the cache's traffic decides memory time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import Any
-
 import numpy as np
-import numpy.typing as npt
-import simpy
 
-from hwmodels.compute import OpClass, op_class
 from hwmodels.platform import Platform
-from hwmodels.timing import Overlap, roofline
+from hwmodels.timing import Overlap
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
-from tmsim.sim.body import kernel_body
+from tmsim.levels import InterferenceLevel
+from tmsim.sim.addresses import step_accesses, step_layout
 from tmsim.sim.cache.trace import CacheTrace
-from tmsim.sim.cache.walk import (
-    CacheReplayError,
-    cache_of,
-    default_block_bytes,
-    step_accesses,
-    step_layout,
-    walk_step,
-)
-from tmsim.sim.fluid import Flow, FluidModel
-from tmsim.sim.schedule import kernel_flow, memory_efficiency
+from tmsim.sim.cache.walk import CacheReplayError, cache_of, default_block_bytes, walk_step
 from tmsim.sim.trace import KERNEL, Record, Trace
+from tmsim.sim.traffic import body_s, memory_s, op_classes, time_traffic
 from tmsim.workload.graph import Graph
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-Process = Generator[simpy.Event, Any, None]
 
 #: The planner name of a 2LM trace.
 PLANNER = "2lm"
@@ -113,33 +99,10 @@ def replay_cache(
     n_k = len(graph.kernels)
     layout = step_layout(graph)
     walk = walk_step(platform, step_accesses(graph, cost, layout), n_k, block_bytes, warm)
-    classes = [op_class(k.op) for k in graph.kernels]
-    mem_s = _memory_s(platform, classes, walk.read_bytes, walk.write_bytes)
-    serial = cost.overlap is Overlap.SUM
-    eff = memory_efficiency(graph, platform)
-    zero = np.zeros(len(platform.tiers), dtype=np.int64)
-    cores = platform.compute.cores
-    # Reads and writes as two flows, so that the PMM charges their mix (fluid model).
-    flows = [
-        (
-            kernel_flow(walk.read_bytes[k], zero, float(mem_s[k]), cores, float(eff[k])),
-            kernel_flow(zero, walk.write_bytes[k], float(mem_s[k]), cores, float(eff[k])),
-        )
-        for k in range(n_k)
-    ]
     pre_s = cost.launch_s + np.where(walk.misses > 0, cache.miss_latency_s, 0.0)
-    env = simpy.Environment()
-    fluid = FluidModel(
-        env, platform.tiers, shared=contention, controllers=platform.controller_groups()
-    )
-    start_s, end_s = np.zeros(n_k), np.zeros(n_k)
-    proc = env.process(_step(env, fluid, flows, pre_s, cost.compute_s, serial, start_s, end_s))
-    events = 0
-    while not proc.processed:
-        env.step()
-        events += 1
-
-    uncontended_s = pre_s + _body_s(cost.compute_s, mem_s, serial)
+    # Reads and writes as two flows, so that the PMM charges their mix (fluid model).
+    level = InterferenceLevel.BANDWIDTH if contention else InterferenceLevel.NONE
+    times = time_traffic(cost, walk.read_bytes, walk.write_bytes, pre_s, split=True, level=level)
     records = tuple(
         Record(
             kind=KERNEL,
@@ -148,17 +111,17 @@ def replay_cache(
             phase=kern.phase.value,
             src="",
             dst="",
-            start_s=float(start_s[k]),
-            end_s=float(end_s[k]),
+            start_s=float(times.start_s[k]),
+            end_s=float(times.end_s[k]),
             read_bytes=tuple(int(x) for x in walk.read_bytes[k]),
             write_bytes=tuple(int(x) for x in walk.write_bytes[k]),
-            uncontended_s=float(uncontended_s[k]),
+            uncontended_s=float(times.uncontended_s[k]),
             fast_resident_bytes=int(walk.resident_bytes[k]),
         )
         for k, kern in enumerate(graph.kernels)
     )
     all_backing_s, all_cache_s = (
-        _all_on_s(platform, cost, classes, platform.tier_index(tier), serial)
+        _all_on_s(cost, platform.tier_index(tier))
         for tier in (cache.backing_tier, cache.cache_tier)
     )
     trace = Trace(
@@ -170,8 +133,8 @@ def replay_cache(
         tier_names=platform.tier_names,
         fast_limit_bytes=walk.cache.capacity_bytes,
         predicted_s=all_backing_s,
-        simulated_s=float(env.now),
-        events=events,
+        simulated_s=times.simulated_s,
+        events=times.events,
         records=records,
     )
     return CacheTrace(
@@ -190,52 +153,14 @@ def replay_cache(
     )
 
 
-def _step(
-    env: simpy.Environment,
-    fluid: FluidModel,
-    flows: list[tuple[Flow, Flow]],
-    pre_s: FloatArray,
-    floor_s: FloatArray,
-    serial: bool,
-    start_s: FloatArray,
-    end_s: FloatArray,
-) -> Process:
-    """The kernels one after another; fills in ``start_s`` and ``end_s``."""
-    for k, pair in enumerate(flows):
-        start_s[k] = env.now
-        if pre_s[k] > 0:
-            yield env.timeout(float(pre_s[k]))
-        yield from kernel_body(env, fluid, pair, float(floor_s[k]), serial)
-        end_s[k] = env.now
-
-
-def _memory_s(
-    platform: Platform,
-    classes: list[OpClass],
-    read_bytes: npt.ArrayLike,
-    write_bytes: npt.ArrayLike,
-) -> FloatArray:
-    """Roofline memory time of each kernel's bytes on each tier (cache tier included)."""
-    r = np.asarray(read_bytes, dtype=np.float64)
-    # The memory time depends on neither the FLOPs nor their dtype; any dtype with a peak does.
-    dtype = platform.compute.dtypes[0]
-    times = roofline(platform, np.zeros(r.shape[0]), classes, r, write_bytes, dtype=dtype)
-    return times.memory_s
-
-
-def _body_s(compute_s: FloatArray, memory_s: FloatArray, serial: bool) -> FloatArray:
-    return compute_s + memory_s if serial else np.maximum(compute_s, memory_s)
-
-
-def _all_on_s(
-    platform: Platform, cost: CostModel, classes: list[OpClass], tier: int, serial: bool
-) -> float:
+def _all_on_s(cost: CostModel, tier: int) -> float:
     """Step time (cost model, no cache) with every operand's bytes on tier ``tier``."""
-    n_k, n_t = len(cost.graph.kernels), len(platform.tiers)
+    n_k, n_t = len(cost.graph.kernels), len(cost.platform.tiers)
     reads, writes = np.zeros((n_k, n_t)), np.zeros((n_k, n_t))
     reads[:, tier] = np.bincount(cost.op_kernel, weights=cost.op_read_bytes, minlength=n_k)
     writes[:, tier] = np.bincount(cost.op_kernel, weights=cost.op_write_bytes, minlength=n_k)
-    body = _body_s(cost.compute_s, _memory_s(platform, classes, reads, writes), serial)
+    mem_s = memory_s(cost.platform, op_classes(cost), reads, writes)
+    body = body_s(cost.compute_s, mem_s, cost.overlap is Overlap.SUM)
     return float(np.sum(body + cost.launch_s))
 
 

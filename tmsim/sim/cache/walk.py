@@ -1,19 +1,16 @@
 """The 2LM step as the cache sees it: addresses, accesses, and their walk through the cache.
 
 The bookkeeping half of :func:`tmsim.sim.cache.replay.replay_cache`, free of SimPy so that it can be
-checked by hand (see :mod:`tmsim.sim.cache.replay` for the model):
-
-- :func:`step_layout`: every tensor's address, from the static memory planner;
-- :func:`step_accesses`: the step's accesses in order, kernel by kernel, reads then writes;
-- :func:`walk_step`: the accesses through :func:`hwmodels.simulate_accesses` (after a
-  warm-up step, by default), summed per kernel: counters and bytes on each tier.
+checked by hand (see :mod:`tmsim.sim.cache.replay` for the model). The addresses and the
+accesses are :mod:`tmsim.sim.addresses`' (:func:`~tmsim.sim.addresses.step_layout`,
+:func:`~tmsim.sim.addresses.step_accesses`); :func:`walk_step` takes the accesses through
+:func:`hwmodels.simulate_accesses` (after a warm-up step, by default), summed per kernel:
+counters and bytes on each tier.
 """
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass, replace
-from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -24,11 +21,8 @@ from hwmodels.cachesim import CacheTraffic, new_cache_state, simulate_accesses
 from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
 from hwmodels.timing import cache_traffic_by_tier
-from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
-from tmsim.plans.memory import Layout, plan_memory
-from tmsim.workload.graph import Graph
-from tmsim.workload.tensors import PREEXISTING_ROLES
+from tmsim.sim.addresses import Accesses, RangeSet, per_kernel
 
 IntArray = npt.NDArray[np.int64]
 
@@ -46,15 +40,6 @@ MIN_DEFAULT_SETS = 1024
 class CacheReplayError(TmsimError, ValueError):
     """A 2LM replay cannot run: no cache on the platform, or a bad block size. The message
     names the platform."""
-
-
-class Accesses(NamedTuple):
-    """A step's accesses in order [n]: address range, write or read, and the kernel making it."""
-
-    starts_bytes: IntArray
-    lengths_bytes: IntArray
-    is_write: npt.NDArray[np.bool_]
-    kernel: IntArray
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,34 +125,6 @@ def simulated_cache(platform: Platform, block_bytes: int) -> DramCache:
     return cache if capacity == cache.capacity_bytes else replace(cache, capacity_bytes=capacity)
 
 
-def step_layout(graph: Graph) -> Layout:
-    """Addresses of every tensor of ``graph`` (indexed like ``graph.tensors``): first fit over
-    live ranges, with the pre-existing tensors (inputs, weights, optimizer state) live at
-    every kernel."""
-    first, last = graph.live_first.copy(), graph.live_last.copy()
-    whole = np.array([t.role in PREEXISTING_ROLES for t in graph.tensors], dtype=np.bool_)
-    first[whole], last[whole] = 0, len(graph.kernels) - 1
-    return plan_memory(graph.sizes_bytes, first, last)
-
-
-def step_accesses(graph: Graph, cost: CostModel, layout: Layout) -> Accesses:
-    """The step's accesses in order: kernel by kernel, each operand it reads, then each operand
-    it writes, in operand order; an access covers the tensor's whole address range."""
-    reads = np.flatnonzero(cost.op_read_bytes > 0)
-    writes = np.flatnonzero(cost.op_write_bytes > 0)
-    ops = np.concatenate([reads, writes])
-    is_write = np.concatenate([np.zeros(reads.size, np.bool_), np.ones(writes.size, np.bool_)])
-    order = np.lexsort((ops, is_write, cost.op_kernel[ops]))
-    ops, is_write = ops[order], is_write[order]
-    tensors = cost.op_tensor[ops]
-    return Accesses(
-        layout.offsets_bytes[tensors].astype(np.int64),
-        graph.sizes_bytes[tensors].astype(np.int64),
-        is_write,
-        cost.op_kernel[ops].astype(np.int64),
-    )
-
-
 def walk_step(
     platform: Platform, acc: Accesses, n_kernels: int, block_bytes: int | None, warm: bool
 ) -> StepTraffic:
@@ -215,21 +172,13 @@ def walk_step(
     )
 
 
-def per_kernel(kernel: IntArray, values: npt.ArrayLike, n_kernels: int) -> IntArray:
-    """Sum of ``values`` [n] by ``kernel`` [n] into ``n_kernels`` integers."""
-    out = np.zeros(n_kernels, dtype=np.int64)
-    np.add.at(out, kernel, np.asarray(values, dtype=np.int64))
-    return out
-
-
 def _new_sets(traffic: CacheTraffic, acc: Accesses, n_sets: int) -> IntArray:
     """Sets each access touches that no earlier access touched, accesses taken in order."""
     b = traffic.block_bytes
     first = acc.starts_bytes // b
     count = (acc.starts_bytes + acc.lengths_bytes + b - 1) // b - first
     new = np.zeros(first.size, dtype=np.int64)
-    lo: list[int] = []
-    hi: list[int] = []
+    seen = RangeSet()
     for i, (f, c) in enumerate(zip(first.tolist(), count.tolist(), strict=True)):
         s0 = f % n_sets
         if c >= n_sets:
@@ -238,18 +187,7 @@ def _new_sets(traffic: CacheTraffic, acc: Accesses, n_sets: int) -> IntArray:
             pieces = [(s0, s0 + c)]
         else:  # the range wraps around the sets
             pieces = [(s0, n_sets), (0, s0 + c - n_sets)]
-        new[i] = sum(_cover(lo, hi, a, e) for a, e in pieces)
-    return new
-
-
-def _cover(lo: list[int], hi: list[int], a: int, e: int) -> int:
-    """Add ``[a, e)`` to the sorted, disjoint ranges ``[lo[i], hi[i])``; return its new length."""
-    i = bisect.bisect_left(hi, a)  # the first range ending at or after a
-    j = bisect.bisect_right(lo, e)  # past the last range starting at or before e
-    new = (e - a) - sum(min(h, e) - max(s, a) for s, h in zip(lo[i:j], hi[i:j], strict=True))
-    if i < j:  # merge the ranges it overlaps or touches
-        a, e = min(a, lo[i]), max(e, hi[j - 1])
-    lo[i:j], hi[i:j] = [a], [e]
+        new[i] = sum(e - a for piece in pieces for a, e in seen.add(*piece))
     return new
 
 
@@ -257,14 +195,10 @@ __all__ = [
     "DEFAULT_BLOCK_BYTES",
     "MAX_DEFAULT_FRAMES",
     "MIN_DEFAULT_SETS",
-    "Accesses",
     "CacheReplayError",
     "StepTraffic",
     "cache_of",
     "default_block_bytes",
-    "per_kernel",
     "simulated_cache",
-    "step_accesses",
-    "step_layout",
     "walk_step",
 ]
