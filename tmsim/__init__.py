@@ -27,6 +27,8 @@ np.float64(1.0)
 - :func:`save` writes a graph, plan, platform or run's trace, :func:`load_plan` and
   :func:`load_graph` read a plan and a graph, :func:`graph_of` builds a plan's graph again;
 - :func:`simulate_cache` replays a step in 2LM memory mode (a :class:`CacheRun`);
+- :func:`memory_reuse`: a step's memory with no reuse, in-place updates, shared dead
+  buffers and both, against each allocator's pool (a :class:`MemoryReuse`);
 - bad input raises :class:`TmsimError` with a one-line message.
 """
 
@@ -72,6 +74,8 @@ _SOURCES: dict[str, str] = {
     "PlanSettings": "tmsim.planners.settings",
     "InterferenceLevel": "tmsim.levels",
     "TmsimError": "tmsim.errors",
+    "memory_reuse": "tmsim.api.memory",
+    "MemoryReuse": "tmsim.plans.reuse",
 }
 
 __all__ = [
@@ -82,6 +86,7 @@ __all__ = [
     "Capacity",
     "Graph",
     "InterferenceLevel",
+    "MemoryReuse",
     "Plan",
     "PlanSettings",
     "Platform",
@@ -98,6 +103,7 @@ __all__ = [
     "graph_of",
     "load_graph",
     "load_plan",
+    "memory_reuse",
     "plan",
     "plan_chain",
     "plan_table",
@@ -118,6 +124,7 @@ if TYPE_CHECKING:
     from tmsim.api.files import load_plan, save
     from tmsim.api.graphs import graph_of
     from tmsim.api.inputs import MODELS, PRESETS, graph, load_graph, platform
+    from tmsim.api.memory import memory_reuse
     from tmsim.api.runs import Run, fast_limit, plan, plan_chain, simulate, validate
     from tmsim.api.sweeps import sweep
     from tmsim.api.tables import compare, plan_table
@@ -125,6 +132,7 @@ if TYPE_CHECKING:
     from tmsim.errors import TmsimError
     from tmsim.levels import InterferenceLevel
     from tmsim.planners.settings import PlanSettings
+    from tmsim.plans.reuse import MemoryReuse
     from tmsim.plans.validate import Validation
     from tmsim.plans.values import Plan
     from tmsim.strategies import STRATEGIES, Strategy

@@ -23,6 +23,9 @@ For each scheme, the *liveness lower bound* is the peak over kernels of the byte
 buffers live there: no layout can use less. The *pool* is what the static allocator
 :func:`tmsim.plans.memory.plan_memory` gives with each strategy of
 :data:`~tmsim.plans.memory.SMALLEST_OF`; the best is the smallest (the first listed on a tie).
+Beside them, the lecture's own allocation algorithm (:func:`tmsim.plans.tags.plan_tags`:
+whole storage tags from a box of free ones, never split) gives the memory a framework that
+plans as the lecture teaches would take.
 
 Persistent tensors (weights and optimizer state, :data:`PERSISTENT_ROLES`) outlive the step:
 they keep their own buffers in every scheme, are never shared nor overwritten in place, and
@@ -48,6 +51,7 @@ import numpy.typing as npt
 from tmsim.errors import TmsimError
 from tmsim.intervals import occupancy
 from tmsim.plans.memory import DEFAULT_ALIGNMENT_BYTES, SMALLEST_OF, Strategy, plan_memory
+from tmsim.plans.tags import plan_tags
 from tmsim.workload.graph import PERSISTENT_ROLES, Graph, Phase
 
 IntArray = npt.NDArray[np.int64]
@@ -119,13 +123,16 @@ class Buffers:
 @dataclass(frozen=True)
 class SchemeMemory:
     """One scheme's memory, persistent region included: ``buffers`` (persistent ones
-    included), ``bound_bytes`` (the liveness lower bound) and ``pools_bytes`` (the pool each
-    allocator strategy gives)."""
+    included), ``bound_bytes`` (the liveness lower bound), ``pools_bytes`` (the pool each
+    allocator strategy gives) and ``tags_bytes`` (the memory of the lecture's tags,
+    :func:`tmsim.plans.tags.plan_tags`). Every pool and ``tags_bytes`` is at least
+    ``bound_bytes``."""
 
     scheme: Scheme
     buffers: int
     bound_bytes: int
     pools_bytes: Mapping[Strategy, int]
+    tags_bytes: int
 
     @property
     def strategy(self) -> Strategy:
@@ -179,7 +186,9 @@ def in_place_pairs(graph: Graph) -> tuple[InPlace, ...]:
     Kernel ``k`` writes output ``o`` into input ``i`` when: its ``(op, phase)`` lists the
     pair of their positions in :data:`IN_PLACE_RULES`; ``i`` is not persistent; ``k`` is the
     last kernel that reads ``i`` (in a static schedule every earlier user has finished, so
-    ``k`` is its only consumer still to come, the lecture's condition); ``i`` and ``o`` have
+    ``k`` is its only consumer still to come: the lecture's condition, "the only consumer of
+    the current value", with its algorithm's reference count of the consumers yet to run, as
+    NNVM's ``PlanMemory`` checks it); ``i`` and ``o`` have
     the same size in bytes and the same dtype (so the merged buffer is no larger than
     either, and no kernel's live bytes can rise); and neither ``i`` nor ``o`` is in another
     pair of ``k`` (the first pair in the rule's order wins). An input may be a tensor that
@@ -217,17 +226,47 @@ def transient_buffers(
     alignment_bytes: int = DEFAULT_ALIGNMENT_BYTES,
 ) -> Buffers:
     """The non-persistent buffers of ``graph``: one per tensor over its live range, except
-    that each output of ``in_place`` (pairs of :func:`in_place_pairs`) shares its input's
-    buffer, live from the first of them to the last. Sizes are rounded up to
-    ``alignment_bytes``. Raises ``KeyError`` for a pair naming a tensor ``graph`` lacks."""
+    that each output of ``in_place`` (pairs of :func:`in_place_pairs`, in any order) shares
+    its input's buffer, live from the first of them to the last, as large as the largest.
+    Sizes are rounded up to ``alignment_bytes``. Raises ``KeyError`` for a pair naming a
+    tensor ``graph`` lacks and :class:`~tmsim.errors.TmsimError` for a pair with a
+    persistent tensor, whose kernel does not produce its output or is not the last to read
+    its input, or that writes over an input or an output a second time."""
     n = len(graph.tensors)
     persistent = _persistent(graph)
     aligned = _aligned(graph, alignment_bytes)
-    # Each tensor starts as its own buffer; an in-place output joins its input's buffer.
-    # Pairs come in kernel order, so an input's buffer is final when its consumer is reached.
-    owner = np.arange(n, dtype=np.int64)
+    # Each tensor starts as its own buffer; an in-place output joins its input's buffer,
+    # which may itself have joined an earlier one (a chain): follow the links to the root.
+    parent = np.arange(n, dtype=np.int64)
+    overwritten: set[int] = set()
     for pair in in_place:
-        owner[graph.tensor_index(pair.output)] = owner[graph.tensor_index(pair.input)]
+        i, o = graph.tensor_index(pair.input), graph.tensor_index(pair.output)
+        if persistent[i] or persistent[o]:
+            raise TmsimError(f"in-place pair {pair}: persistent tensors keep their own buffers")
+        k = int(graph.producers[o])
+        if (
+            k < 0
+            or graph.kernels[k].name != pair.kernel
+            or pair.input not in graph.kernels[k].inputs
+        ):
+            raise TmsimError(
+                f"in-place pair {pair}: kernel {pair.kernel!r} does not read "
+                f"{pair.input!r} and produce {pair.output!r}"
+            )
+        if int(graph.live_last[i]) != k:
+            raise TmsimError(f"in-place pair {pair}: {pair.input!r} is read after it")
+        if parent[o] != o or i in overwritten:
+            raise TmsimError(f"in-place pair {pair}: a tensor in it is in another pair already")
+        parent[o] = i
+        overwritten.add(i)
+    owner = parent.copy()
+    # Each link points to a tensor read by the output's producer, so to an earlier one: no
+    # cycle, and halving the distance to the root each pass ends within log2(n) + 1 passes.
+    for _ in range(n):
+        step = owner[owner]
+        if np.array_equal(step, owner):
+            break
+        owner = step
     kept = np.flatnonzero(~persistent)
     roots, buffer_of_kept = np.unique(owner[kept], return_inverse=True)
     nb = roots.size
@@ -249,15 +288,13 @@ def _scheme(
     if scheme in (Scheme.NO_REUSE, Scheme.IN_PLACE) or buffers.sizes_bytes.size == 0:
         # Every buffer live at every kernel: any allocator stacks them, the bound is their sum.
         total = persistent + int(buffers.sizes_bytes.sum())
-        return SchemeMemory(scheme, count, total, dict.fromkeys(SMALLEST_OF, total))
-    peak = int(occupancy(buffers.first, buffers.last, buffers.sizes_bytes, n_kernels).max())
+        return SchemeMemory(scheme, count, total, dict.fromkeys(SMALLEST_OF, total), total)
+    sizes, first, last = buffers.sizes_bytes, buffers.first, buffers.last
+    peak = int(occupancy(first, last, sizes, n_kernels).max())
     # The sizes are aligned already; alignment 1 keeps the allocator from padding them again.
-    pools = {
-        s: persistent
-        + plan_memory(buffers.sizes_bytes, buffers.first, buffers.last, s, 1).pool_bytes
-        for s in SMALLEST_OF
-    }
-    return SchemeMemory(scheme, count, persistent + peak, pools)
+    pools = {s: persistent + plan_memory(sizes, first, last, s, 1).pool_bytes for s in SMALLEST_OF}
+    tags = persistent + plan_tags(sizes, first, last).pool_bytes
+    return SchemeMemory(scheme, count, persistent + peak, pools, tags)
 
 
 def memory_reuse(graph: Graph, alignment_bytes: int = DEFAULT_ALIGNMENT_BYTES) -> MemoryReuse:
@@ -265,8 +302,10 @@ def memory_reuse(graph: Graph, alignment_bytes: int = DEFAULT_ALIGNMENT_BYTES) -
     ``alignment_bytes`` (see the module's docstring for what counts). Raises
     :class:`~tmsim.errors.TmsimError` unless ``alignment_bytes`` is a positive integer.
 
-    In time: three runs of the allocator per sharing scheme, O(buffers^2) element work each,
-    well under a second for the largest zoo graph (5,042 tensors).
+    In time: per sharing scheme, three runs of the allocator (O(buffers^2) element work
+    each) and one of the lecture's tags (O(buffers^2) at worst, in list moves); one to two
+    seconds for each of the largest zoo graphs (VGG416, DenseNet-264: 4,172 and 5,042
+    tensors).
     """
     if isinstance(alignment_bytes, bool) or not isinstance(alignment_bytes, int):
         raise TmsimError(
