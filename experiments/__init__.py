@@ -25,6 +25,8 @@ FIGURES: tuple[str, ...] = (
     "price_performance",  # memory cost against slowdown (DRAM 2.1x the price of PMM per GB)
     "prediction",  # planner prediction against simulation with contention
     "solve_time",  # MILP solve time against graph size
+    "memory_planning",  # the lecture's memory planning: reuse schemes against the liveness bound
+    "recompute",  # keep, move or recompute: step time against the fast-memory budget
 )
 
 

@@ -17,7 +17,8 @@ from hwmodels.presets import load_preset
 from tmsim.cost import CostModel
 from tmsim.planners.milp.build import Model, build_model
 from tmsim.planners.milp.gadgets import Formulation, GadgetKind, Gadgets
-from tmsim.planners.milp.gaps import gaps_of, is_compact
+from tmsim.planners.milp.gaps import Events, gaps_of, is_compact
+from tmsim.planners.milp.states import Kind, build_catalogue
 from tmsim.workload.graph import Graph
 
 
@@ -29,7 +30,9 @@ def _gadgets(tensor: list[int], kind: list[int]) -> Gadgets:
     last = np.ones(n, dtype=bool)
     last[:-1] = t[:-1] != t[1:]
     true = np.ones(n, dtype=bool)
-    return Gadgets(t, np.arange(n), np.array(kind), ~true, true, first, last, true, true)
+    return Gadgets(
+        t, np.arange(n), np.array(kind), ~true, true, first, last, true, true, ~true, ~true
+    )
 
 
 def test_each_gadget_knows_the_core_gadgets_around_it() -> None:
@@ -45,6 +48,32 @@ def test_each_gadget_knows_the_core_gadgets_around_it() -> None:
     assert not general.compact and general.core.all()
     assert list(general.prev_core) == [-1, 0, 1, 2, 3, -1, 5, 6]
     assert list(general.next_core) == [1, 2, 3, 4, -1, 6, 7, -1]
+
+
+def test_a_fetch_cannot_read_a_slow_copy_written_beside_the_same_kernel() -> None:
+    """A write-drop's slow copy lands after its kernel: a fetch beside that kernel, earlier in
+    the gap's order, cannot read it, even where the gap's balance would allow the pair (the
+    pair once made an asynchronous plan of Inception v4 b16 the validator refused)."""
+    cat = build_catalogue(("DRAM", "PMM"), (True, True), (True, False), lambda s, d: True)
+    c, w, u = GadgetKind.CREATE, GadgetKind.WINDOW, GadgetKind.USER
+    g = _gadgets([0, 0, 0], [c, w, u])
+    gaps = gaps_of(g, compact=True)
+    f, fs, slow = cat.state([0]), cat.state([0, 1]), cat.state([1])
+    fetch = cat.edge(Kind.FETCH, slow, fs)
+    write_drop = next(
+        i for i, e in enumerate(cat.edges) if e.kind is Kind.WRITE_DROP and e.src == f
+    )
+    keep = cat.edge(Kind.KEEP, f, f)
+    # columns: the producer's keep (into F), then the two events beside kernel 1
+    edge_gadget = np.array([0, 1, 1], dtype=np.int64)
+    edge_type = np.array([keep, fetch, write_drop], dtype=np.int64)
+    edge_index = np.full((3, cat.n_edges), -1, dtype=np.int64)
+    edge_index[edge_gadget, edge_type] = np.arange(3)
+    rows = Events.of(cat, g, edge_gadget, edge_type, gaps).order_rows(edge_index, 3).toarray()
+    pair = np.array([1.0, 1.0, 1.0])  # the producer leaves F; fetch and write-drop both run
+    assert (rows @ pair > 0).any(), rows
+    alone = np.array([1.0, 0.0, 1.0])  # the write-drop alone keeps every row
+    assert (rows @ alone <= 0).all(), rows
 
 
 def _both(

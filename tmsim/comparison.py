@@ -47,7 +47,7 @@ from tmsim.plans.values import Plan
 from tmsim.sim import replay
 from tmsim.sim.beside import beside_for
 from tmsim.sim.firsttouch.pages import DEFAULT_PAGE_BYTES
-from tmsim.strategies import STRATEGIES, Kind, applicable, strategy
+from tmsim.strategies import STRATEGIES, Kind, applicable, compared_by_default, strategy
 from tmsim.workload.graph import Graph
 
 #: ``progress(strategy, index, total)`` is called as each strategy starts.
@@ -62,9 +62,10 @@ class CompareSettings:
     ``contention``: simulate with shared bandwidth (False: every kernel and copy at its own
     rate); ``level``: the interference level of the plans' replays when ``contention`` is on
     (:mod:`tmsim.levels`; the 2LM and unified-memory simulations share bandwidth as at
-    ``bandwidth``); ``strategies``: which to run (default: all that apply to the platform,
-    :func:`tmsim.strategies.applicable`); ``cache_block_bytes``: the 2LM simulation's block
-    size (default: :func:`tmsim.sim.cache.replay_cache`'s); ``page_bytes``: the page of
+    ``bandwidth``); ``strategies``: which to run (default: all that apply to the platform
+    but the formulations that recompute, :func:`tmsim.strategies.compared_by_default`);
+    ``cache_block_bytes``: the 2LM simulation's block size (default:
+    :func:`tmsim.sim.cache.replay_cache`'s); ``page_bytes``: the page of
     ``first-touch-pages`` (default 4 KiB, :data:`tmsim.sim.firsttouch.DEFAULT_PAGE_BYTES`).
     """
 
@@ -132,7 +133,7 @@ def compare(
     """
     s = settings or CompareSettings()
     allowed = applicable(platform)
-    wanted = allowed if s.strategies is None else tuple(s.strategies)
+    wanted = compared_by_default(platform) if s.strategies is None else tuple(s.strategies)
     for name in wanted:
         strategy(name)  # raises for an unknown name
         if name not in allowed:

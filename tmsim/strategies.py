@@ -69,10 +69,15 @@ _TABLE = (
     ("greedy", _H, _SLOW, "static placement by time saved per byte"),
     ("vdnn", _H, _FAST, "vDNN: activations offloaded between forward and backward uses"),
     ("checkpoint", _H, _ANY, "sqrt(N) segment checkpointing: activations recomputed, all fast"),
+    ("selective", _H, _ANY, "outputs of cheap kernels (norms, element-wise) recomputed, all fast"),
     ("static", _M, _ANY, "AutoTM's MILP: every tensor stays where it is created"),
     ("sync", _M, _ANY, "AutoTM's MILP: blocking copies at a tensor's users"),
     ("async", _M, _ANY, "AutoTM's MILP: copies also beside kernels near a tensor's users"),
     ("async-aware", _M, _ANY, "async, each copy charged what interference makes it cost"),
+    ("remat", _M, _ANY, "recomputation alone: all in the fastest tier, dropped tensors made again"),
+    ("static-rc", _M, _ANY, "static, and dropped tensors made again before a later use"),
+    ("sync-rc", _M, _ANY, "sync, and dropped tensors made again before a later use"),
+    ("async-rc", _M, _ANY, "async, and dropped tensors made again before a later use"),
     ("2lm", _S, _SLOW, "memory mode: the fastest tier a hardware cache of the next"),
     ("unified-memory", _S, _FAST, "CUDA managed memory: pages migrate on demand"),
 )
@@ -85,10 +90,15 @@ _COLORS = {
     "greedy": "#fdb863",
     "vdnn": "#80cdc1",
     "checkpoint": "#c51b7d",
+    "selective": "#f1b6da",
     "static": "#8073ac",
     "sync": "#2166ac",
     "async": "#1b7837",
     "async-aware": "#5aae61",
+    "remat": "#de77ae",
+    "static-rc": "#b2abd2",
+    "sync-rc": "#4393c3",
+    "async-rc": "#a6dba0",
     "2lm": "#b2182b",
     "unified-memory": "#b2182b",
 }
@@ -137,12 +147,25 @@ def applicable(platform: Platform) -> tuple[str, ...]:
     return tuple(out)
 
 
+#: Strategies :func:`compared_by_default` leaves out: the formulations that recompute, whose
+#: solves take minutes where AutoTM's take seconds (ask for them by name).
+ON_REQUEST = frozenset({"remat", "static-rc", "sync-rc", "async-rc"})
+
+
+def compared_by_default(platform: Platform) -> tuple[str, ...]:
+    """The strategies ``tmsim compare`` runs when none are named: :func:`applicable`'s but
+    those of :data:`ON_REQUEST`. Raises as :func:`applicable`."""
+    return tuple(name for name in applicable(platform) if name not in ON_REQUEST)
+
+
 __all__ = [
+    "ON_REQUEST",
     "STRATEGIES",
     "Kind",
     "Reach",
     "Strategy",
     "applicable",
+    "compared_by_default",
     "kernels_reach_slow",
     "names",
     "strategy",

@@ -13,6 +13,8 @@ from hwmodels.platform import Platform
 from tmsim.api.inputs import FastCapacity, capacity, expect
 from tmsim.api.runs import check_inputs
 from tmsim.capacity import resolve_fast_limit
+from tmsim.cost import CostModel
+from tmsim.errors import TmsimError
 from tmsim.plans.layout import fast_layout
 from tmsim.plans.validate import Validation
 from tmsim.plans.values import Plan
@@ -47,7 +49,9 @@ def plan_summary(
     """Headline numbers of ``plan`` for ``graph`` on ``platform`` with the validator's
     ``validation`` of it (:func:`tmsim.validate`): what was planned, the predicted step,
     the solver's status, gap (None when there is none), bound and times (a heuristic's
-    status is ``heuristic``), the moves and moved bytes, the fast tier's peak, limit and the
+    status is ``heuristic``), the moves and moved bytes, the recomputes and the seconds they
+    add (at the cost model's times, all operands where the plan reads them), the fast tier's
+    peak, limit and the
     bytes its buffers take when laid out (``fast_pool_bytes``), and the ``capacity_note`` of
     ``fast`` (:func:`capacity_note`). Every ``nan`` is None.
 
@@ -83,6 +87,8 @@ def plan_summary(
         "valid": validation.ok,
         "moved_bytes": validation.moved_bytes,
         "moves": len(plan.moves),
+        "recomputes": len(plan.recomputes),
+        "recompute_s": recompute_seconds(plan, graph, platform),
         "fast_peak_bytes": validation.fast_peak_bytes,
         "fast_limit_bytes": plan.fast_limit_bytes,
         "fast_pool_bytes": fast_layout(plan, graph, platform).pool_bytes,
@@ -90,4 +96,24 @@ def plan_summary(
     }
 
 
-__all__ = ["capacity_note", "plan_summary"]
+def recompute_seconds(plan: Plan, graph: Graph, platform: Platform) -> float:
+    """The seconds ``plan``'s recomputes add to the step, each its producer's kernel time
+    with its operands on the recompute's tiers (:meth:`tmsim.cost.CostModel.recompute_s`); 0
+    without any. Raises :class:`TmsimError` for a recompute naming a tensor, tier or kernel
+    the graph or platform lacks."""
+    if not plan.recomputes:
+        return 0.0
+    cost = CostModel(graph, platform)
+    tiers = {name: i for i, name in enumerate(platform.tier_names)}
+    total = 0.0
+    for r in plan.recomputes:
+        try:
+            producer = int(graph.producers[graph.tensor_index(r.tensor)])
+            at = [tiers[name] for name in r.tiers]
+        except KeyError as exc:
+            raise TmsimError(f"recompute of {r.tensor!r}: unknown name {exc}") from None
+        total += cost.recompute_s(producer, at)
+    return total
+
+
+__all__ = ["capacity_note", "plan_summary", "recompute_seconds"]

@@ -46,7 +46,8 @@ def compare(
     progress: Callable[[str, int, int], None] | None = None,
     **options: Any,
 ) -> pd.DataFrame:
-    """Every strategy of ``strategies`` (default: all that apply to ``platform``) planned,
+    """Every strategy of ``strategies`` (default: all that apply to ``platform`` but those
+    that recompute, :data:`tmsim.strategies.ON_REQUEST`) planned,
     validated and replayed for ``graph`` with the fast tier at ``fast``, one row each in the
     registry's order: ``strategy``, ``planner``, ``status``, ``error``, ``predicted_s``,
     ``simulated_s``, ``slowdown`` (over ``all-fast``), ``moved_bytes``, ``fast_peak_bytes``,

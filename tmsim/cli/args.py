@@ -72,6 +72,10 @@ lp_iterations_arg = whole_number(1, MAX_NODES)
 window_arg = whole_number(
     1, MAX_WINDOW, "with no kernel either side the asynchronous formulation is the synchronous"
 )
+#: Deepest chain of producers the recomputing formulations run again before one kernel.
+MAX_RECOMPUTE_DEPTH = 64
+#: ``--recompute-depth``.
+recompute_depth_arg = whole_number(1, MAX_RECOMPUTE_DEPTH)
 
 
 def fraction_arg(text: str) -> float:
@@ -217,6 +221,13 @@ def add_plan_arguments(
         default=d.window,
         help=f"async window: kernels either side of a use, 1 to {MAX_WINDOW} ({d.window})",
     )
+    p.add_argument(
+        "--recompute-depth",
+        type=recompute_depth_arg,
+        default=d.recompute_depth,
+        help="remat and the -rc formulations: longest chain of producers run again before one "
+        f"kernel, 1 to {MAX_RECOMPUTE_DEPTH} ({d.recompute_depth}; each level adds variables)",
+    )
 
 
 def capacity_from_args(args: argparse.Namespace) -> Capacity | None:
@@ -243,6 +254,7 @@ def settings_from_args(args: argparse.Namespace) -> PlanSettings:
             node_limit=args.node_limit,
             lp_iterations=args.lp_iterations,
             window=args.window,
+            recompute_depth=args.recompute_depth,
         )
     except TmsimError as exc:
         raise TmsimError(f"bad planner option: {exc}") from None
@@ -253,6 +265,7 @@ __all__ = [
     "DEFAULT_PLATFORM",
     "MAX_COUNT",
     "MAX_NODES",
+    "MAX_RECOMPUTE_DEPTH",
     "MAX_WINDOW",
     "add_plan_arguments",
     "batch_arg",
@@ -262,6 +275,7 @@ __all__ = [
     "node_limit_arg",
     "one_line",
     "ratio_arg",
+    "recompute_depth_arg",
     "seconds_arg",
     "settings_from_args",
     "size_arg",

@@ -11,7 +11,7 @@ that each mirror equals its source.
   which is light, as the planners derive it);
 - :data:`TABLE_FORMATS`: :data:`tmsim.sweeps.engine.FORMATS`;
 - :data:`PLAN_DEFAULTS`: the defaults of :class:`tmsim.planners.PlanSettings` the command line
-  exposes (solver, time limit, gap, node limit, window).
+  exposes (solver, time limit, gap, node limit, window, recompute depth).
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ class PlanDefaults:
     node_limit: int | None = None
     lp_iterations: int | None = 50_000
     window: int = 15
+    recompute_depth: int = 2
 
 
 PLAN_DEFAULTS = PlanDefaults()

@@ -44,8 +44,9 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument(
         "--strategies",
         type=names_arg,
-        help=f"comma-separated subset of {','.join(STRATEGIES)} (default: all that apply; "
-        "a name that is not a strategy, or does not apply to the platform, is refused)",
+        help=f"comma-separated subset of {','.join(STRATEGIES)} (default: all that apply "
+        "but remat, static-rc, sync-rc and async-rc, whose solves take minutes; a name that "
+        "is not a strategy, or does not apply to the platform, is refused)",
     )
     add_interference_argument(p)
     p.add_argument(

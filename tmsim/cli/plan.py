@@ -61,6 +61,8 @@ def _plan(args: argparse.Namespace) -> int:
         if info["capacity_note"]:
             print(f"                 {info['capacity_note']}")
         print(f"moves            {info['moves']:,}, {info['moved_bytes'] / gb:.3f} GB")
+        if info["recomputes"]:
+            print(f"recomputes       {info['recomputes']:,}, {info['recompute_s']:.4f} s")
         print(f"valid            {'yes' if check.ok else 'NO: ' + '; '.join(check.errors[:3])}")
         if args.out:
             print(f"saved            {args.out}")

@@ -23,6 +23,8 @@ MAX_NODE_LIMIT = 2**31 - 1
 #: b128 on the 2080 Ti (106 s, about as long as the root LP inside HiGHS's branch and bound,
 #: which then goes on from it).
 DEFAULT_LP_ITERATIONS = 50_000
+#: Default of ``recompute_depth``: see :mod:`tmsim.planners.milp.recompute`.
+DEFAULT_RECOMPUTE_DEPTH = 2
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,9 @@ class PlanSettings:
     - ``layout``: lay the fast-tier buffers out and, as AutoTM does, solve again with the
       limit lowered where the layout overflowed (without it only bytes are checked);
     - ``max_rounds``: most solves of that loop (>= 1);
+    - ``recompute_depth``: in the formulations that recompute (``remat``, ``static-rc``,
+      ``sync-rc``, ``async-rc``), the longest chain of producers run again before one kernel
+      (>= 1; :mod:`tmsim.planners.milp.recompute`);
     - ``verbose``: the solver's log on stdout.
 
     ``vdnn``:
@@ -83,6 +88,7 @@ class PlanSettings:
     warm_start: bool = True
     layout: bool = True
     max_rounds: int = 10
+    recompute_depth: int = DEFAULT_RECOMPUTE_DEPTH
     verbose: bool = False
     offload_min_bytes: int = 1 << 20
     offload_all: bool = False
@@ -112,6 +118,7 @@ class PlanSettings:
         for name, low in (
             ("window", 0),
             ("max_rounds", 1),
+            ("recompute_depth", 1),
             ("offload_min_bytes", 0),
             ("prefetch_ahead", 1),
         ):

@@ -4,8 +4,9 @@ Every planner has the signature ``plan_<name>(graph, platform, settings=None) ->
 builds its plan with :class:`~tmsim.cost.CostModel` and
 :func:`~tmsim.planners.assemble.assemble_plan`, so its predicted time follows the same
 step-time rule as every other plan: static placements (:mod:`.placement`: ``all-fast``,
-``all-slow``, ``first-touch``, ``greedy``), vDNN-style offloading (:mod:`.vdnn`) and segment
-checkpointing (:mod:`.checkpoint`: recomputation, every tensor in the fastest tier).
+``all-slow``, ``first-touch``, ``greedy``), vDNN-style offloading (:mod:`.vdnn`), segment
+checkpointing (:mod:`.checkpoint`) and selective recomputation of cheap kernels
+(:mod:`.selective`), both with every tensor in the fastest tier.
 :data:`REGISTRY` maps each name to its planner.
 """
 
@@ -24,6 +25,7 @@ from tmsim.planners.heuristics.placement import (
     plan_greedy,
     tensor_benefit_s,
 )
+from tmsim.planners.heuristics.selective import plan_selective
 from tmsim.planners.heuristics.vdnn import plan_vdnn
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import Plan
@@ -47,6 +49,7 @@ REGISTRY: Mapping[str, Planner] = MappingProxyType(
         "greedy": plan_greedy,
         "vdnn": plan_vdnn,
         "checkpoint": plan_checkpoint,
+        "selective": plan_selective,
     }
 )
 
@@ -58,6 +61,7 @@ __all__ = [
     "plan_checkpoint",
     "plan_first_touch",
     "plan_greedy",
+    "plan_selective",
     "plan_vdnn",
     "tensor_benefit_s",
 ]

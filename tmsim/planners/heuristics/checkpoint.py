@@ -25,18 +25,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from hwmodels.platform import Platform
-from tmsim.capacity import fast_limit_bytes
-from tmsim.cost import CostModel, IndexRecompute
-from tmsim.errors import NoPlanError, TmsimError
-from tmsim.intervals import occupancy
-from tmsim.planners.assemble import assemble_plan
-from tmsim.planners.heuristics.placement import require_fast_access
+from tmsim.errors import TmsimError
+from tmsim.planners.heuristics.dropping import fast_with_recomputes
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import Plan
-from tmsim.workload.graph import PREEXISTING_ROLES, Graph, Phase
+from tmsim.workload.graph import Graph, Phase
 
 NAME = "checkpoint"
 
@@ -136,54 +130,10 @@ def plan_checkpoint(
     :class:`NoPlanError` naming the bytes when the step with checkpointing still needs more of
     the fastest tier than the capacity asked for (or than the tier holds).
     """
-    opts = settings or PlanSettings()
-    require_fast_access(platform, NAME)
-    cost = CostModel(graph, platform)
     runs, drop_after, keep_until = checkpoint_decision(graph, segments)
-    fast = 0
-    ptr = cost.op_ptr
-    recomputes = [
-        IndexRecompute(t, k, int(graph.producers[t]), (fast,) * int(ptr[p + 1] - ptr[p]))
-        for t, k in runs
-        for p in (int(graph.producers[t]),)
-    ]
-    drops = {(t, fast): [k] for t, k in drop_after.items()}
-    for t, k in keep_until.items():
-        drops.setdefault((t, fast), []).append(k)
-    initial = {
-        t: (fast,) for t, tensor in enumerate(graph.tensors) if tensor.role in PREEXISTING_ROLES
-    }
-    limit = fast_limit_bytes(graph, platform, opts.capacity)
-    plan = assemble_plan(
-        cost,
-        NAME,
-        limit,
-        np.zeros(cost.op_tensor.size, dtype=np.int64),
-        initial,
-        moves=(),
-        drops=drops,
-        options={**opts.to_dict(), "segments": segments},
-        recomputes=recomputes,
+    return fast_with_recomputes(
+        graph, platform, settings, NAME, runs, drop_after, keep_until, {"segments": segments}
     )
-    peak = _fast_peak(plan, graph)
-    if peak > limit:
-        raise NoPlanError(
-            f"{NAME}: the step with {len(runs)} recomputes needs {peak} bytes of tier "
-            f"{platform.tiers[0].name!r} at its peak, {peak - limit} bytes more than the "
-            f"limit of {limit} bytes"
-        )
-    return plan
-
-
-def _fast_peak(plan: Plan, graph: Graph) -> int:
-    """The most bytes resident on the fastest tier at any kernel (every range of the plan is
-    on that tier)."""
-    index = {t.name: i for i, t in enumerate(graph.tensors)}
-    ranges = plan.residency
-    first = np.array([r.first for r in ranges], dtype=np.int64)
-    last = np.array([r.last for r in ranges], dtype=np.int64)
-    sizes = graph.sizes_bytes[np.array([index[r.tensor] for r in ranges], dtype=np.int64)]
-    return int(occupancy(first, last, sizes, len(graph.kernels)).max(initial=0))
 
 
 __all__ = ["NAME", "checkpoint_decision", "plan_checkpoint", "segments_of"]

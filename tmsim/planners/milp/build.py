@@ -31,8 +31,8 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from hwmodels.timing import MoveMode, Overlap
-from tmsim.cost import BesideCosts, CostModel, IndexMove
+from hwmodels.timing import MoveMode
+from tmsim.cost import BesideCosts, CostModel, IndexMove, IndexRecompute
 from tmsim.planners.assemble import assemble_plan
 from tmsim.planners.milp.copies import Copies, move_costs
 from tmsim.planners.milp.gadgets import Formulation, Gadgets, build_gadgets
@@ -44,7 +44,14 @@ from tmsim.planners.milp.network import (
     build_variables,
 )
 from tmsim.planners.milp.prune import prune_windows
-from tmsim.planners.milp.states import Catalogue, build_catalogue
+from tmsim.planners.milp.recompute import (
+    DEFAULT_DEPTH,
+    recomputable,
+    recompute_rows,
+    recompute_seconds,
+)
+from tmsim.planners.milp.rows import beside_costs, copy_rows, time_rows
+from tmsim.planners.milp.states import Catalogue, Kind, build_catalogue
 from tmsim.plans.values import Plan, SolverStats
 
 
@@ -53,8 +60,10 @@ class Model:
     """The problem, its variables, and what reading a solution back (or in) needs.
 
     ``c`` is bounded below by ``rows``: ``c >= const + (matrix @ x)`` for each pair; the
-    objective is ``sum(c) + sync_s @ x``; ``a_eq @ x == b_eq`` and ``a_ub @ x <= b_ub`` are
-    the flow (the second: the order of the compact form's events, ``gaps``) and
+    objective is ``sum(c) + sync_s @ x`` (``sync_s``: the synchronous copies' and the
+    recomputes' seconds); ``a_eq @ x == b_eq`` and ``a_ub @ x <= b_ub`` are the flow (the
+    second: the order of the compact form's events, ``gaps``, and what each recompute reads)
+    and
     ``0 <= u <= capacity`` the limit of each modelled tier (``tiers``) at each kernel, one
     block of ``n_kernels`` per tier (``u`` as :meth:`complete` gives it, in units of each
     tier's largest limit). ``op_state`` gives 1 + the state index of every operand.
@@ -114,9 +123,10 @@ class Model:
         return float(self.complete(xf)[1].sum() + self.sync_s @ xf)
 
 
-def catalogue_of(cost: CostModel) -> Catalogue:
+def catalogue_of(cost: CostModel, recompute: bool = False) -> Catalogue:
     """The states and edges of ``cost``'s platform (tiers beyond the fastest modelled only
-    where their capacity can bind, :func:`modelled_tiers`)."""
+    where their capacity can bind, :func:`modelled_tiers`), with those of recomputation after
+    them when ``recompute``."""
     platform = cost.platform
     modelled = set(modelled_tiers(cost))
     names = platform.tier_names
@@ -125,6 +135,7 @@ def catalogue_of(cost: CostModel) -> Catalogue:
         platform.kernel_tier_mask(),
         [i in modelled for i in range(len(names))],
         cost.has_path,
+        recompute,
     )
 
 
@@ -144,6 +155,7 @@ def build_model(
     relax: bool,
     beside: BesideCosts | None = None,
     compact: bool = True,
+    depth: int = DEFAULT_DEPTH,
 ) -> Model:
     """The MILP (or, with ``relax``, its LP relaxation) and what reading it back needs.
 
@@ -152,24 +164,35 @@ def build_model(
     each kernel (see the module documentation); None charges them their idle time.
     ``compact``: write asynchronous windows as events where the compact form applies
     (:mod:`~tmsim.planners.milp.gaps`); False: the general form everywhere (the same optimum
-    with more variables).
+    with more variables). ``depth``: the longest chain of producers run again before one
+    kernel, in a formulation that recomputes (:mod:`~tmsim.planners.milp.recompute`).
     """
     graph = cost.graph
     n_k = len(graph.kernels)
-    cat = catalogue_of(cost)
+    cat = catalogue_of(cost, formulation.recomputes)
     tiers = modelled_tiers(cost)
     floor_s, ceiling_s = cost.kernel_time_range_s()
-    gad = prune_windows(cost, build_gadgets(cost, formulation, window), tiers, ceiling_s)
+    rec = recomputable(cost, depth) if formulation.recomputes else None
+    gad = prune_windows(cost, build_gadgets(cost, formulation, window, rec), tiers, ceiling_s)
     applies = is_compact(len(cost.platform.tiers), formulation, gad)
     gaps = gaps_of(gad, compact and applies)
-    var = build_variables(cost, cat, gad, formulation, gaps)
+    var = build_variables(cost, cat, gad, formulation, gaps, rec)
     flow = build_flow(cost, cat, gad, var, gaps)
+    if rec is not None:
+        rows_rc = recompute_rows(
+            cost, cat, gad, var.edge_gadget, var.edge_type, var.edge_index, var.count
+        )
+        flow = replace(
+            flow,
+            a_ub=sp.csr_matrix(sp.vstack([flow.a_ub, rows_rc])),
+            b_ub=np.concatenate((flow.b_ub, np.zeros(rows_rc.shape[0]))),
+        )
     seg = build_segments(cost, cat, gad, var, tiers, gaps)
     copies = move_costs(cost, cat, gad, var.edge_gadget, var.edge_type, var.count)
     n = var.count
     slow, forbidden = None, None
     if beside is not None:
-        copies, slow, forbidden = _beside(cost, cat, gad, var, copies, beside)
+        copies, slow, forbidden = beside_costs(cost, cat, gad, var, copies, beside)
     x = cp.Variable(n) if relax else cp.Variable(n, boolean=True)
     u = cp.Variable(n_k * len(tiers))
     c = cp.Variable(n_k)
@@ -201,12 +224,15 @@ def build_model(
     constraints = [flow.a_eq @ x == flow.b_eq, diff @ u == delta @ x, u >= 0, u <= capacity]
     if flow.a_ub.shape[0]:
         constraints.append(flow.a_ub @ x <= flow.b_ub)
-    rows, floor_s = _time_rows(cost, seg.access, op_seg, floor_s)
+    rows, floor_s = time_rows(cost, seg.access, op_seg, floor_s)
     if slow is not None:
         rows = [(const, slow if m is None else sp.csr_matrix(m + slow)) for const, m in rows]
     sync_cost = np.where(copies.asynchronous, 0.0, copies.seconds)
+    if rec is not None:  # a recompute runs alone, before its kernel
+        is_rc = cat.edge_kind[var.edge_type] == Kind.RECOMPUTE
+        sync_cost[: is_rc.size] += recompute_seconds(cost, gad, var.edge_gadget, is_rc)
     if copies.asynchronous.any():
-        rows += _copy_rows(copies, floor_s, n)
+        rows += copy_rows(copies, floor_s, n)
     for const, matrix in rows:
         constraints.append(c >= const + matrix @ x if matrix is not None else c >= const)
     if forbidden is not None and forbidden.any():
@@ -244,9 +270,6 @@ def build_model(
     )
 
 
-Rows = list[tuple[np.ndarray, sp.csr_matrix | None]]
-
-
 def _steps(tensor: np.ndarray, start: np.ndarray, end: np.ndarray, n_k: int) -> sp.csr_matrix:
     """[n_k + 1, rows]: +1 at each row's start kernel, -1 after its end kernel."""
     n = tensor.size
@@ -254,101 +277,6 @@ def _steps(tensor: np.ndarray, start: np.ndarray, end: np.ndarray, n_k: int) -> 
     arrive = sp.csr_matrix((np.ones(n), (start, cols)), shape=(n_k + 1, n))
     leave = sp.csr_matrix((np.ones(n), (end + 1, cols)), shape=(n_k + 1, n))
     return sp.csr_matrix(arrive - leave)
-
-
-def _beside(
-    cost: CostModel,
-    cat: Catalogue,
-    gad: Gadgets,
-    var: Variables,
-    copies: Copies,
-    beside: BesideCosts,
-) -> tuple[Copies, sp.csr_matrix, np.ndarray]:
-    """The asynchronous copies at what ``beside`` says they cost: their seconds, the matrix
-    of the delays they cause their kernels [n_kernels, n] and the copies that cannot run."""
-    n, n_k = var.count, len(cost.graph.kernels)
-    cols = np.flatnonzero(copies.asynchronous)
-    seconds = copies.seconds.copy()
-    forbidden = np.zeros(n, dtype=bool)
-    if cols.size == 0:
-        return copies, sp.csr_matrix((n_k, n)), forbidden
-    src = copies.source[cols]
-    dst = cat.edge_add[var.edge_type[cols]]
-    k = copies.kernel[cols]
-    nbytes = cost.graph.sizes_bytes[gad.tensor[var.edge_gadget[cols]]].astype(np.float64)
-    names = cost.platform.tier_names
-    pairs = list(zip(src.tolist(), dst.tolist(), strict=True))
-    path = np.array([beside.path(s, d) for s, d in pairs], dtype=np.int64)
-    latency = np.array([cost.platform.copy_latency_s(names[s], names[d]) for s, d in pairs])
-    per_byte = beside.copy_s_per_byte[k, path]
-    delay = beside.slow_s_per_byte[k, path]
-    moving = nbytes > 0
-    blocked = (~np.isfinite(per_byte) | ~np.isfinite(delay)) & moving
-    usable = moving & ~blocked
-    seconds[cols] = np.where(usable, latency + nbytes * np.where(usable, per_byte, 0.0), 0.0)
-    forbidden[cols[blocked]] = True
-    charge = np.where(usable, nbytes * np.where(usable, delay, 0.0), 0.0)
-    keep = charge > 0
-    slow = sp.csr_matrix((charge[keep], (k[keep], cols[keep])), shape=(n_k, n))
-    return replace(copies, seconds=seconds), slow, forbidden
-
-
-def _copy_rows(copies: Copies, floor_s: np.ndarray, n: int) -> Rows:
-    """The rows bounding ``c`` by the asynchronous copies beside each kernel.
-
-    ``c_k >= sum_e s_e x_e`` (the copies take turns on the copy path) and the tighter-in-LP
-    ``c_k >= L_k + sum_e max(0, s_e - L_k) x_e`` with ``L_k`` = ``floor_s``, the least time
-    kernel ``k`` can take. The second is valid at every binary point: with copies ``S``
-    beside ``k``, of which ``P`` are longer than ``L_k``, its right side is ``L_k`` when ``P``
-    is empty and else ``s(P) - (|P| - 1) L_k <= s(S)``, so it never exceeds ``max(L_k,
-    s(S)) <= c_k``. The LP relaxation, which spreads a fraction of a copy over every kernel
-    of its window and so hides it, must now pay for the part of each long copy a kernel
-    cannot hide (on ResNet-50 b8 at 4:1 with a window of 1 HiGHS proves 1% in 1.9 s with it
-    against 28.7 s without).
-    """
-    n_k = floor_s.size
-    is_async = copies.asynchronous
-    cols = np.flatnonzero(is_async)
-    k = copies.kernel[cols]
-    beside = (copies.seconds[cols], (k, cols))
-    out: Rows = [(np.zeros(n_k), sp.csr_matrix(beside, shape=(n_k, n)))]
-    excess = np.maximum(copies.seconds[cols] - floor_s[k], 0.0)
-    long = excess > 0
-    if long.any():
-        cut = (excess[long], (k[long], cols[long]))
-        out.append((floor_s.copy(), sp.csr_matrix(cut, shape=(n_k, n))))
-    return out
-
-
-def _time_rows(
-    cost: CostModel, access: dict[int, sp.csr_matrix], op_seg: np.ndarray, floor_s: np.ndarray
-) -> tuple[Rows, np.ndarray]:
-    """The lower bounds of the kernel costs ``c`` from the roofline (see the module doc), and
-    the least value they allow ``c`` whatever the binaries: ``floor_s`` (every operand on the
-    kernel tier where it is accessed fastest), or, where kernels reach one tier only, the
-    one row itself (measured times included)."""
-    n_k = len(cost.graph.kernels)
-    k = cost.op_kernel
-    reach = [i for i, ok in enumerate(cost.platform.kernel_tier_mask()) if ok]
-
-    def operand_s(tier: int) -> np.ndarray:
-        return cost.operand_s(np.full(k.size, tier, dtype=np.int64))
-
-    if len(reach) == 1:
-        only = cost.kernel_times_s(np.full(k.size, reach[0], dtype=np.int64))
-        return [(only, None)], only
-    ref = reach[-1]
-    ref_s = operand_s(ref)
-    to_kernel = sp.csr_matrix((np.ones(k.size), (k, np.arange(k.size))), shape=(n_k, k.size))
-    mem0 = to_kernel @ ref_s
-    gains = [
-        to_kernel @ sp.diags(operand_s(tier) - ref_s) @ access[tier][op_seg] for tier in reach[:-1]
-    ]
-    gain = sp.csr_matrix(gains[0] if len(gains) == 1 else sum(gains[1:], gains[0]))
-    base_s = cost.compute_s + cost.launch_s
-    if cost.overlap is Overlap.MAX:
-        return [(base_s, None), (mem0 + cost.launch_s, gain)], floor_s
-    return [(base_s + mem0, gain)], floor_s
 
 
 def extract_plan(
@@ -372,7 +300,9 @@ def extract_plan(
     codes = np.rint(np.asarray(model.op_state @ x.astype(np.float64)).ravel()).astype(np.int64)
     op_tiers = cat.access[codes - 1]
     moves: list[IndexMove] = []
+    runs: list[IndexRecompute] = []
     drops: dict[tuple[int, int], list[int]] = {}
+    producers, ptr = cost.graph.producers, cost.op_ptr
     for i in on:
         edge = cat.edges[int(var.edge_type[i])]
         g = int(var.edge_gadget[i])
@@ -381,8 +311,18 @@ def extract_plan(
             mode = MoveMode.ASYNC if copies.asynchronous[i] else MoveMode.SYNC
             src = int(copies.source[i])
             moves.append(IndexMove(t, src, edge.add, int(copies.kernel[i]), mode))
+        if edge.kind is Kind.RECOMPUTE:
+            p = int(producers[t])
+            runs.append(IndexRecompute(t, int(gad.kernel[g]), p, (0,) * int(ptr[p + 1] - ptr[p])))
         for tier in sorted(edge.frees):
             drops.setdefault((t, tier), []).append(int(gad.kernel[g]))
+    # a network a support gadget extends past the tensor's last use ends at its last gadget
+    live_last = cost.graph.live_last
+    ends = np.flatnonzero(gad.last & (gad.kernel > live_last[gad.tensor]))
+    for g in ends.tolist():
+        for tier in range(len(cat.tier_names)):
+            drops.setdefault((int(gad.tensor[g]), tier), []).append(int(gad.kernel[g]))
+    runs.sort(key=lambda r: (r.kernel, r.producer))
     states = x[n_edges:]
     initial = {
         int(t): tuple(sorted(cat.states[int(s)]))
@@ -399,4 +339,5 @@ def extract_plan(
         options,
         stats,
         beside=model.beside,
+        recomputes=runs,
     )

@@ -30,9 +30,12 @@ from tmsim.planners.assemble import check_operands_fit
 from tmsim.planners.milp.build import build_model, extract_plan
 from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.milp.gpu import offload_plan_start, static_misfit
+from tmsim.planners.milp.nesting import CONTAINS, STARTS, chain_of, planners_of
 from tmsim.planners.milp.overlap import overlap_copies
+from tmsim.planners.milp.recompute import retire_extended
 from tmsim.planners.milp.solve import (
     SolveStopped,
+    fits,
     solve,
     solve_stats,
     solve_within,
@@ -76,7 +79,13 @@ def plan_milp(
     plan = solved.plan
     if opts.lp_bound and plan.stats is not None:
         relaxed = build_model(
-            cost, opts.window, top, solved.limits, relax=True, beside=solved.model.beside
+            cost,
+            opts.window,
+            top,
+            solved.limits,
+            relax=True,
+            beside=solved.model.beside,
+            depth=opts.recompute_depth,
         )
         lp = math.nan
         try:
@@ -118,21 +127,6 @@ def _setup(
     return CostModel(graph, platform), limit, gpu, deadline
 
 
-_SMALLER = {
-    Formulation.SYNC: Formulation.STATIC,
-    Formulation.ASYNC: Formulation.SYNC,
-    Formulation.ASYNC_AWARE: Formulation.SYNC,
-}
-
-
-def _chain(top: Formulation) -> list[Formulation]:
-    """``top`` and the formulations it is started from, smallest first."""
-    out = [top]
-    while out[-1] in _SMALLER:
-        out.append(_SMALLER[out[-1]])
-    return out[::-1]
-
-
 def plan_milp_chain(
     graph: Graph,
     platform: Platform,
@@ -160,7 +154,7 @@ def plan_milp_chain(
     for i, top in enumerate(tops):
         if i > 0 and opts.time_limit_s is not None:
             deadline = time.perf_counter() + opts.time_limit_s
-        for f in _chain(top):
+        for f in chain_of(top):
             with contextlib.suppress(TmsimError):  # an error is recorded in memo
                 _plan(cost, opts, f, limit, gpu, deadline, memo)
     return {f: (v if isinstance(v, TmsimError) else v.plan) for f, v in memo.items()}
@@ -208,14 +202,17 @@ def _solve_formulation(
     memo: dict[Formulation, Solved | TmsimError],
 ) -> Solved:
     """:func:`_plan` without the memo lookup."""
-    base = None
-    if opts.warm_start and formulation in _SMALLER:
-        try:
-            base = _plan(cost, opts, _SMALLER[formulation], limit, gpu, deadline, memo)
-        except TmsimError:
-            base = None  # e.g. nothing fits statically on a GPU: start cold
-    build_total = base.build_s if base else 0.0
-    solve_total = base.solve_s if base else 0.0
+    smaller: list[Solved] = []
+    if opts.warm_start:
+        for f in CONTAINS.get(formulation, ()):
+            with contextlib.suppress(TmsimError):  # e.g. nothing fits statically on a GPU
+                smaller.append(_plan(cost, opts, f, limit, gpu, deadline, memo))
+    # the best plan this formulation contains, and the best it can start from
+    base = min(smaller, key=lambda s: s.plan.predicted_s, default=None)
+    starts = [s for s in smaller if s.plan.planner in planners_of(STARTS.get(formulation, ()))]
+    start_from = min(starts, key=lambda s: s.plan.predicted_s, default=None)
+    build_total = sum(s.build_s for s in smaller)
+    solve_total = sum(s.solve_s for s in smaller)
     if base is not None and at_floor(base, opts.gap):
         # no plan of any formulation beats the kernel-time bound, which the smaller
         # formulation's plan is already within the gap of: nothing to solve
@@ -237,22 +234,41 @@ def _solve_formulation(
     first_bound: float | None = None
     for rounds in range(1, opts.max_rounds + 1):
         started = time.perf_counter()
-        model = build_model(cost, opts.window, formulation, limits, relax=False, beside=beside)
+        model = build_model(
+            cost,
+            opts.window,
+            formulation,
+            limits,
+            relax=False,
+            beside=beside,
+            depth=opts.recompute_depth,
+        )
         build_total += time.perf_counter() - started
-        if base is not None:
-            start = lift(base.model, np.asarray(base.model.x.value) > 0.5, model)
+        if start_from is not None:
+            start = lift(start_from.model, np.asarray(start_from.model.x.value) > 0.5, model)
+            if start is not None and start_from.model.catalogue.gone < 0 < model.catalogue.gone:
+                # from a model without recomputation: end the networks support gadgets extend
+                start = retire_extended(cost, model, start)
             if start is not None and formulation.asynchronous:
                 started = time.perf_counter()
                 start = overlap_copies(model, start, max(opts.window, 1))
                 build_total += time.perf_counter() - started
-        elif opts.warm_start and formulation is Formulation.STATIC:
+        elif opts.warm_start and formulation.moves is Formulation.STATIC:
             # on a GPU nothing moves in static: what kernels use stays on the device
             used = np.zeros(len(cost.graph.tensors), dtype=np.int64)
             used[cost.op_tensor] = 1
-            tiers = 1 - used if gpu else best_heuristic_tiers(cost, int(limits.min()))
+            tiers: np.ndarray | None
+            if formulation.fast_only:  # every tensor in the fastest tier, none recomputed
+                tiers = np.zeros(len(cost.graph.tensors), dtype=np.int64)
+            else:
+                tiers = 1 - used if gpu else best_heuristic_tiers(cost, int(limits.min()))
             start = static_start(model, tiers) if tiers is not None else None
+            if start is not None and formulation.recomputes:
+                start = retire_extended(cost, model, start)
         else:
             start = None
+        if start is not None and not fits(model, start):
+            start = None  # e.g. a smaller formulation's plan above a lowered limit
         started = time.perf_counter()
         stopped: SolveStopped | None = None
         try:

@@ -16,7 +16,7 @@ import numpy.typing as npt
 from hwmodels.timing import MoveMode
 from tmsim.cost import CostModel
 from tmsim.planners.milp.gadgets import GadgetKind, Gadgets
-from tmsim.planners.milp.states import Catalogue, Kind
+from tmsim.planners.milp.states import Catalogue, is_prefetch
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -92,7 +92,7 @@ def move_costs(
             seconds[:n_e][pick] = times[best, np.arange(pick.size)]
             source[:n_e][pick] = np.asarray(sources)[best]
             asynchronous[:n_e][pick] = is_async
-    prefetch = cat.edge_kind[et] <= Kind.FETCH_INVAL
+    prefetch = is_prefetch(cat.edge_kind[et])
     kernel[:n_e] = g.kernel[eg] + np.where(prefetch | window, 0, 1)
     return Copies(seconds, kernel, asynchronous, source)
 

@@ -40,7 +40,7 @@ import numpy.typing as npt
 import scipy.sparse as sp
 
 from tmsim.planners.milp.gadgets import Formulation, GadgetKind, Gadgets
-from tmsim.planners.milp.states import Catalogue, Kind
+from tmsim.planners.milp.states import Catalogue, Kind, is_prefetch
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -78,9 +78,13 @@ def is_compact(tier_count: int, formulation: Formulation, gadgets: Gadgets) -> b
 
 
 def gaps_of(g: Gadgets, compact: bool) -> Gaps:
-    """The :class:`Gaps` of gadgets ``g``: with ``compact``, window gadgets are not core."""
+    """The :class:`Gaps` of gadgets ``g``: with ``compact``, window gadgets are not core,
+    except where a recompute may make or read the tensor (the model reads its state there)."""
     n = g.tensor.size
-    core = g.kind != GadgetKind.WINDOW if compact else np.ones(n, dtype=bool)
+    if compact:
+        core = (g.kind != GadgetKind.WINDOW) | g.may_recompute | g.read_by_recompute
+    else:
+        core = np.ones(n, dtype=bool)
     index = np.arange(n, dtype=np.int64)
     before = np.maximum.accumulate(np.where(core, index, -1))
     prev = np.full(n, -1, dtype=np.int64)
@@ -176,11 +180,11 @@ class Events:
         event there puts the tensor in a state.) ``edge_index``: the model's variable of each
         edge at each gadget; ``count``: its columns."""
         cat = self.cat
-        prefetch = cat.edge_kind[self.edge] <= Kind.FETCH_INVAL
+        prefetch = is_prefetch(cat.edge_kind[self.edge])
         key = order_key(self.kernel, prefetch)
         src, dst = cat.edge_src[self.edge], cat.edge_dst[self.edge]
         evict_into = [
-            np.flatnonzero((cat.edge_dst == state) & (cat.edge_kind > Kind.FETCH_INVAL))
+            np.flatnonzero((cat.edge_dst == state) & ~is_prefetch(cat.edge_kind))
             for state in range(cat.n_states)
         ]
         r: list[int] = []
@@ -190,9 +194,12 @@ class Events:
             members = np.flatnonzero(self.prev == a)
             for i in members:
                 state = int(src[i])
-                supply = members[(dst[members] == state) & (key[members] < key[i])]
-                if supply.size == 0:
-                    continue
+                into = members[dst[members] == state]
+                if into.size == 0:
+                    continue  # nothing in the gap makes the state: the balance is the order
+                # only what comes before this event may supply it (a write-drop's slow copy
+                # lands after its kernel, after a fetch beside the same kernel)
+                supply = into[key[into] < key[i]]
                 take = members[(src[members] == state) & (key[members] <= key[i])]
                 entry = edge_index[a, evict_into[state]]
                 entry = entry[entry >= 0]

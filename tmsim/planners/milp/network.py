@@ -24,7 +24,8 @@ from tmsim.cost import CostModel
 from tmsim.planners.milp.copies import behind_fetch, copy_sources
 from tmsim.planners.milp.gadgets import Formulation, GadgetKind, Gadgets
 from tmsim.planners.milp.gaps import Changes, Events, Gaps, event_changes, event_mask
-from tmsim.planners.milp.states import Catalogue, Kind
+from tmsim.planners.milp.recompute import Recomputable, restrict_edges
+from tmsim.planners.milp.states import Catalogue, Kind, is_prefetch
 from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES
 
 IntArray = npt.NDArray[np.int64]
@@ -51,18 +52,29 @@ class Variables:
 
 
 def _allowed_edges(
-    cost: CostModel, cat: Catalogue, g: Gadgets, formulation: Formulation, gaps: Gaps
+    cost: CostModel,
+    cat: Catalogue,
+    g: Gadgets,
+    formulation: Formulation,
+    gaps: Gaps,
+    rec: Recomputable | None,
 ) -> BoolArray:
     """[n_gadgets, n_edges]: which edge types exist at which gadget (at an events-only
     gadget of the compact form, its copies; none after the last use of a tensor that does
-    not outlive the step, where nothing follows)."""
+    not outlive the step, where nothing follows; recomputation's edges as
+    :func:`~tmsim.planners.milp.recompute.restrict_edges` allows them)."""
     kind = cat.edge_kind
     single = np.array([len(cat.states[s]) == 1 for s in range(cat.n_states)])
-    prefetch = kind <= Kind.FETCH_INVAL
+    prefetch = is_prefetch(kind)
     during = np.where(prefetch, cat.edge_dst, cat.edge_src)
     allowed = np.ones((g.tensor.size, cat.n_edges), dtype=bool)
-    if formulation is Formulation.STATIC:
-        allowed[:, ~(np.isin(kind, (Kind.STAY, Kind.KEEP)) & single[cat.edge_src])] = False
+    if formulation.moves is Formulation.STATIC:
+        still = (
+            np.isin(kind, (Kind.STAY, Kind.KEEP))
+            & (single | (cat.gone == np.arange(cat.n_states)))[cat.edge_src]
+        )
+        remade = np.isin(kind, (Kind.RECOMPUTE, Kind.DISCARD))
+        allowed[:, ~(still | remade)] = False
     create = g.kind == GadgetKind.CREATE
     allowed[np.ix_(create, prefetch & ~((kind == Kind.STAY) & single[cat.edge_src]))] = False
     fetch = np.isin(kind, (Kind.FETCH, Kind.FETCH_INVAL))
@@ -84,16 +96,23 @@ def _allowed_edges(
         allowed[np.ix_(~gaps.core, ~event_mask(cat))] = False
         persistent = np.array([t.role in PERSISTENT_ROLES for t in cost.graph.tensors])
         allowed[~gaps.core & (gaps.next_core < 0) & ~persistent[g.tensor]] = False
+    restrict_edges(allowed, cat, g, formulation, rec)
     return allowed
 
 
 def build_variables(
-    cost: CostModel, cat: Catalogue, g: Gadgets, formulation: Formulation, gaps: Gaps
+    cost: CostModel,
+    cat: Catalogue,
+    g: Gadgets,
+    formulation: Formulation,
+    gaps: Gaps,
+    rec: Recomputable | None = None,
 ) -> Variables:
-    """Decide which edges and initial states exist and number them."""
+    """Decide which edges and initial states exist and number them (``rec``: where tensors
+    may be recomputed, None for a formulation without recomputation)."""
     graph = cost.graph
     n_g = g.tensor.size
-    allowed = _allowed_edges(cost, cat, g, formulation, gaps)
+    allowed = _allowed_edges(cost, cat, g, formulation, gaps, rec)
     gi, ei = np.nonzero(allowed)
     edge_index = np.full((n_g, cat.n_edges), -1, dtype=np.int64)
     edge_index[gi, ei] = np.arange(gi.size)
@@ -109,8 +128,12 @@ def build_variables(
     # starting in two would get its first eviction for free
     persistent = np.array([roles[t] in PERSISTENT_ROLES for t in pre], dtype=bool)
     states[np.ix_(~persistent, ~single)] = False
-    if formulation is Formulation.STATIC:
+    if formulation.moves is Formulation.STATIC:
         states[:, ~single] = False
+    if cat.gone >= 0:
+        states[:, cat.gone] = False  # what exists before the step has a copy somewhere
+    if formulation.fast_only:
+        states[:, cat.member[:, 1:].any(axis=1)] = False
     # without a gadget a tensor never moves: one a kernel uses starts where kernels reach it
     states[np.ix_(used[pre] & ~has_gadget[pre], cat.access < 0)] = False
     ti, si = np.nonzero(states)

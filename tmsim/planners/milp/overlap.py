@@ -24,7 +24,7 @@ import scipy.sparse as sp
 
 from tmsim.planners.milp.build import Model
 from tmsim.planners.milp.gadgets import GadgetKind
-from tmsim.planners.milp.states import Kind
+from tmsim.planners.milp.states import Kind, is_prefetch
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -119,7 +119,7 @@ class _Search:
         n_e = self.v.edge_gadget.size
         on = np.flatnonzero(x[:n_e])
         et, eg = self.v.edge_type[on], self.v.edge_gadget[on]
-        prefetch = self.kind[et] <= Kind.FETCH_INVAL
+        prefetch = is_prefetch(self.kind[et])
         self.pre[eg[prefetch]] = et[prefetch]
         self.evict[eg[~prefetch]] = et[~prefetch]
         self.scale = max(abs(float(self.c.sum() + model.sync_s @ xf)), 1e-30)
@@ -244,7 +244,7 @@ class _Search:
             if col >= self.v.edge_gadget.size:
                 continue
             gad, edge = int(self.v.edge_gadget[col]), int(self.v.edge_type[col])
-            phase = self.pre if self.kind[edge] <= Kind.FETCH_INVAL else self.evict
+            phase = self.pre if is_prefetch(self.kind[edge]) else self.evict
             if self.x[col]:
                 phase[gad] = edge
 

@@ -31,6 +31,8 @@ move, and nothing is left out either.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from hwmodels.timing import MoveMode
@@ -58,25 +60,12 @@ def prune_windows(
 
     may_fetch = gadgets.may_fetch & (~window | pays(1, 0))
     may_evict = gadgets.may_evict & (~window | (1 in modelled) | pays(0, 1))
-    keep = ~window | may_fetch | may_evict
+    # a window gadget where a recompute reads the tensor or makes it stays: the model reads
+    # the tensor's state there
+    keep = ~window | may_fetch | may_evict | gadgets.may_recompute | gadgets.read_by_recompute
     unchanged = np.array_equal(may_fetch, gadgets.may_fetch) and np.array_equal(
         may_evict, gadgets.may_evict
     )
     if unchanged:
         return gadgets
-    tensor = t[keep]
-    first = np.ones(tensor.size, dtype=bool)
-    first[1:] = tensor[1:] != tensor[:-1]
-    last = np.ones(tensor.size, dtype=bool)
-    last[:-1] = tensor[:-1] != tensor[1:]
-    return Gadgets(
-        tensor,
-        k[keep],
-        gadgets.kind[keep],
-        gadgets.updates[keep],
-        gadgets.uses[keep],
-        first,
-        last,
-        may_fetch[keep],
-        may_evict[keep],
-    )
+    return replace(gadgets, may_fetch=may_fetch, may_evict=may_evict).select(keep)

@@ -150,6 +150,8 @@ def solve(
     if solver.upper() != "HIGHS":
         return _solve_cvxpy(model.problem, solver, options, verbose)
     values = None
+    if start is not None and not fits(model, start):
+        start = None  # HiGHS takes a start as a feasible point; this one is not
     if start is not None:
         x0 = start.astype(np.float64)
         u0, c0 = model.complete(x0)
@@ -165,6 +167,26 @@ def solve(
             problem, _until(options, deadline), verbose, None, lp_iterations, basis, known_bound
         )
     return outcome
+
+
+#: Slack of :func:`fits`' rows (their coefficients are near 1: limits are in units of each
+#: tier's largest limit): ten times HiGHS's primal feasibility tolerance, which a solution
+#: handed on from a smaller formulation may use.
+FIT_TOLERANCE = 1e-6
+
+
+def fits(model: Model, x: BoolArray) -> bool:
+    """Whether binaries ``x`` satisfy every row of ``model``: the flow, the order and
+    recompute rows, each modelled tier's limit at every kernel and the forbidden copies."""
+    xf = np.asarray(x, dtype=np.float64)
+    if not np.allclose(model.a_eq @ xf, model.b_eq, rtol=0.0, atol=FIT_TOLERANCE):
+        return False
+    if model.a_ub.shape[0] and np.any(model.a_ub @ xf > model.b_ub + FIT_TOLERANCE):
+        return False
+    u, _ = model.complete(xf)
+    if np.any(u > model.capacity + FIT_TOLERANCE) or np.any(u < -FIT_TOLERANCE):
+        return False
+    return model.forbidden is None or not np.any(np.asarray(x, dtype=bool) & model.forbidden)
 
 
 def _solve_cvxpy(

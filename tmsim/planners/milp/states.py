@@ -31,6 +31,18 @@ FS->F, fetch-inval S->F; keep F, keep FS, keep S, write F->FS, write-drop F->S, 
 
 States are ordered by their fastest tier, then by their tiers; edges by phase and kind as
 above, then by source state, then by the tier they add, then by what they free.
+
+With recomputation (the ``-rc`` formulations, :mod:`tmsim.planners.milp.recompute`) one more
+state, ``gone`` (no copy anywhere), and three more kinds of edge follow all of these, so that
+the catalogue without them is a prefix of the one with them (a solution of a formulation
+without recomputation lifts to one with it index for index):
+
+- ``stay gone`` and ``keep gone``: the tensor stays dropped;
+- ``recompute`` (prefetch): from a state B without the fastest tier to B + {0}, the copy on
+  tier 0 made by running the tensor's producer again just before the kernel (no copy path
+  needed: nothing is copied);
+- ``discard`` (evict): from a state D of constrained tiers only to ``gone``, freeing them all
+  without a copy.
 """
 
 from __future__ import annotations
@@ -61,11 +73,23 @@ class Kind(IntEnum):
     WRITE = 5
     WRITE_DROP = 6
     DROP = 7
+    RECOMPUTE = 8
+    DISCARD = 9
 
     @property
     def prefetch(self) -> bool:
         """Whether edges of this kind belong to the prefetch phase."""
-        return self <= Kind.FETCH_INVAL
+        return self in PREFETCH_KINDS
+
+
+#: The kinds of the prefetch phase (before the kernel); the others are the evict phase.
+PREFETCH_KINDS = frozenset({Kind.STAY, Kind.FETCH, Kind.INVAL, Kind.FETCH_INVAL, Kind.RECOMPUTE})
+_PREFETCH = np.array(sorted(PREFETCH_KINDS), dtype=np.int64)
+
+
+def is_prefetch(kind: npt.ArrayLike) -> BoolArray:
+    """Elementwise: whether edge kinds ``kind`` belong to the prefetch phase."""
+    return np.isin(kind, _PREFETCH)
 
 
 @dataclass(frozen=True)
@@ -89,7 +113,8 @@ class Catalogue:
     ``states``: tier sets in order; ``access``: each state's access tier (-1 if it holds no
     tier kernels may access); ``edges``: every edge type, in order. Array views for the
     vectorized model: ``edge_kind``, ``edge_src``, ``edge_dst``, ``edge_add`` [n_edges];
-    ``member`` [n_states, n_tiers] (state holds tier).
+    ``member`` [n_states, n_tiers] (state holds tier). ``gone``: the index of the state
+    with no copy (the last one), or -1 in a catalogue without recomputation.
     """
 
     tier_names: tuple[str, ...]
@@ -102,6 +127,7 @@ class Catalogue:
     edge_dst: IntArray
     edge_add: IntArray
     member: BoolArray
+    gone: int = -1
 
     @property
     def n_states(self) -> int:
@@ -127,12 +153,12 @@ class Catalogue:
         return -1
 
     def state_name(self, s: int) -> str:
-        """``DRAM+PMM`` style name of state ``s``."""
-        return "+".join(self.tier_names[t] for t in sorted(self.states[s]))
+        """``DRAM+PMM`` style name of state ``s`` (``gone`` for the state with no copy)."""
+        return "+".join(self.tier_names[t] for t in sorted(self.states[s])) or "gone"
 
     def of_phase(self, prefetch: bool) -> IntArray:
         """Indices of the edges of one phase."""
-        mask = self.edge_kind <= Kind.FETCH_INVAL
+        mask = is_prefetch(self.edge_kind)
         return np.flatnonzero(mask if prefetch else ~mask)
 
 
@@ -141,13 +167,16 @@ def build_catalogue(
     kernel_tiers: Sequence[bool],
     constrained: Sequence[bool],
     has_path: Callable[[int, int], bool],
+    recompute: bool = False,
 ) -> Catalogue:
     """The states and edges over tiers ``tier_names`` (fastest first).
 
     ``kernel_tiers[i]``: kernels may access tier i; ``constrained[i]``: tier i's capacity can
-    bind (only such tiers are ever freed); ``has_path(s, d)``: a copy path joins tier s to d.
-    Raises ``ValueError`` for fewer than 2 or more than :data:`MAX_TIERS` tiers or
-    mismatched lengths.
+    bind (only such tiers are ever freed); ``has_path(s, d)``: a copy path joins tier s to d;
+    ``recompute``: add the ``gone`` state and its edges after the others (see the module
+    documentation; tier 0 must then be a kernel tier). Raises ``ValueError`` for fewer than 2
+    or more than :data:`MAX_TIERS` tiers, mismatched lengths, or recomputation onto a fastest
+    tier kernels cannot access.
     """
     k = len(tier_names)
     if not 2 <= k <= MAX_TIERS or len(kernel_tiers) != k or len(constrained) != k:
@@ -203,6 +232,23 @@ def build_catalogue(
             if dd - x:
                 add(Kind.DROP, dd, dd - x, -1, x)
 
+    gone = -1
+    if recompute:
+        if not kernel_tiers[0]:
+            raise ValueError("recomputation writes the fastest tier, which kernels must access")
+        none: frozenset[int] = frozenset()
+        gone = len(states)
+        states = (*states, none)
+        index[none] = gone
+        names.append("gone")
+        add(Kind.STAY, none, none, -1, frozenset())
+        for b in states:
+            if 0 not in b:
+                add(Kind.RECOMPUTE, b, b | {0}, -1, frozenset())
+        add(Kind.KEEP, none, none, -1, frozenset())
+        for dd in states:
+            if dd and dd <= free_able:
+                add(Kind.DISCARD, dd, none, -1, dd)
     access = np.array(
         [min((t for t in s if kernel_tiers[t]), default=-1) for s in states], dtype=np.int64
     )
@@ -218,7 +264,16 @@ def build_catalogue(
         edge_dst=np.array([e.dst for e in edges], dtype=np.int64),
         edge_add=np.array([e.add for e in edges], dtype=np.int64),
         member=member,
+        gone=gone,
     )
 
 
-__all__ = ["MAX_TIERS", "Catalogue", "Edge", "Kind", "build_catalogue"]
+__all__ = [
+    "MAX_TIERS",
+    "PREFETCH_KINDS",
+    "Catalogue",
+    "Edge",
+    "Kind",
+    "build_catalogue",
+    "is_prefetch",
+]
