@@ -4,7 +4,9 @@ The MILP counts bytes; buffers need addresses. :func:`fast_layout` gives every f
 residency range of a plan an offset with :func:`tmsim.plans.memory.plan_memory`;
 :func:`overflow_bytes` says, per kernel, by how much the buffers live there reach past the
 limit, which is what AutoTM's loop subtracts from the limit at those kernels before solving
-again.
+again. It lays buffers out with :func:`tmsim.plans.memory.fit_memory`: the heuristics first,
+then an exact search for a layout in the limit, so that a plan whose bytes fit is not sent
+back to the solver for the heuristics' fragmentation alone.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import numpy.typing as npt
 
 from hwmodels.platform import Platform
 from tmsim.intervals import occupancy
-from tmsim.plans.memory import SMALLEST_OF, Layout, Strategy, plan_memory
+from tmsim.plans.memory import DEFAULT_NODE_LIMIT, Layout, Strategy, fit_memory, plan_memory
 from tmsim.plans.values import Plan
 from tmsim.workload.graph import Graph
 
@@ -34,34 +36,48 @@ def fast_buffers(
 
 
 def fast_layout(
-    plan: Plan, graph: Graph, platform: Platform, strategy: Strategy = Strategy.FIRST_FIT
+    plan: Plan,
+    graph: Graph,
+    platform: Platform,
+    strategy: Strategy | None = None,
+    node_limit: int = DEFAULT_NODE_LIMIT,
 ) -> Layout:
-    """Addresses of the plan's fast-tier buffers (in :func:`fast_buffers` order)."""
-    return plan_memory(*fast_buffers(plan, graph, platform), strategy=strategy)
+    """Addresses of the plan's fast-tier buffers (in :func:`fast_buffers` order).
+
+    Without a ``strategy``, the layout :func:`overflow_bytes` checks: byte-exact, by
+    :func:`~tmsim.plans.memory.fit_memory` in the plan's ``fast_limit_bytes`` (so a plan the
+    MILP's loop accepted lays out within its limit); with one, that strategy of
+    :func:`~tmsim.plans.memory.plan_memory` with its default alignment.
+    """
+    sizes, first, last = fast_buffers(plan, graph, platform)
+    if strategy is None:
+        return fit_memory(sizes, first, last, plan.fast_limit_bytes, 1, node_limit)
+    return plan_memory(sizes, first, last, strategy=strategy, node_limit=node_limit)
 
 
 def overflow_bytes(
-    plan: Plan, graph: Graph, platform: Platform, limit_bytes: int, layout: Layout | None = None
+    plan: Plan,
+    graph: Graph,
+    platform: Platform,
+    limit_bytes: int,
+    layout: Layout | None = None,
+    node_limit: int = DEFAULT_NODE_LIMIT,
 ) -> IntArray:
     """Per kernel, how far the highest buffer live there ends past ``limit_bytes`` (or 0).
 
-    Without a ``layout``, buffers are laid out by the best of the strategies, with no
-    alignment padding (as :attr:`Strategy.SMALLEST` lays them out; the first strategy whose
-    pool fits ends the search, since then nothing overflows).
+    Without a ``layout``, buffers are laid out byte-exact (no alignment padding: the MILP
+    counts bytes, so only fragmentation is corrected) by
+    :func:`~tmsim.plans.memory.fit_memory` in ``limit_bytes``: the first heuristic whose pool
+    fits, else a layout the exact search finds in the limit within ``node_limit`` nodes (when
+    the plan's live bytes fit at all), else the smallest heuristic layout.
+    ``node_limit=0`` lays out with the heuristics alone. Raises
+    :class:`~tmsim.errors.TmsimError` for a negative ``node_limit``.
     """
     sizes, first, last = fast_buffers(plan, graph, platform)
     out = np.zeros(len(graph.kernels), dtype=np.int64)
     if layout is None:
-        # Byte-exact: the MILP counts bytes, so only fragmentation, not alignment, is corrected.
-        for strategy in SMALLEST_OF:
-            tried = plan_memory(sizes, first, last, strategy, alignment_bytes=1)
-            if tried.pool_bytes <= limit_bytes:
-                return out
-            if layout is None or tried.pool_bytes < layout.pool_bytes:
-                layout = tried
-    assert layout is not None  # SMALLEST_OF is not empty
-    lay = layout
-    top = lay.ends_bytes
+        layout = fit_memory(sizes, first, last, limit_bytes, 1, node_limit)
+    top = layout.ends_bytes
     for i in np.flatnonzero(top > limit_bytes):
         span = slice(int(first[i]), int(last[i]) + 1)
         out[span] = np.maximum(out[span], top[i] - limit_bytes)

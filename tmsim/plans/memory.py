@@ -12,10 +12,20 @@ Offline strategies:
   it (lowest offset on a tie), else on top of them;
 - ``first-fit-start``: in order of first use (ties largest first), lowest offset, as a
   running allocator would place them;
-- ``smallest``: all three, keeping the smallest pool (first listed wins a tie).
+- ``smallest``: all three, keeping the smallest pool (first listed wins a tie);
+- ``packed``: the smallest of the three, then the exact search of :mod:`tmsim.plans.packing`
+  for a smaller pool: first one at the peak of live bytes (the lower bound), then by
+  bisection, within a limit on search nodes. When it visits every node it needs, the pool is
+  the least possible; otherwise it is the smallest found, never larger than ``smallest``'s.
 
-Each placement scans only the buffers already placed, with numpy: O(n^2) element work in all,
-well under a second for the 5,000 buffers of the largest zoo graphs.
+:func:`fit_memory` answers the question a planner asks (does a plan lay out in its limit?):
+the three strategies in turn, and when none fits, the search for a layout in the limit.
+
+Each heuristic placement scans only the buffers already placed, with numpy: O(n^2) element
+work in all, one or two seconds for the 5,000 buffers of the largest zoo graphs. A search
+node costs O(n) element work (0.2 to 0.3 ms at 1,000 to 5,000 buffers on a 2-core machine);
+the node limit, not wall-clock time, bounds the search, so that results do not depend on the
+machine's load.
 """
 
 from __future__ import annotations
@@ -28,9 +38,15 @@ import numpy.typing as npt
 
 from tmsim.errors import TmsimError
 from tmsim.intervals import occupancy
+from tmsim.plans.packing import fit, smallest
 
 IntArray = npt.NDArray[np.int64]
 DEFAULT_ALIGNMENT_BYTES = 64
+#: Search nodes :attr:`Strategy.PACKED` and :func:`fit_memory` may spend by default. A layout
+#: in a limit is usually found in about as many nodes as there are buffers; the plans of the
+#: conventional and GPU sets that the heuristics did not lay out took up to 11,899 (ResNet-200
+#: b512 at 1:1, 3,009 buffers). The whole limit takes some 6 to 10 s at 1,000 to 5,000 buffers.
+DEFAULT_NODE_LIMIT = 30_000
 
 
 class Strategy(StrEnum):
@@ -40,6 +56,7 @@ class Strategy(StrEnum):
     BEST_FIT = "best-fit"
     FIRST_FIT_START = "first-fit-start"
     SMALLEST = "smallest"
+    PACKED = "packed"
 
 
 @dataclass(frozen=True)
@@ -83,18 +100,76 @@ def plan_memory(
     last: npt.ArrayLike,
     strategy: Strategy | str = Strategy.FIRST_FIT,
     alignment_bytes: int = DEFAULT_ALIGNMENT_BYTES,
+    node_limit: int = DEFAULT_NODE_LIMIT,
 ) -> Layout:
     """Lay out buffers of ``sizes_bytes`` live over kernels ``[first, last]`` (inclusive).
 
     Every offset is a multiple of ``alignment_bytes`` and every size is rounded up to it.
+    ``node_limit`` bounds the search of :attr:`Strategy.PACKED` (other strategies ignore it).
     Raises :class:`~tmsim.errors.TmsimError` for arrays of different lengths, a non-positive
-    size or alignment, ``first > last``, or an unknown strategy.
+    size or alignment, ``first > last``, a negative node limit, or an unknown strategy.
     """
     try:
         strat = Strategy(strategy)
     except ValueError:
         known = [s.value for s in Strategy]
         raise TmsimError(f"unknown memory-planning strategy {strategy!r}; known: {known}") from None
+    aligned, lo, hi = _checked(sizes_bytes, first, last, alignment_bytes, node_limit)
+    if strat in (Strategy.SMALLEST, Strategy.PACKED):
+        tries = [_layout(aligned, lo, hi, s, alignment_bytes) for s in SMALLEST_OF]
+        best = min(tries, key=lambda layout: layout.pool_bytes)
+        if strat is Strategy.SMALLEST or best.pool_bytes == best.peak_live_bytes:
+            return best
+        found = smallest(aligned, lo, hi, best.offsets_bytes, best.peak_live_bytes, node_limit)
+        if found.pool_bytes == best.pool_bytes:
+            return best
+        return Layout(found.offsets_bytes, aligned, found.pool_bytes, best.peak_live_bytes, strat)
+    return _layout(aligned, lo, hi, strat, alignment_bytes)
+
+
+def fit_memory(
+    sizes_bytes: npt.ArrayLike,
+    first: npt.ArrayLike,
+    last: npt.ArrayLike,
+    capacity_bytes: int,
+    alignment_bytes: int = DEFAULT_ALIGNMENT_BYTES,
+    node_limit: int = DEFAULT_NODE_LIMIT,
+) -> Layout:
+    """A layout in ``capacity_bytes`` if one is found, else the smallest of the heuristics'.
+
+    The strategies of :data:`SMALLEST_OF` are tried in turn and the first whose pool fits is
+    returned. If none fits but the peak of live bytes does, the search of
+    :func:`tmsim.plans.packing.fit` looks for a layout in ``capacity_bytes`` within
+    ``node_limit`` nodes and what it finds is returned, as :attr:`Strategy.PACKED`. Otherwise
+    (nothing found, or more bytes live at once than the capacity holds, so that no layout
+    fits) the smallest of the heuristics' layouts is returned (the first on a tie).
+    ``node_limit=0`` keeps the heuristics alone. Raises as :func:`plan_memory`.
+    """
+    aligned, lo, hi = _checked(sizes_bytes, first, last, alignment_bytes, node_limit)
+    best: Layout | None = None
+    for strategy in SMALLEST_OF:
+        tried = _layout(aligned, lo, hi, strategy, alignment_bytes)
+        if tried.pool_bytes <= capacity_bytes:
+            return tried
+        if best is None or tried.pool_bytes < best.pool_bytes:
+            best = tried
+    assert best is not None  # SMALLEST_OF is not empty
+    if node_limit > 0 and best.peak_live_bytes <= capacity_bytes:
+        found = fit(aligned, lo, hi, capacity_bytes, node_limit)
+        if found.offsets_bytes is not None:
+            pool = int((found.offsets_bytes + aligned).max())
+            return Layout(found.offsets_bytes, aligned, pool, best.peak_live_bytes, Strategy.PACKED)
+    return best
+
+
+def _checked(
+    sizes_bytes: npt.ArrayLike,
+    first: npt.ArrayLike,
+    last: npt.ArrayLike,
+    alignment_bytes: int,
+    node_limit: int,
+) -> tuple[IntArray, IntArray, IntArray]:
+    """Aligned sizes, first and last kernels as int64 arrays; raises as :func:`plan_memory`."""
     size = np.asarray(sizes_bytes, dtype=np.int64)
     lo = np.asarray(first, dtype=np.int64)
     hi = np.asarray(last, dtype=np.int64)
@@ -102,15 +177,13 @@ def plan_memory(
         raise TmsimError("sizes, first and last must be 1-D arrays of one length")
     if alignment_bytes <= 0:
         raise TmsimError(f"alignment_bytes must be positive, got {alignment_bytes}")
+    if node_limit < 0:
+        raise TmsimError(f"node_limit must be >= 0, got {node_limit}")
     if np.any(size <= 0):
         raise TmsimError(f"buffer {int(np.argmax(size <= 0))}: size must be positive")
     if np.any(lo > hi):
         raise TmsimError(f"buffer {int(np.argmax(lo > hi))}: first kernel after last kernel")
-    aligned = _align(size, alignment_bytes)
-    if strat is Strategy.SMALLEST:
-        tries = [_layout(aligned, lo, hi, s, alignment_bytes) for s in SMALLEST_OF]
-        return min(tries, key=lambda layout: layout.pool_bytes)
-    return _layout(aligned, lo, hi, strat, alignment_bytes)
+    return _align(size, alignment_bytes), lo, hi
 
 
 def _layout(
