@@ -80,10 +80,11 @@ class Config:
     ``points``: (preset, zoo model, batch) triples, each planned at every share of
     ``budgets`` of its all-fast peak (on the GPU, the paper's batches whose largest budget
     fits the 11 GiB device); ``time_limit_s``: wall-clock cap of each MILP strategy's chain
-    (``sync``: static, sync; ``remat``; ``sync-rc``: static-rc and sync-rc after those); ``gap``: the MILP's relative gap;
-    ``recompute_depth``: the longest chain of producers run again before one kernel;
-    ``contention``: replay with the full interference model (else none); ``workers``:
-    processes running points in parallel when :func:`compute` is not told otherwise.
+    (``sync``: static, sync; ``remat``; ``sync-rc``: static-rc and sync-rc after those);
+    ``gap``: the MILP's relative gap; ``recompute_depth``: the longest chain of producers run
+    again before one kernel; ``contention``: replay with the full interference model (else
+    none); ``workers``: processes running points in parallel when :func:`compute` is not told
+    otherwise.
     """
 
     points: tuple[tuple[str, str, int], ...] = (

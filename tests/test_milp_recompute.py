@@ -227,3 +227,26 @@ def test_joint_plans_validate_and_replay_to_their_prediction(preset: str) -> Non
     trace = replay(joint, graph, platform, contention=False)
     assert trace.simulated_s == pytest.approx(joint.predicted_s, rel=1e-9)
     assert len(trace.recomputes()) == len(joint.recomputes)
+
+
+def test_the_recomputing_formulations_fall_back_to_the_heuristics_outside_their_chains() -> None:
+    """sqrt(N) checkpointing of a 16-layer chain recomputes whole segments before the backward
+    pass: chains of producers longer than one. At 0.85 of the peak no plan of one level fits,
+    so remat at depth 1 returns the checkpointing plan, and the joint formulation is no worse;
+    their gaps are against the kernel-time bound, which holds for every plan."""
+    from test_recompute import chain
+
+    graph, platform = chain(16), load_preset(PRESETS[0])
+    limit = int(0.85 * graph.peak_live_bytes)
+    opts = PlanSettings(capacity=Capacity.of_bytes(limit), recompute_depth=1, time_limit_s=30)
+    checkpoint = tmsim.plan(graph, platform, "checkpoint", settings=opts)
+    remat = plan_milp(graph, platform, opts, Formulation.REMAT)
+    assert remat.planner == "milp-remat" and remat.stats is not None
+    assert remat.stats.status.startswith("fallback to checkpoint (heuristic)")
+    assert remat.predicted_s == checkpoint.predicted_s and remat.recomputes == checkpoint.recomputes
+    floor = CostModel(graph, platform).kernel_time_range_s()[0].sum()
+    assert remat.stats.bound == pytest.approx(floor)
+    assert tmsim.validate(remat, graph, platform).ok
+    joint = plan_milp(graph, platform, opts, Formulation.SYNC_RC)
+    assert joint.predicted_s <= checkpoint.predicted_s * (1 + 1e-9)
+    assert tmsim.validate(joint, graph, platform).ok

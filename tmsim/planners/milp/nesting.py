@@ -6,13 +6,25 @@ edges; with recomputation, the ``gone`` state and its edges too), so each is sol
 and returns the best of their plans where its own solve does worse (a time limit, layout
 rounds). It starts from the best plan of those it can take a solution from index for index
 (:func:`~tmsim.planners.milp.starts.lift`).
+
+The formulations that recompute also fall back to the plans of the recomputation heuristics
+(:data:`RECOMPUTE_HEURISTICS`), which lie outside their space where they recompute chains
+longer than ``recompute_depth`` (sqrt(N) segments: chains of about sqrt(N) producers), so that
+each is never worse than recomputation alone by any planner tmsim has.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from hwmodels.platform import Platform
+from tmsim.errors import TmsimError
+from tmsim.planners.heuristics import REGISTRY
 from tmsim.planners.milp.gadgets import Formulation
+from tmsim.planners.settings import PlanSettings
+from tmsim.plans.layout import overflow_bytes
+from tmsim.plans.values import Plan
+from tmsim.workload.graph import Graph
 
 F = Formulation
 #: The formulations each one contains, solved before it: its plan is never worse than theirs
@@ -53,4 +65,33 @@ def planners_of(formulations: Sequence[Formulation]) -> set[str]:
     return {f"milp-{f.value}" for f in formulations}
 
 
-__all__ = ["CONTAINS", "STARTS", "chain_of", "planners_of"]
+#: The heuristics whose plans the formulations that recompute fall back to.
+RECOMPUTE_HEURISTICS = ("checkpoint", "selective")
+
+
+def heuristic_plans(
+    graph: Graph, platform: Platform, settings: PlanSettings, limit_bytes: int
+) -> list[Plan]:
+    """The plans of :data:`RECOMPUTE_HEURISTICS` for ``graph`` on ``platform`` that fit
+    ``limit_bytes`` of the fastest tier (and lay out in it, where ``settings.layout``); those
+    that cannot are left out."""
+    out = []
+    for name in RECOMPUTE_HEURISTICS:
+        try:
+            plan = REGISTRY[name](graph, platform, settings)
+        except TmsimError:
+            continue
+        if settings.layout and overflow_bytes(plan, graph, platform, limit_bytes).any():
+            continue
+        out.append(plan)
+    return out
+
+
+__all__ = [
+    "CONTAINS",
+    "RECOMPUTE_HEURISTICS",
+    "STARTS",
+    "chain_of",
+    "heuristic_plans",
+    "planners_of",
+]

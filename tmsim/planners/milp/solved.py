@@ -18,13 +18,16 @@ from tmsim.plans.values import Plan, SolverStats
 @dataclass(frozen=True)
 class Solved:
     """A formulation's plan, the solved model it came from, its per-kernel limits and the
-    build and solve seconds spent on it (warm-up formulations included)."""
+    build and solve seconds spent on it (warm-up formulations included). ``lifts``: the
+    model's solution is the plan (False for a heuristic's plan a formulation fell back to,
+    which a larger formulation must not start from)."""
 
     plan: Plan
     model: Model
     limits: np.ndarray
     build_s: float
     solve_s: float
+    lifts: bool = True
 
 
 def at_floor(base: Solved, gap: float) -> bool:
@@ -76,7 +79,7 @@ def relabel(
         options=opts.to_dict(),
         stats=relabelled,
     )
-    return Solved(plan, base.model, base.limits, build_s, solve_s)
+    return Solved(plan, base.model, base.limits, build_s, solve_s, base.lifts)
 
 
 __all__ = ["Solved", "against", "at_floor", "relabel"]
