@@ -48,6 +48,7 @@ def test_every_strategy_runs_on_the_three_tier_preset(contention: bool) -> None:
         "all-fast",
         "vdnn",
         "checkpoint",
+        "selective",
         "static",
         "sync",
         "async",

@@ -15,10 +15,11 @@ from figure_checks import ROW_FIELDS, check_meta, check_plot
 from experiments import recompute
 from experiments.common import read_data
 
-# ResNet-50 b4 on both presets at two budgets: seconds per point.
+# ResNet-50 b4 on both presets at 0.6 of its peak, where recomputation alone does not fit
+# and movement and recomputation together beat movement alone: seconds per point.
 TINY = recompute.Config(
     points=(("cascadelake-optane", "resnet50", 4), ("rtx2080ti-pcie3", "resnet50", 4)),
-    budgets=(0.8, 0.6),
+    budgets=(0.6,),
     time_limit_s=20.0,
     gap=0.02,
     workers=1,
@@ -57,6 +58,9 @@ def test_recompute_table(data: tuple[Path, pd.DataFrame, dict[str, Any]]) -> Non
         # peak no plan of recomputation alone fits
         if budget == 0.6:
             assert "more than the limit" in by.at["checkpoint", "error"]
+            # recomputing some activations instead of moving them pays (ResNet-50 b4:
+            # 1.18 against 1.30 on Optane, 1.81 against 3.04 on the GPU, measured)
+            assert joint < 0.95 * by.at["sync", "predicted_s"], platform
         assert by.at["sync-rc", "error"] == ""
         assert by.at["sync-rc", "slowdown"] >= 1 - 1e-9
 

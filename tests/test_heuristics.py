@@ -195,7 +195,15 @@ def test_gpu_rejects_planners_that_use_host_memory(mlp: Graph) -> None:
 
 
 def test_options_registry_and_json(mlp: Graph) -> None:
-    assert set(REGISTRY) == {"all-fast", "all-slow", "first-touch", "vdnn", "greedy", "checkpoint"}
+    assert set(REGISTRY) == {
+        "all-fast",
+        "all-slow",
+        "first-touch",
+        "vdnn",
+        "greedy",
+        "checkpoint",
+        "selective",
+    }
     with pytest.raises(TmsimError, match="prefetch_ahead"):
         PlanSettings(prefetch_ahead=0)
     with pytest.raises(TmsimError, match="exactly one"):
@@ -296,8 +304,9 @@ def test_every_heuristic_plan_validates_or_is_refused(g: Graph, fraction: float)
             except InfeasibleError:
                 assert name == "vdnn" and platform is GPU and need > limit
             except NoPlanError:
-                # checkpoint: even with its recomputes the step needs more than the limit
-                assert name in ("vdnn", "checkpoint")
+                # checkpoint, selective: even with their recomputes the step needs more than
+                # the limit
+                assert name in ("vdnn", "checkpoint", "selective")
             except TmsimError as exc:
                 assert platform is GPU and name in CPU_ONLY, exc
                 assert "reach only tier 'device'" in str(exc)

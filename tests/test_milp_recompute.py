@@ -212,7 +212,9 @@ def test_each_joint_formulation_contains_movement_alone_and_recomputation_alone(
 
 
 # ------------------------------------------------------------------ plans
-@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize(
+    "preset", [pytest.param(PRESETS[0], marks=pytest.mark.slow), PRESETS[1]]
+)
 def test_joint_plans_validate_and_replay_to_their_prediction(preset: str) -> None:
     platform = load_preset(preset)
     graph = tmsim.graph("resnet50", batch=4)

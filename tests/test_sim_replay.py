@@ -34,7 +34,7 @@ PLATFORMS = {"cpu": CPU, "gpu": GPU}
 # in another order, so it agrees to rounding.
 REL = 1e-9
 HEURISTICS = tuple(REGISTRY)
-GPU_HEURISTICS = ("all-fast", "vdnn", "checkpoint")  # the others use host memory
+GPU_HEURISTICS = ("all-fast", "vdnn", "checkpoint", "selective")  # the others use host memory
 MILP = ("static", "sync", "async")
 
 
@@ -59,8 +59,9 @@ TIME_LIMIT_S = {
 @cache
 def zoo_plan(mode: str, name: str, batch: int, where: str) -> Plan:
     graph, platform = zoo(name, batch), PLATFORMS[where]
-    # all-fast and checkpoint keep every tensor on the fastest tier: its whole capacity
-    capacity = None if mode in ("all-fast", "checkpoint") else Capacity.parse("4:1")
+    # all-fast, checkpoint and selective keep every tensor on the fastest tier: its whole
+    # capacity
+    capacity = None if mode in ("all-fast", "checkpoint", "selective") else Capacity.parse("4:1")
     if mode == "static" and where == "gpu":
         # Static on a GPU keeps everything on the device: room for all of it, and for its layout.
         capacity = Capacity.of_bytes(2 * graph.peak_live_bytes)

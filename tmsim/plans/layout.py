@@ -40,7 +40,7 @@ def fast_layout(
     graph: Graph,
     platform: Platform,
     strategy: Strategy | None = None,
-    node_limit: int = DEFAULT_NODE_LIMIT,
+    node_limit: int | None = None,
 ) -> Layout:
     """Addresses of the plan's fast-tier buffers (in :func:`fast_buffers` order).
 
@@ -52,7 +52,8 @@ def fast_layout(
     sizes, first, last = fast_buffers(plan, graph, platform)
     if strategy is None:
         return fit_memory(sizes, first, last, plan.fast_limit_bytes, 1, node_limit)
-    return plan_memory(sizes, first, last, strategy=strategy, node_limit=node_limit)
+    limit = DEFAULT_NODE_LIMIT if node_limit is None else node_limit
+    return plan_memory(sizes, first, last, strategy=strategy, node_limit=limit)
 
 
 def overflow_bytes(
@@ -61,7 +62,7 @@ def overflow_bytes(
     platform: Platform,
     limit_bytes: int,
     layout: Layout | None = None,
-    node_limit: int = DEFAULT_NODE_LIMIT,
+    node_limit: int | None = None,
 ) -> IntArray:
     """Per kernel, how far the highest buffer live there ends past ``limit_bytes`` (or 0).
 
@@ -69,8 +70,9 @@ def overflow_bytes(
     counts bytes, so only fragmentation is corrected) by
     :func:`~tmsim.plans.memory.fit_memory` in ``limit_bytes``: the first heuristic whose pool
     fits, else a layout the exact search finds in the limit within ``node_limit`` nodes (when
-    the plan's live bytes fit at all), else the smallest heuristic layout.
-    ``node_limit=0`` lays out with the heuristics alone. Raises
+    the plan's live bytes fit at all; None: :func:`~tmsim.plans.memory.default_node_limit`),
+    else the smallest heuristic layout. ``node_limit=0`` lays out with the heuristics alone.
+    Raises
     :class:`~tmsim.errors.TmsimError` for a negative ``node_limit``.
     """
     sizes, first, last = fast_buffers(plan, graph, platform)
