@@ -20,9 +20,9 @@ from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.planners.milp.build import build_model
+from tmsim.planners.milp.candidates import recomputable
 from tmsim.planners.milp.chain import plan_milp, plan_milp_chain
 from tmsim.planners.milp.gadgets import Formulation
-from tmsim.planners.milp.recompute import recomputable
 from tmsim.planners.settings import PlanSettings
 from tmsim.sim import replay
 from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
@@ -212,9 +212,7 @@ def test_each_joint_formulation_contains_movement_alone_and_recomputation_alone(
 
 
 # ------------------------------------------------------------------ plans
-@pytest.mark.parametrize(
-    "preset", [pytest.param(PRESETS[0], marks=pytest.mark.slow), PRESETS[1]]
-)
+@pytest.mark.parametrize("preset", [pytest.param(PRESETS[0], marks=pytest.mark.slow), PRESETS[1]])
 def test_joint_plans_validate_and_replay_to_their_prediction(preset: str) -> None:
     platform = load_preset(preset)
     graph = tmsim.graph("resnet50", batch=4)

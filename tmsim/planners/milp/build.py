@@ -34,6 +34,7 @@ import scipy.sparse as sp
 from hwmodels.timing import MoveMode
 from tmsim.cost import BesideCosts, CostModel, IndexMove, IndexRecompute
 from tmsim.planners.assemble import assemble_plan
+from tmsim.planners.milp.candidates import DEFAULT_DEPTH, recomputable
 from tmsim.planners.milp.copies import Copies, move_costs
 from tmsim.planners.milp.gadgets import Formulation, Gadgets, build_gadgets
 from tmsim.planners.milp.gaps import Gaps, gaps_of, is_compact
@@ -44,12 +45,7 @@ from tmsim.planners.milp.network import (
     build_variables,
 )
 from tmsim.planners.milp.prune import prune_windows
-from tmsim.planners.milp.recompute import (
-    DEFAULT_DEPTH,
-    recomputable,
-    recompute_rows,
-    recompute_seconds,
-)
+from tmsim.planners.milp.recompute import recompute_rows, recompute_seconds
 from tmsim.planners.milp.rows import beside_costs, copy_rows, time_rows
 from tmsim.planners.milp.states import Catalogue, Kind, build_catalogue
 from tmsim.plans.values import Plan, SolverStats

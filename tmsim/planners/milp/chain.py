@@ -27,12 +27,11 @@ from tmsim.capacity import fast_limit_bytes
 from tmsim.cost import CostModel
 from tmsim.errors import NoPlanError, TmsimError
 from tmsim.planners.assemble import check_operands_fit
-from tmsim.planners.milp.build import Model, build_model, extract_plan
+from tmsim.planners.milp.build import build_model, extract_plan
 from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.milp.gpu import offload_plan_start, static_misfit
+from tmsim.planners.milp.handover import lifted_start, lowered_start, retire_extended
 from tmsim.planners.milp.nesting import CONTAINS, STARTS, chain_of, heuristic_plans, planners_of
-from tmsim.planners.milp.overlap import overlap_copies
-from tmsim.planners.milp.recompute import retire_extended
 from tmsim.planners.milp.solve import (
     SolveStopped,
     fits,
@@ -43,7 +42,7 @@ from tmsim.planners.milp.solve import (
     start_stats,
 )
 from tmsim.planners.milp.solved import Solved, against, at_floor, relabel
-from tmsim.planners.milp.starts import best_heuristic_tiers, lift, static_start
+from tmsim.planners.milp.starts import best_heuristic_tiers, static_start
 from tmsim.planners.milp.states import MAX_TIERS
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.layout import overflow_bytes, resident_bytes, resident_overflow_bytes
@@ -249,11 +248,11 @@ def _solve_formulation(
         if start_from is not None:
             started = time.perf_counter()
             x_from = np.asarray(start_from.model.x.value) > 0.5
-            start = _lifted(cost, opts, start_from.model, x_from, model, formulation)
+            start = lifted_start(cost, opts, start_from.model, x_from, model, formulation)
             if (start is None or not fits(model, start)) and rounds > 1:
                 # the plan started from holds more than the lowered limits: solve the
                 # formulation it came from again under them, which is quick, and start there
-                start = _lowered_start(cost, opts, start_from, model, formulation, limits, deadline)
+                start = lowered_start(cost, opts, start_from, model, formulation, limits, deadline)
             build_total += time.perf_counter() - started
         elif opts.warm_start and formulation.moves is Formulation.STATIC:
             # on a GPU nothing moves in static: what kernels use stays on the device
@@ -353,51 +352,6 @@ def _solve_formulation(
         f"{what} still overflows {limit} bytes of fast memory after {opts.max_rounds} "
         "rounds of lowering the limit where it overflowed"
     )
-
-
-def _lifted(
-    cost: CostModel,
-    opts: PlanSettings,
-    source: Model,
-    x: np.ndarray,
-    model: Model,
-    formulation: Formulation,
-) -> np.ndarray | None:
-    """``source``'s binaries ``x`` as a start of ``model`` (``formulation``'s): lifted, the
-    networks support gadgets extend ended where ``source`` does not recompute, and, in an
-    asynchronous formulation, copies moved beside kernels where that helps; None if ``model``
-    cannot express them."""
-    start = lift(source, x, model)
-    if start is not None and source.catalogue.gone < 0 < model.catalogue.gone:
-        start = retire_extended(cost, model, start)
-    if start is not None and formulation.asynchronous:
-        start = overlap_copies(model, start, max(opts.window, 1))
-    return start
-
-
-def _lowered_start(
-    cost: CostModel,
-    opts: PlanSettings,
-    start_from: Solved,
-    model: Model,
-    formulation: Formulation,
-    limits: np.ndarray,
-    deadline: float | None,
-) -> np.ndarray | None:
-    """A start of ``model`` (``formulation``'s) under lowered ``limits``: the formulation
-    ``start_from``'s plan
-    came from, solved again under them from no start, lifted; None where that solve finds no
-    plan in time or its plan does not keep ``model``'s rows."""
-    smaller = Formulation(start_from.plan.planner.removeprefix("milp-"))
-    small = build_model(cost, opts.window, smaller, limits, relax=False, depth=opts.recompute_depth)
-    try:
-        solve_within(small, opts, smaller.value, limits, deadline, None)
-    except TmsimError:
-        return None
-    if small.x.value is None:
-        return None
-    start = _lifted(cost, opts, small, np.asarray(small.x.value) > 0.5, model, formulation)
-    return start if start is not None and fits(model, start) else None
 
 
 def _first_memo(graph: Graph, limit: int, gpu: bool) -> dict[Formulation, Solved | TmsimError]:

@@ -24,7 +24,7 @@ import numpy.typing as npt
 from tmsim.cost import CostModel
 
 if TYPE_CHECKING:
-    from tmsim.planners.milp.recompute import Recomputable
+    from tmsim.planners.milp.candidates import Recomputable
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]

@@ -21,10 +21,11 @@ import numpy.typing as npt
 import scipy.sparse as sp
 
 from tmsim.cost import CostModel
+from tmsim.planners.milp.candidates import Recomputable
 from tmsim.planners.milp.copies import behind_fetch, copy_sources
 from tmsim.planners.milp.gadgets import Formulation, GadgetKind, Gadgets
 from tmsim.planners.milp.gaps import Changes, Events, Gaps, event_changes, event_mask
-from tmsim.planners.milp.recompute import Recomputable, restrict_edges
+from tmsim.planners.milp.recompute import restrict_edges
 from tmsim.planners.milp.states import Catalogue, Kind, is_prefetch
 from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES
 

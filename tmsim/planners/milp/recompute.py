@@ -39,129 +39,18 @@ nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
 from tmsim.cost import CostModel
-
-if TYPE_CHECKING:
-    from tmsim.planners.milp.build import Model
+from tmsim.planners.milp.candidates import Recomputable
 from tmsim.planners.milp.gadgets import Formulation, GadgetKind, Gadgets
-from tmsim.planners.milp.states import Catalogue, Kind, is_prefetch
-from tmsim.planners.settings import DEFAULT_RECOMPUTE_DEPTH
-from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES, Phase
+from tmsim.planners.milp.states import Catalogue, Kind
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
-
-#: Default depth of recomputation chains (see the module documentation), the planners'
-#: setting's default.
-DEFAULT_DEPTH = DEFAULT_RECOMPUTE_DEPTH
-
-
-@dataclass(frozen=True)
-class Recomputable:
-    """Where recomputation may happen (see the module documentation).
-
-    ``candidate`` [n_tensors]: the tensor may be dropped and made again; ``point_tensor`` /
-    ``point_kernel``: the pairs (tensor, kernel) at which it may be made again, sorted;
-    ``support_tensor`` / ``support_kernel``: the pairs at which a producer that may run again
-    reads the tensor, sorted; ``discard_from`` [n_tensors]: the first kernel at which the
-    tensor may be discarded (its producer for a candidate, its last use for a tensor whose
-    network a support gadget extends past it, else ``n_kernels``: never); ``at_users``
-    [n_tensors]: tensors every user of which is a gadget (those that may be discarded).
-    """
-
-    n_kernels: int
-    candidate: BoolArray
-    point_tensor: IntArray
-    point_kernel: IntArray
-    support_tensor: IntArray
-    support_kernel: IntArray
-    discard_from: IntArray
-
-    @property
-    def at_users(self) -> BoolArray:
-        """[n_tensors]: whether every user of the tensor is a gadget (it may be discarded)."""
-        return np.asarray(self.discard_from < self.n_kernels, dtype=bool)
-
-
-def recomputable(cost: CostModel, depth: int = DEFAULT_DEPTH) -> Recomputable:
-    """The candidates, points and support pairs of ``cost``'s graph with recompute chains of
-    at most ``depth`` producers (>= 1; raises ``ValueError`` otherwise)."""
-    if depth < 1:
-        raise ValueError(f"recompute depth must be at least 1, got {depth}")
-    graph = cost.graph
-    n_t, n_k = len(graph.tensors), len(graph.kernels)
-    producers = graph.producers
-    index = {t.name: i for i, t in enumerate(graph.tensors)}
-    updates: dict[int, list[int]] = {}
-    uses: dict[int, list[int]] = {}
-    for k, kern in enumerate(graph.kernels):
-        for name in kern.updates:
-            updates.setdefault(index[name], []).append(k)
-        for name in dict.fromkeys(kern.inputs + kern.updates):
-            uses.setdefault(index[name], []).append(k)
-    inputs = [[index[name] for name in dict.fromkeys(kern.inputs)] for kern in graph.kernels]
-    roles = [t.role for t in graph.tensors]
-    candidate = np.array(
-        [
-            producers[t] >= 0
-            and graph.kernels[int(producers[t])].phase is Phase.FORWARD
-            and not graph.kernels[int(producers[t])].updates
-            and t not in updates
-            and roles[t] not in PREEXISTING_ROLES
-            for t in range(n_t)
-        ],
-        dtype=bool,
-    )
-
-    def unchanged(t: int, k: int) -> bool:
-        """Whether every input of ``t``'s producer holds, before kernel ``k``, what the
-        producer read."""
-        p = int(producers[t])
-        return not any(p < j < k for u in inputs[p] for j in updates.get(u, ()))
-
-    points: set[tuple[int, int]] = set()
-    level: list[tuple[int, int]] = []
-    for t in np.flatnonzero(candidate).tolist():
-        before = int(producers[t])
-        for k in uses.get(t, ()):
-            if k > before + 1 and unchanged(t, k):
-                level.append((t, k))
-            before = k
-    support: set[tuple[int, int]] = set()
-    for step in range(depth):
-        points.update(level)
-        following: list[tuple[int, int]] = []
-        for t, k in level:
-            for u in inputs[int(producers[t])]:
-                support.add((u, k))
-                more = step + 1 < depth and candidate[u] and (u, k) not in points
-                if more and unchanged(u, k):
-                    following.append((u, k))
-        level = sorted(set(following))
-    discard_from = np.full(n_t, n_k, dtype=np.int64)
-    discard_from[candidate] = producers[candidate]
-    persistent = np.array([r in PERSISTENT_ROLES for r in roles], dtype=bool)
-    for u, k in support:
-        if not candidate[u] and not persistent[u] and k > graph.live_last[u]:
-            discard_from[u] = min(int(discard_from[u]), int(graph.live_last[u]))
-
-    def pairs(found: set[tuple[int, int]]) -> tuple[IntArray, IntArray]:
-        ordered = sorted(found)
-        t = np.array([a for a, _ in ordered], dtype=np.int64)
-        k = np.array([b for _, b in ordered], dtype=np.int64)
-        return t, k
-
-    point_t, point_k = pairs(points)
-    support_t, support_k = pairs(support)
-    return Recomputable(n_k, candidate, point_t, point_k, support_t, support_k, discard_from)
 
 
 def restrict_edges(
@@ -264,69 +153,4 @@ def recompute_rows(
     return sp.csr_matrix((values, (rows, columns)), shape=(row, count))
 
 
-__all__ = [
-    "DEFAULT_DEPTH",
-    "Recomputable",
-    "recomputable",
-    "recompute_rows",
-    "recompute_seconds",
-    "restrict_edges",
-    "retire_extended",
-]
-
-
-def retire_extended(cost: CostModel, model: Model, x: BoolArray) -> BoolArray | None:
-    """``x`` (binaries of a model that recomputes, lifted from one that does not) with every
-    network a support gadget extends past its tensor's last use ended at that use, as the
-    smaller model ended it: after the last use the tensor keeps only its copies on tiers whose
-    capacity is not modelled (``gone`` if none), by a discard or a drop in place of the
-    eviction there, and stays so across the support gadgets after it. None if an edge this
-    needs does not exist (e.g. a drop where nothing may move)."""
-    cat, g, v = model.catalogue, model.gadgets, model.vars
-    live_last = cost.graph.live_last
-    roles = [t.role for t in cost.graph.tensors]
-    persistent = np.array([r in PERSISTENT_ROLES for r in roles], dtype=bool)
-    past = (g.kernel > live_last[g.tensor]) & ~persistent[g.tensor]
-    if not past.any():
-        return x
-    out = x.copy()
-    n_e = v.edge_gadget.size
-    on = np.flatnonzero(out[:n_e])
-    prefetch = is_prefetch(cat.edge_kind)
-    chosen_pre = np.full(g.tensor.size, -1, dtype=np.int64)
-    chosen_evict = np.full(g.tensor.size, -1, dtype=np.int64)
-    et, eg = v.edge_type[on], v.edge_gadget[on]
-    chosen_pre[eg[prefetch[et]]] = et[prefetch[et]]
-    chosen_evict[eg[~prefetch[et]]] = et[~prefetch[et]]
-    kept = frozenset(i for i, c in enumerate(cat.constrained) if not c)
-    for t in np.unique(g.tensor[past]).tolist():
-        mine = np.flatnonzero(g.tensor == t)
-        real = mine[g.kernel[mine] <= live_last[t]]
-        if real.size == 0 or chosen_pre[real[-1]] < 0:
-            return None
-        last = int(real[-1])
-        during = cat.states[int(cat.edge_dst[chosen_pre[last]])]
-        after = during & kept
-        if not after:
-            edge = cat.edge(Kind.DISCARD, cat.state(sorted(during)), cat.gone)
-        elif after == during:
-            edge = cat.edge(Kind.KEEP, cat.state(sorted(during)), cat.state(sorted(during)))
-        else:
-            edge = cat.edge(Kind.DROP, cat.state(sorted(during)), cat.state(sorted(after)))
-        end = cat.gone if not after else cat.state(sorted(after))
-        picks = [(last, edge)]
-        for gadget in mine[g.kernel[mine] > live_last[t]].tolist():
-            picks += [
-                (gadget, cat.edge(Kind.STAY, end, end)),
-                (gadget, cat.edge(Kind.KEEP, end, end)),
-            ]
-        for gadget, e in picks:
-            column = int(v.edge_index[gadget, e]) if e >= 0 else -1
-            if column < 0:
-                return None
-            for old in (chosen_pre[gadget], chosen_evict[gadget]):
-                phase_matches = old >= 0 and bool(prefetch[old]) == bool(prefetch[e])
-                if phase_matches and v.edge_index[gadget, old] >= 0:
-                    out[int(v.edge_index[gadget, old])] = False
-            out[column] = True
-    return out
+__all__ = ["recompute_rows", "recompute_seconds", "restrict_edges"]
