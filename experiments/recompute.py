@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 import tmsim
@@ -237,39 +238,27 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
 
 def draw(frame: pd.DataFrame, on: AxesArg = None) -> Figure:
     """The figure of ``frame`` (:func:`compute`'s table, with its configuration in
-    ``attrs``): one panel per (platform, workload) in the configuration's order, budget on the
-    x axis (share of the all-fast peak), slowdown over all-fast on the y axis, one line per
-    strategy; on a figure of its own, or on the Axes ``on`` (one per panel)."""
+    ``attrs``): one row of panels per platform and one panel per workload in the
+    configuration's order (as many columns as the platform with the most; the others' spare
+    panels left blank), budget on the x axis (share of the all-fast peak), slowdown over
+    all-fast on the y axis, one line per strategy; on a figure of its own, or on the Axes
+    ``on`` (one per panel, blank ones included)."""
     config = frame.attrs["config"]
-    order = [(p, label(m, b)) for p, m, b in config["points"]]
-    fig, axes = panels(on, 1, len(order), (2.6 * len(order) + 1.0, 3.2), sharey=False)
-    for ax, (preset, workload) in zip(axes[0], order, strict=True):
-        mine = frame[(frame["platform"] == preset) & (frame["workload"] == workload)]
-        for strategy in STRATEGIES:
-            rows = mine[mine["strategy"] == strategy].sort_values("budget")
-            x = rows["budget"].to_numpy(dtype=float)
-            y = rows["slowdown"].to_numpy(dtype=float)
-            ok = np.isfinite(y)
-            hollow = strategy == "remat"  # drawn over by sync-rc where they agree
-            ax.plot(
-                x[ok],
-                y[ok],
-                marker=MARKERS[strategy],
-                ms=6 if hollow else 3.5,
-                mfc="none" if hollow else COLORS[strategy],
-                lw=1.2,
-                color=COLORS[strategy],
-                label=LEGEND[strategy],
-                ls="--" if strategy in RECOMPUTATION else "-",
-                zorder=3 if hollow else 2,
-            )
-        ax.axhline(1.0, color=COLORS["all-fast"], lw=0.8, ls=":")
-        ax.set_title(f"{workload}\n{preset}", fontsize=8)
-        ax.set_xlabel("fast memory / all-fast peak", fontsize=8)
-        ax.invert_xaxis()
-        ax.tick_params(labelsize=7)
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("slowdown vs all-fast (x)", fontsize=8)
+    platforms = list(dict.fromkeys(p for p, _, _ in config["points"]))
+    grid = [[label(m, b) for q, m, b in config["points"] if q == p] for p in platforms]
+    cols = max(len(row) for row in grid)
+    size = (2.7 * cols + 0.8, 2.7 * len(platforms) + 0.6)
+    fig, axes = panels(on, len(platforms), cols, size, sharey=False)
+    for r, (preset, workloads) in enumerate(zip(platforms, grid, strict=True)):
+        for c in range(cols):
+            ax = axes[r][c]
+            if c >= len(workloads):
+                ax.set_axis_off()
+                continue
+            mine = frame[(frame["platform"] == preset) & (frame["workload"] == workloads[c])]
+            _lines(ax, mine)
+            ax.set_title(f"{workloads[c]}, {preset}", fontsize=8)
+        axes[r][0].set_ylabel("slowdown vs all-fast (x)", fontsize=8)
     handles, labels_ = axes[0][0].get_legend_handles_labels()
     fig.legend(
         handles,
@@ -278,11 +267,38 @@ def draw(frame: pd.DataFrame, on: AxesArg = None) -> Figure:
         ncol=3,
         fontsize=8,
         frameon=False,
-        bbox_to_anchor=(0.5, 1.08),
+        bbox_to_anchor=(0.5, 1.0 + 0.12 / len(platforms)),
     )
     if on is None:
         fig.tight_layout()
     return fig
+
+
+def _lines(ax: Axes, rows: pd.DataFrame) -> None:
+    """One workload's lines on ``ax``: each strategy's slowdown at each budget it fits."""
+    for strategy in STRATEGIES:
+        mine = rows[rows["strategy"] == strategy].sort_values("budget")
+        x = mine["budget"].to_numpy(dtype=float)
+        y = mine["slowdown"].to_numpy(dtype=float)
+        ok = np.isfinite(y)
+        hollow = strategy == "remat"  # drawn over by sync-rc where they agree
+        ax.plot(
+            x[ok],
+            y[ok],
+            marker=MARKERS[strategy],
+            ms=6 if hollow else 3.5,
+            mfc="none" if hollow else COLORS[strategy],
+            lw=1.2,
+            color=COLORS[strategy],
+            label=LEGEND[strategy],
+            ls="--" if strategy in RECOMPUTATION else "-",
+            zorder=3 if hollow else 2,
+        )
+    ax.axhline(1.0, color=COLORS["all-fast"], lw=0.8, ls=":")
+    ax.set_xlabel("fast memory / all-fast peak", fontsize=8)
+    ax.invert_xaxis()
+    ax.tick_params(labelsize=7)
+    ax.grid(alpha=0.3)
 
 
 __all__ = [
