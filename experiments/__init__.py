@@ -27,6 +27,7 @@ FIGURES: tuple[str, ...] = (
     "solve_time",  # MILP solve time against graph size
     "memory_planning",  # the lecture's memory planning: reuse schemes against the liveness bound
     "recompute",  # keep, move or recompute: step time against the fast-memory budget
+    "modern",  # today's machines: a transformer step's slowdown and energy against capacity
 )
 
 

@@ -1,11 +1,11 @@
-"""Figure and tables: memory planning as the lecture teaches it, on every zoo model.
+"""Figure and tables: memory planning as the lecture teaches it, on every CNN of the zoo.
 
 The CSE599G1 lecture on memory optimisation (University of Washington, 2017) plans a graph's
 memory ahead of time: with no reuse, "temporary space linear to number of ops"; *normal
 sharing* recycles memory that is no longer needed; *in-place* stores the result in the input:
 "we can only do inplace if result op is the only consumer of the current value" (counting, in
 its algorithm, the consumers yet to run); and its allocation algorithm hands out tags from a
-box of free tags. Here every zoo model's training step is planned under the four schemes of
+box of free tags. Here every CNN's training step is planned under the four schemes of
 :func:`tmsim.memory_reuse` (no reuse, in place, shared, shared and in place): each scheme's
 liveness lower bound (the most bytes live at one kernel, which no layout beats), the pool of
 each static allocator, and the memory of the lecture's tags, weights and optimizer state
@@ -46,8 +46,8 @@ from tmsim import TmsimError
 NAME = "memory_planning"
 TITLE = "Memory planning as the lecture teaches it: reuse schemes against the liveness bound"
 
-#: Every zoo model at the AutoTM paper's batch: its conventional workloads, VGG416 at its large
-#: batch; ResNet-50 and DenseNet-121, which the paper does not run, at the batch of their
+#: Every CNN of the zoo at the AutoTM paper's batch: its conventional workloads, VGG416 at its
+#: large batch; ResNet-50 and DenseNet-121, which the paper does not run, at the batch of their
 #: deeper siblings (512).
 ZOO: tuple[tuple[str, int], ...] = (
     *CONVENTIONAL,
@@ -77,7 +77,7 @@ _POOL = re.compile(r"^pool_(.+)_bytes$")
 
 @dataclass(frozen=True)
 class Config:
-    """What the figure runs; the defaults are every zoo model at the paper's batch.
+    """What the figure runs; the defaults are every CNN of the zoo at the paper's batch.
 
     ``workloads``: (zoo model, batch) pairs; ``alignment_bytes``: every buffer's size is
     rounded up to it before any counting (the static allocator's default, 64).

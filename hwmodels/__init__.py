@@ -1,5 +1,5 @@
-"""hwmodels: parameterized hardware models (memory tiers, compute, copy paths, 2LM cache,
-memory mode, the unified-memory driver).
+"""hwmodels: parameterized hardware models (memory tiers, compute, copy paths, kernel links,
+2LM cache, memory mode, the unified-memory driver).
 
 Pure values (frozen dataclasses, SI units, the unit in every field name) and pure, numpy-
 vectorized cost functions; presets are TOML files under ``hwmodels/presets/``. Every number
@@ -12,9 +12,10 @@ object is :class:`CacheState`, the explicit state of the 2LM cache simulator.
 from hwmodels.cache import DramCache
 from hwmodels.cachesim import CacheState, CacheTraffic, new_cache_state, simulate_accesses
 from hwmodels.compute import ClassEfficiency, Compute, OpClass, canonical_dtype, op_class
+from hwmodels.energy import Energy, LinkEnergy, TierEnergy
 from hwmodels.errors import HardwareModelError
 from hwmodels.memory_mode import MemoryMode
-from hwmodels.paths import CopyPath
+from hwmodels.paths import CopyPath, KernelLink
 from hwmodels.platform import Platform
 from hwmodels.presets import (
     load_platform,
@@ -46,9 +47,12 @@ __all__ = [
     "Compute",
     "CopyPath",
     "DramCache",
+    "Energy",
     "HardwareModelError",
     "Interference",
+    "KernelLink",
     "KernelTimes",
+    "LinkEnergy",
     "MemoryMode",
     "MemoryTier",
     "MoveMode",
@@ -56,6 +60,7 @@ __all__ = [
     "Overlap",
     "PlacementProfile",
     "Platform",
+    "TierEnergy",
     "UnifiedMemory",
     "cache_traffic_by_tier",
     "canonical_dtype",

@@ -1,4 +1,5 @@
-"""Copy paths: how fast bytes move from one tier to another, synchronously or asynchronously."""
+"""Copy paths: how fast bytes move from one tier to another, synchronously or asynchronously;
+and kernel links: how fast kernels reach a tier that sits behind an interconnect."""
 
 from __future__ import annotations
 
@@ -57,3 +58,42 @@ class CopyPath:
     def bw_bytes_per_s(self, asynchronous: bool) -> float:
         """The asynchronous rate if ``asynchronous``, else the synchronous one (bytes/s)."""
         return float(self.async_bw_bytes_per_s if asynchronous else self.sync_bw_bytes_per_s)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelLink:
+    """The interconnect through which the compute device's kernels load from and store to
+    ``tier`` directly (a GPU reading its host's memory over a coherent link, as a Hopper GPU
+    reads Grace's LPDDR5X over NVLink-C2C).
+
+    - ``tier``: the tier behind the link; the platform requires it to be a kernel tier.
+    - ``read_bw_bytes_per_s``: most bytes per second kernels read from the tier through the
+      link (the tier-to-device direction), 1 to 1e21.
+    - ``write_bw_bytes_per_s``: most bytes per second kernels write into the tier (the
+      device-to-tier direction), 1 to 1e21.
+    - ``source``: where the numbers come from.
+
+    Kernels then reach the tier at the lesser of the tier's rate and the link's in each
+    direction (:meth:`hwmodels.platform.Platform.kernel_bw_bytes_per_s`); copies keep their own
+    paths' rates. The replay holds each kernel to that rate through its roofline time, but
+    does not share the link between kernels and copies crossing the same interconnect.
+
+    Raises :class:`HardwareModelError` naming the link and the field if a value is bad or
+    outside its range.
+    """
+
+    tier: str
+    read_bw_bytes_per_s: float
+    write_bw_bytes_per_s: float
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.tier, str) and self.tier.strip()):
+            raise HardwareModelError("kernel link: tier must be a non-empty tier name")
+        where = f"kernel link to {self.tier!r}"
+        for name in ("read_bw_bytes_per_s", "write_bw_bytes_per_s"):
+            value = getattr(self, name)
+            if not rate(value):
+                raise HardwareModelError(f"{where}: {name} must be {RATE}, got {shown(value)}")
+        if not isinstance(self.source, str):
+            raise HardwareModelError(f"{where}: source must be a string")

@@ -1,5 +1,6 @@
-"""The platform: memory tiers, a compute device, copy paths, an optional 2LM cache, and the
-optional descriptions of its memory mode and unified-memory driver."""
+"""The platform: memory tiers, a compute device, copy paths, the links through which kernels
+reach tiers behind an interconnect, an optional 2LM cache, and the optional descriptions of its
+memory mode and unified-memory driver."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from hwmodels.compute import Compute
 from hwmodels.controller import MemoryController
 from hwmodels.copythread import CopyThread
 from hwmodels.display import SummaryRow, gigabytes, html_table, text_table
+from hwmodels.energy import Energy
 from hwmodels.errors import HardwareModelError
 from hwmodels.memory_mode import MemoryMode
-from hwmodels.paths import CopyPath
+from hwmodels.paths import CopyPath, KernelLink
 from hwmodels.tiers import MemoryTier
 from hwmodels.unified_memory import UnifiedMemory
 
@@ -57,6 +59,13 @@ class Platform:
       ``cache``.
     - ``unified_memory``: with a :class:`UnifiedMemory`, how a GPU driver migrates managed
       pages between tier 0 (the device) and tier 1 (the host).
+    - ``kernel_links``: the :class:`~hwmodels.paths.KernelLink` of each kernel tier that the
+      compute device reaches through an interconnect (a GPU loading from its host's memory
+      over NVLink-C2C), at most one per tier; kernels reach such a tier at the lesser of its
+      rate and the link's (:meth:`kernel_bw_bytes_per_s`). Empty (the default): kernels reach
+      every kernel tier at the tier's own rate.
+    - ``energy``: with an :class:`~hwmodels.energy.Energy`, what bytes and FLOPs cost and how
+      long the devices last (its tiers, links and dtypes must be the platform's).
 
     Raises :class:`HardwareModelError` for: no tiers; duplicate tier names; tiers not ordered
     fastest first; a copy path, kernel tier or cache naming an unknown tier; two copy paths for
@@ -64,7 +73,12 @@ class Platform:
     tier; kernels that cannot reach the fastest addressable tier; a cache larger than its
     tier, or whose tier is visible to kernels or copies; a ``memory_mode`` or
     ``unified_memory`` of the wrong type, or a memory mode on a platform of one tier; a
-    ``controller`` or ``copy_thread`` naming an unknown tier.
+    ``controller`` or ``copy_thread`` naming an unknown tier; a kernel link that is not a
+    :class:`~hwmodels.paths.KernelLink`, names a tier kernels do not reach, or is the second
+    for its tier.
+
+    A platform of one tier is valid: kernels reach it, nothing moves (a CPU and GPU sharing
+    one memory, as on an APU).
     """
 
     name: str
@@ -80,6 +94,8 @@ class Platform:
     unified_memory: UnifiedMemory | None = None
     controller: MemoryController | None = None
     copy_thread: CopyThread | None = None
+    kernel_links: tuple[KernelLink, ...] = ()
+    energy: Energy | None = None
 
     def __post_init__(self) -> None:
         where = f"platform {self.name!r}"
@@ -153,6 +169,31 @@ class Platform:
                 grouped.add(t)
         self._check_driver_models(where)
         self._check_controller(where, known)
+        self._check_kernel_links(where)
+        if self.energy is not None:
+            if not isinstance(self.energy, Energy):
+                raise HardwareModelError(f"{where}: energy must be an Energy")
+            pairs = [(c.src, c.dst) for c in self.copy_paths]
+            try:
+                self.energy.check_against(known, pairs, self.compute.dtypes)
+            except HardwareModelError as exc:
+                raise HardwareModelError(f"{where}: {exc}") from None
+
+    def _check_kernel_links(self, where: str) -> None:
+        if not isinstance(self.kernel_links, tuple):
+            raise HardwareModelError(f"{where}: kernel_links must be a tuple of KernelLink")
+        linked: set[str] = set()
+        for link in self.kernel_links:
+            if not isinstance(link, KernelLink):
+                raise HardwareModelError(f"{where}: kernel_links must hold KernelLink values")
+            if link.tier not in self.kernel_tiers:
+                raise HardwareModelError(
+                    f"{where}: kernel link to {link.tier!r}: kernels do not reach that tier "
+                    f"(kernel_tiers: {', '.join(self.kernel_tiers)})"
+                )
+            if link.tier in linked:
+                raise HardwareModelError(f"{where}: two kernel links to tier {link.tier!r}")
+            linked.add(link.tier)
 
     def _check_controller(self, where: str, known: set[str]) -> None:
         checks = (
@@ -228,6 +269,14 @@ class Platform:
             for c in self.copy_paths
         ]
         rows.append(("kernels reach", ", ".join(self.kernel_tiers)))
+        rows += [
+            (
+                f"kernel link to {k.tier}",
+                f"read {k.read_bw_bytes_per_s / 1e9:g} GB/s, write "
+                f"{k.write_bw_bytes_per_s / 1e9:g} GB/s",
+            )
+            for k in self.kernel_links
+        ]
         rows.append(("compute", f"{self.compute.cores} cores"))
         models = {
             "memory controller": self.controller,
@@ -292,6 +341,26 @@ class Platform:
         then takes this plus ``n`` over the path's rate. Raises if a tier is unknown."""
         return float(self.tier(src).read_latency_s + self.tier(dst).write_latency_s)
 
+    def kernel_link(self, name: str) -> KernelLink | None:
+        """The link through which kernels reach tier ``name``, or None where they reach it
+        directly (or not at all). Raises :class:`HardwareModelError` for an unknown tier."""
+        self.tier(name)
+        return next((k for k in self.kernel_links if k.tier == name), None)
+
+    def kernel_bw_bytes_per_s(self, name: str, n_writers: int) -> tuple[float, float]:
+        """``(read, write)`` bytes per second kernels reach on tier ``name`` with ``n_writers``
+        writing at once: the tier's read bandwidth and its write bandwidth at ``n_writers``
+        (:meth:`~hwmodels.tiers.MemoryTier.write_bw_at`), each capped by the rate of the
+        tier's kernel link, if it has one. Raises :class:`HardwareModelError` for an unknown
+        tier or a negative writer count."""
+        tier = self.tier(name)
+        read = float(tier.read_bw_bytes_per_s)
+        write = float(tier.write_bw_at(n_writers))
+        link = self.kernel_link(name)
+        if link is None:
+            return read, write
+        return min(read, link.read_bw_bytes_per_s), min(write, link.write_bw_bytes_per_s)
+
     def kernel_tier_mask(self) -> tuple[bool, ...]:
         """For each tier (fastest first), whether kernels may access it directly."""
         return tuple(t.name in self.kernel_tiers for t in self.tiers)
@@ -310,10 +379,11 @@ class Platform:
 
         The cache's parameters are ``platform.memory_mode``'s, its capacity ``cache_bytes``
         rounded down to whole sets, and its ``source`` names the platform, the capacity and the
-        memory mode's source. Pure. Raises :class:`HardwareModelError` (one line) if the platform
-        has no memory mode, has fewer than two addressable tiers (it is in memory mode already, or
-        has one tier), if ``cache_bytes`` is below one set, or if the cache is larger than its
-        tier.
+        memory mode's source; kernels reach only the backing tier, through its kernel link if it
+        has one, and nothing copies. Pure. Raises :class:`HardwareModelError` (one line) if the
+        platform has no memory mode, has fewer than two addressable tiers (it is in memory mode
+        already, or has one tier), if ``cache_bytes`` is below one set, or if the cache is
+        larger than its tier.
         """
         platform = self
         mode = platform.memory_mode
@@ -343,6 +413,13 @@ class Platform:
             miss_latency_s=mode.miss_latency_s,
             source=f"memory mode of {platform.name} at {capacity} bytes: {mode.source}",
         )
+        links = tuple(k for k in platform.kernel_links if k.tier == slow)
         return replace(
-            platform, name=f"{platform.name}-2lm", kernel_tiers=(slow,), copy_paths=(), cache=cache
+            platform,
+            name=f"{platform.name}-2lm",
+            kernel_tiers=(slow,),
+            copy_paths=(),
+            cache=cache,
+            kernel_links=links,
+            energy=None if platform.energy is None else replace(platform.energy, links=()),
         )

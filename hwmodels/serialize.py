@@ -10,15 +10,17 @@ writes SI keys only, so a platform survives a round trip exactly. Every error na
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from hwmodels.cache import LINE_FIELDS, DramCache
 from hwmodels.compute import ClassEfficiency, Compute, OpClass
 from hwmodels.controller import BusWeight, MemoryController
 from hwmodels.copythread import CopyThread, ThreadRates
+from hwmodels.energy import energy_from_table, energy_to_dict
 from hwmodels.errors import HardwareModelError
 from hwmodels.memory_mode import MemoryMode
-from hwmodels.paths import CopyPath
+from hwmodels.paths import CopyPath, KernelLink
 from hwmodels.platform import Platform
 from hwmodels.tables import FLOPS, RATE, TIME, Table, type_name
 from hwmodels.tiers import Interference, MemoryTier
@@ -102,6 +104,19 @@ def _copy_path(p: Table, thread: CopyThread | None) -> CopyPath:
     )
     p.done()
     return path
+
+
+def _kernel_link(k: Table) -> KernelLink:
+    """A ``[[kernel_links]]`` entry: ``tier``, ``read_bw_<unit>``, ``write_bw_<unit>`` and an
+    optional ``source``."""
+    link = KernelLink(
+        tier=k.string("tier"),
+        read_bw_bytes_per_s=k.quantity("read_bw", RATE),
+        write_bw_bytes_per_s=k.quantity("write_bw", RATE),
+        source=k.string("source", ""),
+    )
+    k.done()
+    return link
 
 
 def _cache(c: Table) -> DramCache:
@@ -238,6 +253,10 @@ def _platform(top: Table) -> Platform:
         _copy_path(Table(raw, origin, f"copy_paths[{i}]"), copy_thread)
         for i, raw in enumerate(top.array("copy_paths") if top.has("copy_paths") else [])
     )
+    links = tuple(
+        _kernel_link(Table(raw, origin, f"kernel_links[{i}]"))
+        for i, raw in enumerate(top.array("kernel_links") if top.has("kernel_links") else [])
+    )
     kernel_tiers = top.array("kernel_tiers")
     for name in kernel_tiers:
         if not isinstance(name, str):
@@ -267,7 +286,10 @@ def _platform(top: Table) -> Platform:
         ),
         controller=None if ctl is None else _controller(Table(ctl, origin, "controller")),
         copy_thread=copy_thread,
+        kernel_links=links,
     )
+    if top.has("energy"):  # after the platform's own checks, whose errors come first
+        platform = replace(platform, energy=energy_from_table(top.table("energy")))
     top.done()
     return platform
 
@@ -275,8 +297,8 @@ def _platform(top: Table) -> Platform:
 def platform_to_dict(p: Platform) -> dict[str, Any]:
     """The platform as plain data in SI units (keys as :func:`platform_from_dict` reads them).
 
-    ``cache``, ``memory_mode``, ``unified_memory``, ``controller`` and ``copy_thread`` are
-    omitted when None (TOML has no null).
+    ``cache``, ``memory_mode``, ``unified_memory``, ``controller``, ``copy_thread`` and
+    ``energy`` are omitted when None (TOML has no null), ``kernel_links`` when there are none.
     """
     out: dict[str, Any] = {
         "name": p.name,
@@ -327,6 +349,18 @@ def platform_to_dict(p: Platform) -> dict[str, Any]:
             for c in p.copy_paths
         ],
     }
+    if p.kernel_links:
+        out["kernel_links"] = [
+            {
+                "tier": k.tier,
+                "read_bw_bytes_per_s": k.read_bw_bytes_per_s,
+                "write_bw_bytes_per_s": k.write_bw_bytes_per_s,
+                "source": k.source,
+            }
+            for k in p.kernel_links
+        ]
+    if p.energy is not None:
+        out["energy"] = energy_to_dict(p.energy)
     if p.cache is not None:
         c = p.cache
         out["cache"] = {

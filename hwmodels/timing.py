@@ -106,10 +106,12 @@ def roofline(
     compute = flops / (compute efficiency of the class * peak FLOP/s of the dtype);
     memory = sum over tiers of (read / read_bw + write / write_bw(cores)) / memory efficiency,
     where write_bw(cores) is the tier's write bandwidth with the compute device's ``cores``
-    writing at once; time = max(compute, memory) + launch overhead (or the sum, with
-    ``overlap=Overlap.SUM``). The memory time is linear in the bytes, which the MILP relies on.
-    With ``mix_interference=True`` each tier's time is also multiplied by the tier's read/write
-    mix factor at the kernel's own read fraction there (no longer linear).
+    writing at once, and both are capped by the tier's kernel link, if it has one
+    (:meth:`~hwmodels.platform.Platform.kernel_bw_bytes_per_s`); time = max(compute, memory) +
+    launch overhead (or the sum, with ``overlap=Overlap.SUM``). The memory time is linear in
+    the bytes, which the MILP relies on. With ``mix_interference=True`` each tier's time is
+    also multiplied by the tier's read/write mix factor at the kernel's own read fraction there
+    (no longer linear).
 
     Raises :class:`HardwareModelError` on shape mismatches, negative FLOPs or bytes, unknown
     classes, dtypes or overlap rule, or bytes on a tier kernels may not access.
@@ -150,8 +152,9 @@ def roofline(
     peak = np.array([peaks[d] for d in dtypes], dtype=np.float64)
     compute_s = f / (eff_compute * peak)
 
-    read_bw = np.array([tt.read_bw_bytes_per_s for tt in platform.tiers])
-    write_bw = np.array([float(tt.write_bw_at(comp.cores)) for tt in platform.tiers])
+    rates = [platform.kernel_bw_bytes_per_s(tt.name, comp.cores) for tt in platform.tiers]
+    read_bw = np.array([rd for rd, _ in rates])
+    write_bw = np.array([wr for _, wr in rates])
     by_tier = (r / read_bw + w / write_bw) / eff_memory[:, None]
     if mix_interference:
         moved = r + w

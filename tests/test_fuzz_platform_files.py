@@ -30,7 +30,14 @@ from hwmodels.timing import MoveMode, move_time_s, roofline
 from tmsim.cost import CostModel
 
 PRESET_DIR = Path(__file__).parents[1] / "hwmodels" / "presets"
-PRESETS = ("cascadelake-optane", "cascadelake-2lm", "rtx2080ti-pcie3", "h100-host-nvme")
+PRESETS = (
+    "cascadelake-optane",
+    "cascadelake-2lm",
+    "rtx2080ti-pcie3",
+    "h100-host-nvme",
+    "gh200",  # a kernel link
+    "mi300a",  # one tier
+)
 DOCS = {n: tomllib.loads((PRESET_DIR / f"{n}.toml").read_text("utf-8")) for n in PRESETS}
 BIG = 2**62
 GRAPH = small_graph()

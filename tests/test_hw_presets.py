@@ -29,10 +29,16 @@ def test_the_presets_are_all_there() -> None:
         "a100-pcie4",
         "cascadelake-2lm",
         "cascadelake-optane",
+        "gh200",
         "h100-host-nvme",
         "h100-pcie5",
+        "h200-host-nvme",
+        "mi300a",
         "rtx2080ti-pcie3",
+        "spr-ddr5-cxl",
         "v100-pcie3",
+        "xeonmax-cache",
+        "xeonmax-flat",
     )
     assert all(preset_descriptions().values())
 
@@ -141,10 +147,20 @@ def test_every_preset_cites_its_sources(name: str) -> None:
 def test_presets_round_trip(name: str) -> None:
     p = load_preset(name)
     assert platform_from_toml(platform_to_toml(p), "x.toml") == p
-    # and writes every optional table it has: the GPUs' drivers, the CPU's memory mode
-    tables = {"cache", "memory_mode", "unified_memory"} & set(platform_to_dict(p))
-    cpus = {"cascadelake-2lm": {"cache"}, "cascadelake-optane": {"memory_mode"}}
-    assert tables == cpus.get(name, {"unified_memory"})
+    # and writes every optional table it has: the GPUs' drivers, the CPUs' memory modes, the
+    # superchip's kernel link; the CXL socket and the APU have none
+    optional = {"cache", "memory_mode", "unified_memory", "kernel_links"}
+    tables = optional & set(platform_to_dict(p))
+    others = {
+        "cascadelake-2lm": {"cache"},
+        "cascadelake-optane": {"memory_mode"},
+        "xeonmax-cache": {"cache"},
+        "xeonmax-flat": {"memory_mode"},
+        "spr-ddr5-cxl": set(),
+        "gh200": {"kernel_links"},
+        "mi300a": set(),
+    }
+    assert tables == others.get(name, {"unified_memory"})
 
 
 def test_a_copied_and_edited_preset_loads_the_same_way(tmp_path: Path) -> None:

@@ -23,7 +23,15 @@ from hwmodels import (
 MiB = 2**20
 PRESET_DIR = Path(__file__).parents[1] / "hwmodels" / "presets"
 V100_TOML = (PRESET_DIR / "v100-pcie3.toml").read_text()
-GPUS = ("a100-pcie4", "h100-host-nvme", "h100-pcie5", "rtx2080ti-pcie3", "v100-pcie3")
+# The GPU presets whose kernels reach device memory only: the unified-memory baseline's.
+GPUS = (
+    "a100-pcie4",
+    "h100-host-nvme",
+    "h100-pcie5",
+    "h200-host-nvme",
+    "rtx2080ti-pcie3",
+    "v100-pcie3",
+)
 
 
 def test_defaults_are_those_the_replay_always_used() -> None:

@@ -35,9 +35,17 @@ ALLOWED: dict[str, set[str]] = {
     "tmsim.strategies": {*BASE, "hwmodels"},
     "tmsim.plans": COST,
     # the async-aware MILP prices copies on the replay's own model; sim never imports planners
-    "tmsim.planners": {*PLAN, "tmsim.strategies", "tmsim.sim"},
+    "tmsim.planners": {*PLAN, "tmsim.energy", "tmsim.strategies", "tmsim.sim"},
     "tmsim.sim": PLAN,
-    "tmsim.comparison": {*PLAN, "tmsim.planners", "tmsim.sim", "tmsim.strategies"},
+    # a replayed step's energy: the trace's bytes, the graph's FLOPs, the platform's prices
+    "tmsim.energy": {*COST, "tmsim.sim"},
+    "tmsim.comparison": {
+        *PLAN,
+        "tmsim.energy",
+        "tmsim.planners",
+        "tmsim.sim",
+        "tmsim.strategies",
+    },
     "tmsim.calibration": {*BASE, "hwmodels", "tmsim.sim"},
     "tmsim.results": {*BASE, "tmsim"},
     "tmsim.plots": {*BASE, "tmsim.sim"},
@@ -52,6 +60,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     "tmsim.api": {
         *PLAN,
+        "tmsim.energy",
         "tmsim.comparison",
         "tmsim.figures",
         "tmsim.planners",
@@ -63,6 +72,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     "tmsim.cli": {
         *PLAN,
+        "tmsim.energy",
         "tmsim",
         "tmsim.api",
         "tmsim.comparison",

@@ -37,6 +37,7 @@ from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
 from tmsim.capacity import fast_limit_bytes
 from tmsim.cost import CostModel
+from tmsim.energy import step_energy
 from tmsim.errors import TmsimError
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
 from tmsim.planners import PlanSettings, plan
@@ -47,6 +48,7 @@ from tmsim.plans.values import Plan
 from tmsim.sim import replay
 from tmsim.sim.beside import beside_for
 from tmsim.sim.firsttouch.pages import DEFAULT_PAGE_BYTES
+from tmsim.sim.trace import Trace
 from tmsim.strategies import STRATEGIES, Kind, applicable, compared_by_default, strategy
 from tmsim.workload.graph import Graph
 
@@ -97,7 +99,11 @@ class Row:
     the moves; 2LM: fills and write-backs; unified memory: migrations); ``fast_peak_bytes``
     and ``fast_limit_bytes``: most fast-tier bytes in use and the capacity compared at;
     ``solve_s``/``gap``: MILP solve seconds and relative gap; ``valid``: the plan passed the
-    validator (simulations: True); ``hit_rate``: the 2LM cache's hit rate. ``first-touch-pages``
+    validator (simulations: True); ``hit_rate``: the 2LM cache's hit rate; on a platform with
+    an energy model (:mod:`tmsim.energy`), ``energy_j``: the step's energy,
+    ``wear_tier``: the rated device that wears out first and ``wear_written_bytes`` /
+    ``wear_years``: what the step writes on it and the years until steps back to back wear
+    it out (``nan`` where the step writes nothing there: it does not wear). ``first-touch-pages``
     has a ``predicted_s`` (the cost model's time of its pages' placement), moves nothing, and
     its ``fast_peak_bytes`` are the pages the fast tier took.
     """
@@ -116,6 +122,28 @@ class Row:
     gap: float = math.nan
     valid: bool = False
     hit_rate: float = math.nan
+    energy_j: float = math.nan
+    wear_tier: str = ""
+    wear_written_bytes: float = math.nan
+    wear_years: float = math.nan
+
+
+def energy_fields(trace: Trace, graph: Graph, platform: Platform) -> dict[str, Any]:
+    """The energy and wear fields of :class:`Row` for a replayed step (none without an
+    energy model on the platform)."""
+    if platform.energy is None:
+        return {}
+    e = step_energy(trace, graph, platform)
+    out: dict[str, Any] = {"energy_j": e.total_j}
+    if e.wear_years:
+        tier = e.least_wear_tier
+        years = e.wear_years[tier]
+        out.update(
+            wear_tier=tier,
+            wear_written_bytes=float(e.written_bytes[tier]),
+            wear_years=years if math.isfinite(years) else math.nan,  # tables hold no inf
+        )
+    return out
 
 
 def compare(
@@ -243,6 +271,7 @@ def plan_row(
         solve_s=stats.solve_s if stats else math.nan,
         gap=stats.gap if stats else math.nan,
         valid=check.ok,
+        **energy_fields(trace, graph, platform),
     )
 
 
@@ -262,6 +291,7 @@ def _run_2lm(graph: Graph, platform: Platform, s: CompareSettings, limit: int) -
         fast_limit_bytes=float(limit),
         valid=True,
         hit_rate=float(totals["hit_rate"]),
+        **energy_fields(out.trace, graph, mm),
     )
 
 
@@ -289,6 +319,7 @@ def _run_first_touch_pages(
         fast_peak_bytes=float(out.fast_bytes),
         fast_limit_bytes=float(limit),
         valid=True,
+        **energy_fields(out.trace, graph, platform),
     )
 
 
@@ -308,6 +339,7 @@ def _run_unified(graph: Graph, platform: Platform, s: CompareSettings, limit: in
         fast_peak_bytes=float(totals["device_peak_bytes"]),
         fast_limit_bytes=float(limit),
         valid=True,
+        **energy_fields(out.trace, graph, platform),
     )
 
 
@@ -321,6 +353,7 @@ __all__ = [
     "Progress",
     "Row",
     "compare",
+    "energy_fields",
     "plan_row",
     "rows_frame",
 ]

@@ -81,7 +81,7 @@ class CostModel:
         self.op_read_bytes = reads
         self.op_write_bytes = writes
         classes = [op_class(k.op) for k in graph.kernels]
-        dtypes = [_kernel_dtype(graph, k) for k in range(n_k)]
+        dtypes = [kernel_dtype(graph, k) for k in range(n_k)]
         flops = np.array([k.flops for k in graph.kernels], dtype=np.float64)
         zero = np.zeros((n_k, n_t))
         base = roofline(platform, flops, classes, zero, zero, dtype=dtypes, overlap=self.overlap)
@@ -345,7 +345,7 @@ def step_time_s(
     return float(per.sum()), per
 
 
-def _kernel_dtype(graph: Graph, k: int) -> str:
+def kernel_dtype(graph: Graph, k: int) -> str:
     """The dtype a kernel computes in: that of its largest floating-point operand."""
     ptr, tensor = graph.operand_csr
     best, best_size = "fp32", -1

@@ -13,7 +13,10 @@ Where a strategy applies depends on which tiers kernels reach (:func:`applicable
   every strategy but ``vdnn`` and ``unified-memory``, and ``2lm`` only where the platform
   describes its memory mode;
 - where kernels reach only the fastest tier (a GPU): ``all-fast``, ``vdnn``, the MILP
-  formulations and ``unified-memory``.
+  formulations and ``unified-memory``;
+- on a platform of one tier (an APU whose CPU and GPU share one memory): only what keeps
+  every tensor in that tier, :data:`ONE_TIER` (``all-fast``, and the recomputing heuristics
+  ``checkpoint`` and ``selective``): there is nothing to place or move.
 """
 
 from __future__ import annotations
@@ -131,10 +134,18 @@ def kernels_reach_slow(platform: Platform) -> bool:
     return any(t != fastest for t in platform.kernel_tiers)
 
 
+#: The strategies of a platform of one tier: those that keep every tensor in the fastest tier
+#: and need no other (the MILP needs two tiers to choose between).
+ONE_TIER = ("all-fast", "checkpoint", "selective")
+
+
 def applicable(platform: Platform) -> tuple[str, ...]:
     """The strategies that apply to ``platform`` (see the module documentation), in table
-    order. Raises :class:`TmsimError` for a platform with fewer than two addressable tiers
-    or in memory mode (a hardware cache hides its fastest tier: compare the flat platform)."""
+    order; on a platform of one tier, :data:`ONE_TIER`. Raises :class:`TmsimError` for a
+    platform in memory mode (a hardware cache hides its fastest tier: compare the flat
+    platform)."""
+    if platform.cache is None and len(platform.tiers) == 1:
+        return ONE_TIER
     if platform.cache is not None or len(platform.addressable_tiers) < 2:
         raise TmsimError(
             f"platform {platform.name!r}: strategies need two addressable tiers (for a platform "
@@ -159,6 +170,7 @@ def compared_by_default(platform: Platform) -> tuple[str, ...]:
 
 
 __all__ = [
+    "ONE_TIER",
     "ON_REQUEST",
     "STRATEGIES",
     "Kind",

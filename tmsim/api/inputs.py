@@ -89,10 +89,11 @@ def graph(
     **options: Any,
 ) -> Graph:
     """The training step of zoo model ``source`` at ``batch`` (default 32) in ``dtype``
-    (default ``fp32``), with any other argument of the model's entry as a keyword
-    (``image_hw``, ``classes``, a model's own such as ``batch_norm``: the arguments a plan's
-    graph identity lists), or the graph in the JSON file ``source`` (from ``tmsim graph
-    --save``).
+    (default: the model's own, ``fp32`` for the CNNs and ``fp16`` mixed precision for the
+    transformers), with any other argument of the model's entry as a keyword (a CNN's
+    ``image_hw``, ``classes`` or its own such as ``batch_norm``; a transformer's
+    ``seq_len``, ``attention`` or ``layers``: the arguments a plan's graph identity lists),
+    or the graph in the JSON file ``source`` (from ``tmsim graph --save``).
 
     Raises :class:`TmsimError` for a name that is neither a zoo model nor a file, a
     ``batch``, ``dtype`` or option given with a file, out of range or unknown to the model,
@@ -103,6 +104,8 @@ def graph(
     ('vgg19-b16', 142)
     >>> graph("resnet50", batch=2, image_hw=(112, 112)).tensor("input").shape
     (2, 3, 112, 112)
+    >>> graph("gpt2_small", batch=1, seq_len=128, attention="fused", layers=2).name
+    'gpt2_small-l2-s128-fused-b1'
     >>> graph("vgg20")
     Traceback (most recent call last):
     tmsim.errors.TmsimError: 'vgg20' is neither a zoo model (...) nor a graph file
@@ -120,9 +123,10 @@ def graph(
             raise TmsimError(f"dtype must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")
         size = DEFAULT_BATCH if batch is None else batch
         if options:
-            built, _ = zoo_graph(source, size, dtype=dtype or "fp32", **options)
+            given = options if dtype is None else {**options, "dtype": dtype}
+            built, _ = zoo_graph(source, size, **given)
             return built
-        return training_graph_of(source, size, dtype or "fp32")
+        return training_graph_of(source, size, dtype)
     if not is_file(name):
         raise TmsimError(f"{name!r} is neither a zoo model ({', '.join(MODELS)}) nor a graph file")
     for what, value in (("batch", batch), ("dtype", dtype), *options.items()):

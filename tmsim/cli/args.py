@@ -78,6 +78,17 @@ MAX_RECOMPUTE_DEPTH = 64
 recompute_depth_arg = whole_number(1, MAX_RECOMPUTE_DEPTH)
 
 
+def energy_weight_arg(text: str) -> float:
+    """An argparse type: a finite number >= 0 (seconds per joule)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number >= 0")
+    return value
+
+
 def fraction_arg(text: str) -> float:
     """An argparse type: a number from 0 to 1 (a relative gap)."""
     try:
@@ -228,6 +239,15 @@ def add_plan_arguments(
         help="remat and the -rc formulations: longest chain of producers run again before one "
         f"kernel, 1 to {MAX_RECOMPUTE_DEPTH} ({d.recompute_depth}; each level adds variables)",
     )
+    p.add_argument(
+        "--energy-weight",
+        type=energy_weight_arg,
+        default=d.energy_weight_s_per_j,
+        metavar="S_PER_J",
+        help="MILP: seconds of step time one joule is worth; the objective becomes time + "
+        "this x the energy the plan decides (default 0: time alone; needs a platform with "
+        "an [energy] table)",
+    )
 
 
 def capacity_from_args(args: argparse.Namespace) -> Capacity | None:
@@ -255,6 +275,7 @@ def settings_from_args(args: argparse.Namespace) -> PlanSettings:
             lp_iterations=args.lp_iterations,
             window=args.window,
             recompute_depth=args.recompute_depth,
+            energy_weight_s_per_j=args.energy_weight,
         )
     except TmsimError as exc:
         raise TmsimError(f"bad planner option: {exc}") from None

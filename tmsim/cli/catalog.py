@@ -5,7 +5,10 @@ defaults in help texts) must not import numpy, cvxpy, pandas or the simulator. T
 mirror the ones of the library, which stay the reference: ``tests/test_cli_startup.py`` checks
 that each mirror equals its source.
 
-- :data:`MODEL_NAMES`: :data:`tmsim.workload.zoo.MODELS`, in its order;
+- :data:`MODEL_NAMES`: :data:`tmsim.workload.zoo.MODELS` (the CNNs), in its order;
+- :data:`TRANSFORMER_NAMES`: :data:`tmsim.workload.zoo.TRANSFORMERS`, in its order, and
+  :data:`ATTENTIONS`: the values of :class:`tmsim.workload.zoo.transformer.shapes.Attention`;
+- :data:`ZOO_NAMES`: both, the names a command takes as a zoo MODEL;
 - :data:`DTYPES`: the keys of :data:`tmsim.workload.tensors.DTYPE_BYTES`, sorted;
 - :data:`PLANNER_NAMES`: :data:`tmsim.planners.PLANNERS` (derived from :mod:`tmsim.strategies`,
   which is light, as the planners derive it);
@@ -30,6 +33,22 @@ MODEL_NAMES: tuple[str, ...] = (
     "densenet121",
     "densenet264",
 )
+
+#: The transformers of the zoo, in :data:`tmsim.workload.zoo.TRANSFORMERS` order.
+TRANSFORMER_NAMES: tuple[str, ...] = (
+    "gpt2_small",
+    "gpt2_medium",
+    "gpt2_large",
+    "gpt2_xl",
+    "llama_7b",
+    "llama_13b",
+)
+
+#: Every zoo model a command takes by name: the CNNs, then the transformers.
+ZOO_NAMES: tuple[str, ...] = MODEL_NAMES + TRANSFORMER_NAMES
+
+#: How a transformer's attention core may run.
+ATTENTIONS: tuple[str, ...] = ("materialized", "fused")
 
 #: Element types a graph may have (sorted keys of ``DTYPE_BYTES``).
 DTYPES: tuple[str, ...] = tuple(
@@ -56,15 +75,19 @@ class PlanDefaults:
     lp_iterations: int | None = 50_000
     window: int = 15
     recompute_depth: int = 2
+    energy_weight_s_per_j: float = 0.0
 
 
 PLAN_DEFAULTS = PlanDefaults()
 
 __all__ = [
+    "ATTENTIONS",
     "DTYPES",
     "MODEL_NAMES",
     "PLANNER_NAMES",
     "PLAN_DEFAULTS",
     "TABLE_FORMATS",
+    "TRANSFORMER_NAMES",
+    "ZOO_NAMES",
     "PlanDefaults",
 ]

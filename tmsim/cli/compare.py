@@ -114,6 +114,8 @@ def _compare(args: argparse.Namespace) -> int:
     else:
         limit = tmsim.fast_limit(graph, platform, settings.capacity)
         _print_table(rows, graph.name, platform.name, limit)
+        if platform.energy is not None:
+            _print_energy(rows)
         note = capacity_note(graph, platform, settings.capacity)
         if note:
             print(f"note: {note}")
@@ -122,6 +124,29 @@ def _compare(args: argparse.Namespace) -> int:
         print(f"tmsim: error: invalid plans: {', '.join(invalid)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _print_energy(rows: list[Any]) -> None:
+    """The energy and wear of each row that ran (the platform has an energy model)."""
+    ran = [r for r in rows if not r.error]
+    if not ran:
+        return
+    name_w = max([15, *(len(str(r.strategy)) + 1 for r in ran)])
+    head = f"{'strategy':<{name_w}}{'energy J':>12}{'rated device':>14}{'written GB':>12}"
+    head += f"{'wears out in':>16}"
+    print()
+    print(head)
+    print("-" * len(head))
+    for r in ran:
+        energy = "-" if math.isnan(r.energy_j) else f"{r.energy_j:.3f}"
+        if not r.wear_tier:
+            print(f"{r.strategy:<{name_w}}{energy:>12}{'-':>14}{'-':>12}{'-':>16}")
+            continue
+        years = "never" if math.isnan(r.wear_years) else f"{r.wear_years:.3g} years"
+        print(
+            f"{r.strategy:<{name_w}}{energy:>12}{r.wear_tier:>14}"
+            f"{r.wear_written_bytes / 1e9:>12.3f}{years:>16}"
+        )
 
 
 def _print_table(rows: list[Any], graph: str, platform: str, limit_bytes: int) -> None:

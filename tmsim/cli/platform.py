@@ -109,6 +109,14 @@ def describe(platform: Platform) -> list[str]:
         )
         if cp.source:
             lines.append(f"    source: {cp.source}")
+    for link in p.kernel_links:
+        lines.append(
+            f"kernel link to {link.tier}: read {_gb(link.read_bw_bytes_per_s)}, "
+            f"write {_gb(link.write_bw_bytes_per_s)} (kernels reach {link.tier} at the lesser "
+            "of its rate and the link's)"
+        )
+        if link.source:
+            lines.append(f"  source: {link.source}")
     if p.cache is not None:
         k = p.cache
         ways = "direct-mapped" if k.associativity == 1 else f"{k.associativity}-way LRU"

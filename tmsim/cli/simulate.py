@@ -21,7 +21,7 @@ from tmsim import Graph, InterferenceLevel, Plan, Run, TmsimError
 from tmsim.api.cache import CacheRun
 from tmsim.api.graphs import graph_of, match_graph
 from tmsim.cli.args import add_interference_argument
-from tmsim.cli.catalog import DTYPES, MODEL_NAMES
+from tmsim.cli.catalog import DTYPES, ZOO_NAMES
 
 #: Batch size when neither ``--batch``, the plan's zoo arguments nor its graph name
 #: (``MODEL-bN``) give one.
@@ -50,12 +50,12 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
         "--cache-mode",
         metavar="MODEL",
         help="instead of a plan, replay zoo model MODEL's step with DRAM as a hardware cache "
-        f"of PMM (2LM); needs --batch; models: {', '.join(MODEL_NAMES)}",
+        f"of PMM (2LM); needs --batch; models: {', '.join(ZOO_NAMES)}",
     )
     p.add_argument(
         "--model",
         help="build the plan's graph from this zoo model instead of the plan's own record "
-        f"(it must have the plan's fingerprint): {', '.join(MODEL_NAMES)}",
+        f"(it must have the plan's fingerprint): {', '.join(ZOO_NAMES)}",
     )
     p.add_argument(
         "--batch",
@@ -167,12 +167,12 @@ def _zoo_override(plan: Plan, args: argparse.Namespace) -> Graph:
     plan_batch = base.pop("batch", None)
     batch = args.batch if args.batch is not None else plan_batch
     if batch is None:
-        m = re.fullmatch(rf"{re.escape(args.model)}-b(\d+)", plan.graph)
+        m = re.fullmatch(rf"{re.escape(args.model)}(?:-[^-]+)*-b(\d+)", plan.graph)
         batch = int(m.group(1)) if m else DEFAULT_BATCH
     if args.dtype is not None:
         base["dtype"] = args.dtype
-    if args.model not in MODEL_NAMES:  # not a graph file of that name, as tmsim.graph takes
-        raise TmsimError(f"unknown model {args.model!r}; known models: {', '.join(MODEL_NAMES)}")
+    if args.model not in ZOO_NAMES:  # not a graph file of that name, as tmsim.graph takes
+        raise TmsimError(f"unknown model {args.model!r}; known models: {', '.join(ZOO_NAMES)}")
     return tmsim.graph(args.model, batch=batch, **base)
 
 
@@ -307,10 +307,8 @@ def _simulate_cache(args: argparse.Namespace) -> int:
         raise TmsimError(f"--cache-mode {args.cache_mode} needs --batch N")
     if args.batch < 1:
         raise TmsimError(f"--batch must be a positive integer, got {args.batch}")
-    if args.cache_mode not in MODEL_NAMES:
-        raise TmsimError(
-            f"unknown model {args.cache_mode!r}; known models: {', '.join(MODEL_NAMES)}"
-        )
+    if args.cache_mode not in ZOO_NAMES:
+        raise TmsimError(f"unknown model {args.cache_mode!r}; known models: {', '.join(ZOO_NAMES)}")
     graph = tmsim.graph(args.cache_mode, batch=args.batch, dtype=args.dtype or "fp32")
     platform = tmsim.platform(args.platform or DEFAULT_CACHE_PLATFORM)
     result = simulate_cache(

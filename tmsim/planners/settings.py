@@ -64,6 +64,10 @@ class PlanSettings:
     - ``recompute_depth``: in the formulations that recompute (``remat``, ``static-rc``,
       ``sync-rc``, ``async-rc``), the longest chain of producers run again before one kernel
       (>= 1; :mod:`tmsim.planners.milp.recompute`);
+    - ``energy_weight_s_per_j``: seconds of step time one joule of the energy the plan
+      decides is worth (>= 0; :mod:`tmsim.planners.milp.energy_terms`): the objective
+      becomes step time + this x energy; 0 (the default) plans for time alone. Needs a
+      platform with an energy model;
     - ``verbose``: the solver's log on stdout.
 
     ``vdnn``:
@@ -89,6 +93,7 @@ class PlanSettings:
     layout: bool = True
     max_rounds: int = 10
     recompute_depth: int = DEFAULT_RECOMPUTE_DEPTH
+    energy_weight_s_per_j: float = 0.0
     verbose: bool = False
     offload_min_bytes: int = 1 << 20
     offload_all: bool = False
@@ -115,6 +120,9 @@ class PlanSettings:
                     f"{name} must be an integer from {low} to {MAX_NODE_LIMIT} or None, "
                     f"got {value!r}"
                 )
+        w = self.energy_weight_s_per_j
+        if isinstance(w, bool) or not (isinstance(w, int | float) and math.isfinite(w) and w >= 0):
+            raise TmsimError(f"energy_weight_s_per_j must be a finite number >= 0, got {w!r}")
         for name, low in (
             ("window", 0),
             ("max_rounds", 1),

@@ -2,7 +2,8 @@
 path before the document is parsed (:func:`apply_override`), each combination parsed once.
 
 A path walks the document as the preset or file writes it: tables by key, the ``tiers`` array
-by tier name or index, ``copy_paths`` by ``SRC->DST`` or index; its last part is a field. A
+by tier name or index, ``copy_paths`` by ``SRC->DST`` or index, ``kernel_links`` by the name
+of the tier linked or index; its last part is a field. A
 field given in another unit of the same quantity (``read_bw_bytes_per_s`` for
 ``read_bw_GBps``) replaces that spelling, so a quantity is never given twice.
 """
@@ -128,9 +129,10 @@ def apply_override(
 
 
 def _pick(items: list[Any], part: str, walked: str, fail: Callable[[str], NoReturn]) -> Any:
-    """The element of array ``items`` called ``part``: a name, ``SRC->DST`` or an index."""
+    """The element of array ``items`` called ``part``: a name (a kernel link's is its tier's),
+    ``SRC->DST`` or an index."""
     names = [
-        f"{i.get('src')}->{i.get('dst')}" if "src" in i else str(i.get("name", "?"))
+        f"{i.get('src')}->{i.get('dst')}" if "src" in i else str(i.get("name", i.get("tier", "?")))
         for i in items
         if isinstance(i, dict)
     ]

@@ -36,7 +36,7 @@ from tmsim.strategies import STRATEGIES, Kind, applicable, names
 from tmsim.sweeps.overrides import Fail, PlatformDocs, read_toml
 from tmsim.sweeps.settings import SweepSettings, check_solver, only, read_settings, table, typed
 from tmsim.workload.tensors import DTYPE_BYTES, show_int
-from tmsim.workload.zoo import MODELS
+from tmsim.workload.zoo import NAMES
 
 #: Strategies whose points carry the solver settings (solved together as one MILP chain).
 MILP_STRATEGIES = names(Kind.MILP)
@@ -304,7 +304,7 @@ def _check_axis(axis: str, value: Any, where: str, fail: Fail) -> None:
     if not isinstance(value, str):
         fail(where, f"must be a string, got {value!r}")
     known: dict[str, Sequence[str]] = {
-        "model": tuple(MODELS),
+        "model": NAMES,
         "dtype": tuple(DTYPE_BYTES),
         "strategy": tuple(STRATEGIES),
     }

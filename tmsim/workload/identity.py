@@ -9,10 +9,11 @@ A :class:`GraphIdentity` is ``(name, sha256, source, args)``:
   order, and the graph's name. Two graphs with the same fingerprint plan and simulate alike.
 - ``source`` says how to build the graph again, ``args`` with what:
 
-  - ``zoo``: ``{"model": str, "batch": int, "image_hw": [int, int], "dtype": str,
-    "classes": int, ...}``: every argument of the zoo entry (:data:`tmsim.workload.zoo.MODELS`),
-    model-specific ones (``batch_norm``, ``transition_channels``) included; the graph is
-    ``training_graph(model(model)(batch, image_hw=..., dtype=..., ...))``.
+  - ``zoo``: ``{"model": str, "batch": int, ...}`` and every other argument of the zoo
+    entry (:func:`tmsim.workload.zoo.entry`): a CNN's ``image_hw``, ``dtype``, ``classes``
+    and its own (``batch_norm``, ``transition_channels``); a transformer's ``seq_len``,
+    ``dtype``, ``attention`` and ``layers``; the graph is
+    ``tmsim.workload.zoo.build(model, batch=..., ...)``.
   - ``file``: ``{"path": str}``, the graph file's path as it was given; a relative path is
     looked up beside the file that records the identity (a plan file), then as given.
   - ``unknown``: ``{}``, a graph built in memory by code that did not say how; it cannot be
@@ -44,14 +45,14 @@ from typing import Any
 from tmsim.errors import TmsimError
 from tmsim.workload.files import graph_to_dict, load_graph
 from tmsim.workload.graph import Graph
-from tmsim.workload.training import training_graph
-from tmsim.workload.zoo import MODELS, ModelFn
+from tmsim.workload.zoo import MODELS, NAMES, TRANSFORMERS, ModelFn, TransformerFn, build, entry
+from tmsim.workload.zoo.transformer import arguments_of
 
 #: Graphs whose fingerprint and identity are remembered (by content; see :func:`identity_of`).
 CACHE_SIZE = 4
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_ZOO_NAME = re.compile(r"(?P<model>.+)-b(?P<batch>[1-9][0-9]{0,17})")
-#: Graph input tensor of every zoo model, shaped ``(batch, channels, height, width)``.
+_ZOO_NAME = re.compile(r"(?P<model>[^-]+)(?:-[^-]+)*-b(?P<batch>[1-9][0-9]{0,17})")
+#: Graph input tensor of every CNN of the zoo, shaped ``(batch, channels, height, width)``.
 _ZOO_INPUT = "input"
 
 
@@ -103,11 +104,13 @@ def graph_sha256(graph: Graph) -> str:
 def identity_of(graph: Graph) -> GraphIdentity:
     """``graph``'s identity when nothing says how it was built.
 
-    A graph named ``MODEL-bN`` after a zoo model, equal to that model's build at batch ``N``
-    with the image size and dtype of its ``input`` tensor and every other argument at its
-    default, is recorded as that zoo build (checked by building it and comparing
-    fingerprints); any other graph gets source ``unknown``. Remembered for the last few
-    graphs, like :func:`graph_sha256`.
+    A graph named ``MODEL-bN`` after a CNN of the zoo, equal to that model's build at batch
+    ``N`` with the image size and dtype of its ``input`` tensor and every other argument at
+    its default, is recorded as that zoo build (checked by building it and comparing
+    fingerprints); so is a graph named ``MODEL-...-bN`` after a transformer of the zoo,
+    equal to the build with the arguments its tensors and kernels show
+    (:func:`tmsim.workload.zoo.transformer.arguments_of`). Any other graph gets source
+    ``unknown``. Remembered for the last few graphs, like :func:`graph_sha256`.
     """
     sha = graph_sha256(graph)
     zoo = _recognize_zoo(graph)
@@ -118,7 +121,18 @@ def identity_of(graph: Graph) -> GraphIdentity:
 
 def _recognize_zoo(graph: Graph) -> GraphIdentity | None:
     m = _ZOO_NAME.fullmatch(graph.name)
-    if m is None or m["model"] not in MODELS:
+    if m is None:
+        return None
+    if m["model"] in TRANSFORMERS:
+        args = arguments_of(m["model"], graph)
+        if args is None:
+            return None
+        try:
+            _, identity = zoo_graph(m["model"], **args)
+        except TmsimError:
+            return None
+        return identity
+    if m["model"] not in MODELS or graph.name != f"{m['model']}-b{m['batch']}":
         return None
     try:
         x = graph.tensor(_ZOO_INPUT)
@@ -157,8 +171,8 @@ def check_graph(
 # ---------------------------------------------------------------------- building again
 def zoo_graph(model: str, batch: int, **options: Any) -> tuple[Graph, GraphIdentity]:
     """The training step of zoo model ``model`` at ``batch`` with the entry's keyword
-    ``options`` (``dtype``, ``image_hw``, ``classes``, ...), and its identity listing every
-    argument, defaults included.
+    ``options`` (``dtype``, ``image_hw``, ``classes``, ``seq_len``, ``attention``, ...), and
+    its identity listing every argument, defaults included.
 
     Raises :class:`GraphIdentityError` for an unknown model, an argument the entry does not
     take or of the wrong type, and a graph the arguments cannot build.
@@ -172,7 +186,7 @@ def _build_zoo(args: dict[str, Any]) -> tuple[Graph, GraphIdentity]:
     call: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in args.items()}
     del call["model"]
     try:
-        graph = training_graph(MODELS[model](**call))
+        graph = build(model, **call)
     except TmsimError as exc:
         raise GraphIdentityError(f"zoo model {model!r} cannot be built: {exc}") from None
     except OverflowError:
@@ -276,9 +290,9 @@ def _zoo_args(args: Mapping[str, Any]) -> dict[str, Any]:
     :class:`GraphIdentityError` for an unknown model and unknown, missing or mistyped
     arguments."""
     model = args.get("model")
-    if not isinstance(model, str) or model not in MODELS:
-        raise GraphIdentityError(f"unknown model {model!r}; known models: {', '.join(MODELS)}")
-    fn = MODELS[model]
+    if not isinstance(model, str) or model not in NAMES:
+        raise GraphIdentityError(f"unknown model {model!r}; known models: {', '.join(NAMES)}")
+    fn = entry(model)
     params = inspect.signature(fn).parameters
     unknown = sorted(set(args) - {"model", *params})
     if unknown:
@@ -302,7 +316,7 @@ def _zoo_args(args: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _hints(fn: ModelFn) -> dict[str, Any]:
+def _hints(fn: ModelFn | TransformerFn) -> dict[str, Any]:
     hints: dict[str, Any] = typing.get_type_hints(fn)
     return hints
 

@@ -36,6 +36,7 @@ from tmsim.cost import BesideCosts, CostModel, IndexMove, IndexRecompute
 from tmsim.planners.assemble import assemble_plan
 from tmsim.planners.milp.candidates import DEFAULT_DEPTH, recomputable
 from tmsim.planners.milp.copies import Copies, move_costs
+from tmsim.planners.milp.energy_terms import access_energy, copy_energy
 from tmsim.planners.milp.gadgets import Formulation, Gadgets, build_gadgets
 from tmsim.planners.milp.gaps import Gaps, gaps_of, is_compact
 from tmsim.planners.milp.network import (
@@ -56,10 +57,11 @@ class Model:
     """The problem, its variables, and what reading a solution back (or in) needs.
 
     ``c`` is bounded below by ``rows``: ``c >= const + (matrix @ x)`` for each pair; the
-    objective is ``sum(c) + sync_s @ x`` (``sync_s``: the synchronous copies' and the
-    recomputes' seconds); ``a_eq @ x == b_eq`` and ``a_ub @ x <= b_ub`` are the flow (the
-    second: the order of the compact form's events, ``gaps``, and what each recompute reads)
-    and
+    objective is ``sum(c) + sync_s @ x + energy_s @ x + energy_const_s`` (``sync_s``: the
+    synchronous copies' and the recomputes' seconds; ``energy_s``, ``energy_const_s``: the
+    weighted energy the binaries decide, zero without an energy weight); ``a_eq @ x ==
+    b_eq`` and ``a_ub @ x <= b_ub`` are the flow (the second: the order of the compact
+    form's events, ``gaps``, and what each recompute reads) and
     ``0 <= u <= capacity`` the limit of each modelled tier (``tiers``) at each kernel, one
     block of ``n_kernels`` per tier (``u`` as :meth:`complete` gives it, in units of each
     tier's largest limit). ``op_state`` gives 1 + the state index of every operand.
@@ -90,6 +92,8 @@ class Model:
     gaps: Gaps
     capacity: np.ndarray
     floor_s: np.ndarray
+    energy_s: np.ndarray
+    energy_const_s: float
     beside: BesideCosts | None = None
     #: binaries fixed at 0: copies that cannot run where they are offered
     forbidden: np.ndarray | None = None
@@ -116,7 +120,8 @@ class Model:
     def objective(self, x: np.ndarray) -> float:
         """The objective at binaries ``x``, with ``u`` and ``c`` at their optimum."""
         xf = np.asarray(x, dtype=np.float64)
-        return float(self.complete(xf)[1].sum() + self.sync_s @ xf)
+        energy = self.energy_s @ xf + self.energy_const_s
+        return float(self.complete(xf)[1].sum() + self.sync_s @ xf + energy)
 
 
 def catalogue_of(cost: CostModel, recompute: bool = False) -> Catalogue:
@@ -152,6 +157,7 @@ def build_model(
     beside: BesideCosts | None = None,
     compact: bool = True,
     depth: int = DEFAULT_DEPTH,
+    energy_weight_s_per_j: float = 0.0,
 ) -> Model:
     """The MILP (or, with ``relax``, its LP relaxation) and what reading it back needs.
 
@@ -162,6 +168,9 @@ def build_model(
     (:mod:`~tmsim.planners.milp.gaps`); False: the general form everywhere (the same optimum
     with more variables). ``depth``: the longest chain of producers run again before one
     kernel, in a formulation that recomputes (:mod:`~tmsim.planners.milp.recompute`).
+    ``energy_weight_s_per_j`` > 0 adds that many seconds per joule of the energy the plan
+    decides (:mod:`~tmsim.planners.milp.energy_terms`) to the objective; raises
+    :class:`TmsimError` if the platform has no energy model.
     """
     graph = cost.graph
     n_k = len(graph.kernels)
@@ -217,6 +226,12 @@ def build_model(
     capacity = np.concatenate(bounds)
 
     op_seg = seg.covering(cost.op_tensor, cost.op_kernel, n_k)
+    energy_s, energy_const_s = np.zeros(n), 0.0
+    if energy_weight_s_per_j > 0:
+        constant_j, access_j = access_energy(cost, seg.access, op_seg, n)
+        moves_j = copy_energy(cost, cat, gad, var.edge_gadget, var.edge_type, copies, n)
+        energy_s = energy_weight_s_per_j * (access_j + moves_j)
+        energy_const_s = energy_weight_s_per_j * constant_j
     constraints = [flow.a_eq @ x == flow.b_eq, diff @ u == delta @ x, u >= 0, u <= capacity]
     if flow.a_ub.shape[0]:
         constraints.append(flow.a_ub @ x <= flow.b_ub)
@@ -235,7 +250,7 @@ def build_model(
         constraints.append(x[np.flatnonzero(forbidden)] == 0)
     if relax:
         constraints += [x >= 0, x <= 1]
-    objective = cp.Minimize(cp.sum(c) + sync_cost @ x)
+    objective = cp.Minimize(cp.sum(c) + sync_cost @ x + energy_s @ x + energy_const_s)
     problem = cp.Problem(objective, constraints)
     n_rows = flow.a_eq.shape[0] + flow.a_ub.shape[0] + 3 * n_k * len(tiers) + n_k * len(rows)
     return Model(
@@ -254,6 +269,8 @@ def build_model(
         variables=n + n_k * (1 + len(tiers)),
         constraints=n_rows,
         sync_s=sync_cost,
+        energy_s=energy_s,
+        energy_const_s=energy_const_s,
         a_eq=flow.a_eq,
         b_eq=flow.b_eq,
         a_ub=flow.a_ub,

@@ -85,6 +85,7 @@ def plan_milp(
             relax=True,
             beside=solved.model.beside,
             depth=opts.recompute_depth,
+            energy_weight_s_per_j=opts.energy_weight_s_per_j,
         )
         lp = math.nan
         try:
@@ -243,6 +244,7 @@ def _solve_formulation(
             relax=False,
             beside=beside,
             depth=opts.recompute_depth,
+            energy_weight_s_per_j=opts.energy_weight_s_per_j,
         )
         build_total += time.perf_counter() - started
         if start_from is not None:

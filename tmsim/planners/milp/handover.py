@@ -59,7 +59,15 @@ def lowered_start(
     came from, solved again under them from no start, lifted; None where that solve finds no
     plan in time or its plan does not keep ``model``'s rows."""
     smaller = Formulation(start_from.plan.planner.removeprefix("milp-"))
-    small = build_model(cost, opts.window, smaller, limits, relax=False, depth=opts.recompute_depth)
+    small = build_model(
+        cost,
+        opts.window,
+        smaller,
+        limits,
+        relax=False,
+        depth=opts.recompute_depth,
+        energy_weight_s_per_j=opts.energy_weight_s_per_j,
+    )
     try:
         solve_within(small, opts, smaller.value, limits, deadline, None)
     except TmsimError:

@@ -1,0 +1,281 @@
+"""Energy and wear: the ``[energy]`` table of a platform file, and a replayed step charged with
+it (hand-checked on a three-kernel graph whose byte counts are in its fixture)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+import tmsim
+from hwmodels import HardwareModelError, Platform, load_preset, platform_from_dict, platform_to_dict
+from hwmodels.energy import SECONDS_PER_YEAR, TierEnergy
+from tmsim.comparison import CompareSettings, compare
+from tmsim.energy import step_energy
+from tmsim.errors import TmsimError
+from tmsim.planners import PlanSettings, plan
+from tmsim.sim import replay
+from tmsim.workload.graph import Graph
+
+PJ = 1e-12
+
+#: Energy of the test platform: round numbers told apart, in the units a preset uses.
+ENERGY: dict[str, Any] = {
+    "source": "test values",
+    "compute_static_W": 2.0,
+    "flop": {"fp32_pJ_per_flop": 1000.0},
+    "tiers": [
+        {"name": "DRAM", "read_energy_pJ_per_byte": 10.0, "write_energy_pJ_per_byte": 20.0},
+        {
+            "name": "PMM",
+            "read_energy_pJ_per_bit": 5.0,  # 40 pJ per byte
+            "write_energy_nJ_per_byte": 0.1,  # 100 pJ per byte
+            "static_W": 1.0,
+            "endurance_PBW": 1.0,
+            "rated_years": 5,
+        },
+    ],
+    "links": [{"src": "DRAM", "dst": "PMM", "energy_pJ_per_byte": 7.0}],
+}
+
+
+def _platform(energy: dict[str, Any] | None = ENERGY, **tier_changes: Any) -> Platform:
+    data = platform_to_dict(load_preset("cascadelake-optane"))
+    for tier in data["tiers"]:
+        tier["access_granularity_bytes"] = 1  # bytes counted exactly, no rounding to lines
+        tier.update(tier_changes)
+    data.pop("energy", None)  # the preset's own
+    if energy is not None:
+        data["energy"] = energy
+    return platform_from_dict(data, "test")
+
+
+def test_units_convert_and_round_trip() -> None:
+    p = _platform()
+    assert p.energy is not None
+    dram, pmm = p.energy.tier("DRAM"), p.energy.tier("PMM")
+    assert dram is not None and pmm is not None
+    assert dram.read_j_per_byte == pytest.approx(10 * PJ)
+    assert pmm.read_j_per_byte == pytest.approx(40 * PJ)  # 5 pJ/bit x 8
+    assert pmm.write_j_per_byte == pytest.approx(100 * PJ)
+    assert pmm.endurance_bytes == pytest.approx(1e15)
+    assert p.energy.j_per_flop("float32") == pytest.approx(1000 * PJ)
+    assert p.energy.j_per_flop("fp64") == 0.0  # not given: not charged
+    link = p.energy.link("DRAM", "PMM")
+    assert link is not None and link.j_per_byte == pytest.approx(7 * PJ)
+    assert p.energy.link("PMM", "DRAM") is None
+    again = platform_from_dict(platform_to_dict(p), "again")
+    assert again.energy == p.energy
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {
+                "tiers": [
+                    {"name": "HBM", "read_energy_pJ_per_byte": 1, "write_energy_pJ_per_byte": 1}
+                ]
+            },
+            "unknown tier 'HBM'",
+        ),
+        ({"links": [{"src": "PMM", "dst": "HBM", "energy_pJ_per_byte": 1}]}, "no copy path"),
+        ({"flop": {"fp16_pJ_per_flop": 1}}, "no peak for dtype 'fp16'"),
+        ({"flop": {"fp32_pJ": 1}}, "give <dtype>_<unit>"),
+        (
+            {
+                "tiers": [
+                    {
+                        "name": "PMM",
+                        "read_energy_pJ_per_byte": 1,
+                        "write_energy_pJ_per_byte": 1,
+                        "endurance_PBW": 1,
+                    }
+                ]
+            },
+            "an endurance needs rated_years",
+        ),
+        (
+            {
+                "tiers": [
+                    {
+                        "name": "PMM",
+                        "read_energy_pJ_per_byte": 1,
+                        "write_energy_pJ_per_byte": 1,
+                        "endurance_PBW": 1,
+                        "endurance_DWPD": 1,
+                        "rated_years": 5,
+                    }
+                ]
+            },
+            "give one endurance",
+        ),
+        (
+            {
+                "tiers": [
+                    {"name": "PMM", "read_energy_pJ_per_byte": -1, "write_energy_pJ_per_byte": 1}
+                ]
+            },
+            "must be a finite number >= 0",
+        ),
+        (
+            {
+                "tiers": [
+                    {
+                        "name": "PMM",
+                        "read_energy_pJ_per_byte": 1,
+                        "write_energy_pJ_per_byte": 1,
+                        "colour": "red",
+                    }
+                ]
+            },
+            "unknown field(s) colour",
+        ),
+        ({"compute_static_kW": 1}, "unknown field(s) compute_static_kW"),
+        (
+            {
+                "tiers": [
+                    {"name": "PMM", "read_energy_pJ_per_byte": 1, "write_energy_pJ_per_byte": 1},
+                    {"name": "PMM", "read_energy_pJ_per_byte": 1, "write_energy_pJ_per_byte": 1},
+                ]
+            },
+            "tier 'PMM' given twice",
+        ),
+    ],
+)
+def test_bad_energy_tables_fail_in_one_line(change: dict[str, Any], message: str) -> None:
+    with pytest.raises(HardwareModelError) as err:
+        _platform({**ENERGY, **change})
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_years_to_wear_closed_form() -> None:
+    # a 1 TB drive rated for one drive write a day over 5 years, written 1 TB a day: 5 years
+    drive = TierEnergy("nvme", 0.0, 0.0, drive_writes_per_day=1.0, rated_years=5.0)
+    assert drive.years_to_wear(10**12, 10**12, 86400.0) == pytest.approx(5.0)
+    # half a drive a day lasts twice as long; nothing written never wears it out
+    assert drive.years_to_wear(10**12, 5 * 10**11, 86400.0) == pytest.approx(10.0)
+    assert math.isinf(drive.years_to_wear(10**12, 0, 1.0))
+    dram = TierEnergy("DRAM", 0.0, 0.0)
+    assert dram.lifetime_bytes(10**9) is None and math.isinf(dram.years_to_wear(1, 1, 1.0))
+    with pytest.raises(HardwareModelError, match="positive step time"):
+        drive.years_to_wear(1, 1, 0.0)
+
+
+def test_all_fast_step_energy_by_hand(mlp: Graph) -> None:
+    """mlp on DRAM alone: reads x w1 h1 w2 h2 w3 = 176 B, writes h1 h2 y = 92 B, 60 FLOPs."""
+    p = _platform()
+    trace = replay(plan("all-fast", mlp, p, PlanSettings()), mlp, p, contention=False)
+    e = step_energy(trace, mlp, p)
+    assert e.tier_j["DRAM"] == pytest.approx((176 * 10 + 92 * 20) * PJ)
+    assert e.tier_j["PMM"] == 0.0
+    assert e.compute_j == pytest.approx(60 * 1000 * PJ)
+    assert e.static_j == pytest.approx(trace.simulated_s * (2.0 + 1.0))
+    assert e.link_j == {}
+    assert e.written_bytes == {"DRAM": 92, "PMM": 0}
+    assert math.isinf(e.wear_years["PMM"]) and e.least_wear_tier == "PMM"
+    assert e.total_j == pytest.approx(e.compute_j + e.static_j + e.tier_j["DRAM"])
+
+
+def test_all_slow_step_wears_the_rated_tier_by_hand(mlp: Graph) -> None:
+    p = _platform()
+    trace = replay(plan("all-slow", mlp, p, PlanSettings()), mlp, p, contention=False)
+    e = step_energy(trace, mlp, p)
+    assert e.tier_j["PMM"] == pytest.approx((176 * 40 + 92 * 100) * PJ)
+    assert e.written_bytes["PMM"] == 92
+    per_s = 92 / trace.simulated_s
+    assert e.wear_years["PMM"] == pytest.approx(1e15 / per_s / SECONDS_PER_YEAR)
+
+
+def test_moves_pay_their_link() -> None:
+    """vDNN offloading every activation of a VGG19 step on a GPU: every byte a copy carries
+    device -> host costs the link's 7 pJ (the other direction is not in the table), and each
+    copy's read and write are charged to the tiers like a kernel's."""
+    data = platform_to_dict(load_preset("h100-pcie5"))
+    data["energy"] = {
+        "flop": {"fp32_pJ_per_flop": 1.0},
+        "tiers": [{"name": "host", "read_energy_pJ_per_byte": 40, "write_energy_pJ_per_byte": 100}],
+        "links": [{"src": "device", "dst": "host", "energy_pJ_per_byte": 7.0}],
+    }
+    p = platform_from_dict(data, "test")
+    g = tmsim.graph("vgg19", batch=1)
+    made = plan("vdnn", g, p, PlanSettings(offload_all=True))
+    trace = replay(made, g, p, contention=False)
+    e = step_energy(trace, g, p)
+    host = [t.name for t in p.tiers].index("host")
+    device = [t.name for t in p.tiers].index("device")
+    down = sum(r.read_bytes[device] for r in trace.moves() if r.dst == "host")
+    assert down > 0  # the plan moves something down, or the check below checks nothing
+    assert e.link_j["device->host"] == pytest.approx(down * 7 * PJ)
+    assert e.link_j.get("host->device", 0.0) == 0.0
+    reads = sum(r.read_bytes[host] for r in trace.records)
+    writes = sum(r.write_bytes[host] for r in trace.records)
+    assert writes > 0 and e.written_bytes["host"] == writes
+    assert e.tier_j["host"] == pytest.approx((reads * 40 + writes * 100) * PJ)
+    assert e.tier_j["device"] == 0.0  # not in the table: not charged
+
+
+def test_no_energy_model_is_refused_and_compare_leaves_the_columns_empty(mlp: Graph) -> None:
+    bare = _platform(None)
+    trace = replay(plan("all-fast", mlp, bare, PlanSettings()), mlp, bare)
+    with pytest.raises(Exception, match="has no energy model"):
+        step_energy(trace, mlp, bare)
+    rows = compare(mlp, bare, CompareSettings(strategies=("all-fast", "all-slow")))
+    assert all(math.isnan(r.energy_j) and r.wear_tier == "" for r in rows)
+
+
+def test_compare_rows_carry_energy_and_wear(mlp: Graph) -> None:
+    p = _platform()
+    rows = {
+        r.strategy: r
+        for r in compare(mlp, p, CompareSettings(strategies=("all-fast", "all-slow", "2lm")))
+    }
+    fast, slow = rows["all-fast"], rows["all-slow"]
+    assert slow.energy_j > fast.energy_j > 0
+    assert slow.wear_tier == "PMM" and slow.wear_written_bytes == 92
+    assert fast.wear_written_bytes == 0 and math.isnan(fast.wear_years)  # unwritten: no wear
+    assert math.isfinite(slow.wear_years) and slow.wear_years > 0
+    cached = rows["2lm"]
+    assert cached.energy_j > 0 and not cached.error
+
+
+#: DRAM costs energy, PMM none: time and energy pull every tensor opposite ways.
+PULL: dict[str, Any] = {
+    "tiers": [
+        {"name": "DRAM", "read_energy_nJ_per_byte": 1.0, "write_energy_nJ_per_byte": 1.0},
+        {"name": "PMM", "read_energy_pJ_per_byte": 0.0, "write_energy_pJ_per_byte": 0.0},
+    ],
+}
+
+
+@pytest.mark.parametrize("formulation", ["static", "sync"])
+def test_energy_weight_trades_time_for_energy(mlp: Graph, formulation: str) -> None:
+    """Planned for time, mlp sits in DRAM; at 1e6 s per J (268 B x 1 nJ = 0.27 s against
+    microseconds of time) every byte goes to PMM; and each plan is the better one under its
+    own objective (time + weight x energy, from uncontended replays)."""
+    p = _platform(PULL)
+    weight = 1e6
+    timed = plan(formulation, mlp, p, PlanSettings(time_limit_s=None))
+    weighted = plan(
+        formulation, mlp, p, PlanSettings(time_limit_s=None, energy_weight_s_per_j=weight)
+    )
+
+    def cost(made: Any, w: float) -> tuple[float, float]:
+        trace = replay(made, mlp, p, contention=False)
+        e = step_energy(trace, mlp, p)
+        return trace.simulated_s, trace.simulated_s + w * e.total_j
+
+    (t_timed, _), (t_weighted, _) = cost(timed, 0.0), cost(weighted, 0.0)
+    assert step_energy(replay(timed, mlp, p, contention=False), mlp, p).tier_j["DRAM"] > 0
+    assert step_energy(replay(weighted, mlp, p, contention=False), mlp, p).tier_j["DRAM"] == 0
+    assert t_timed < t_weighted
+    assert cost(weighted, weight)[1] < cost(timed, weight)[1]
+
+
+def test_energy_weight_needs_an_energy_model(mlp: Graph) -> None:
+    with pytest.raises(TmsimError, match="has no energy model"):
+        plan("static", mlp, _platform(None), PlanSettings(energy_weight_s_per_j=1.0))
+    with pytest.raises(TmsimError, match="energy_weight_s_per_j must be a finite number >= 0"):
+        PlanSettings(energy_weight_s_per_j=-1.0)
