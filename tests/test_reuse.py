@@ -33,6 +33,7 @@ from tmsim.plans.reuse import (
 )
 from tmsim.plans.tags import plan_tags
 from tmsim.workload.graph import PERSISTENT_ROLES, Graph, Kernel, Phase, Role, Tensor
+from tmsim.workload.zoo import MODELS as CNN_MODELS
 
 F, B = Phase.FORWARD, Phase.BACKWARD
 
@@ -172,13 +173,24 @@ def test_the_in_place_rules_one_by_one(graph: Graph, expected: list[tuple[str, s
 
 def test_every_zoo_kernel_the_table_names_writes_in_place_but_batch_norm() -> None:
     # Batch norm keeps its input for the backward pass; every other kernel the table names
-    # is, in the zoo's steps, the last reader of the input it overwrites.
-    for model in tmsim.MODELS:
+    # is, in the CNN zoo's steps, the last reader of the input it overwrites.
+    for model in CNN_MODELS:
         g = tmsim.graph(model, batch=1)
         pairs = {p.kernel for p in in_place_pairs(g)}
         named = {k.name for k in g.kernels if (k.op, k.phase) in IN_PLACE_RULES}
         norms = {k.name for k in g.kernels if k.op == "batch_norm"}
         assert pairs == named - norms, model
+
+
+def test_a_transformer_loss_keeps_the_logits_its_backward_reads() -> None:
+    # The transformers' loss backward reads the logits again, so its forward may not write
+    # the probabilities over them; every pair is still a kernel the table names.
+    g = tmsim.graph("gpt2_small", batch=1, seq_len=64, layers=1)
+    pairs = {p.kernel for p in in_place_pairs(g)}
+    named = {k.name for k in g.kernels if (k.op, k.phase) in IN_PLACE_RULES}
+    assert pairs <= named and "loss.fwd" in named - pairs
+    loss_bwd = next(k for k in g.kernels if k.name == "loss.bwd")
+    assert set(next(k for k in g.kernels if k.name == "loss.fwd").inputs) & set(loss_bwd.inputs)
 
 
 @pytest.mark.parametrize("model", ["vgg19", "resnet50", "densenet121"])

@@ -250,7 +250,10 @@ def build_model(
         constraints.append(x[np.flatnonzero(forbidden)] == 0)
     if relax:
         constraints += [x >= 0, x <= 1]
-    objective = cp.Minimize(cp.sum(c) + sync_cost @ x + energy_s @ x + energy_const_s)
+    step_s = cp.sum(c) + sync_cost @ x
+    if energy_weight_s_per_j > 0:  # time alone otherwise, the problem exactly as before
+        step_s = step_s + energy_s @ x + energy_const_s
+    objective = cp.Minimize(step_s)
     problem = cp.Problem(objective, constraints)
     n_rows = flow.a_eq.shape[0] + flow.a_ub.shape[0] + 3 * n_k * len(tiers) + n_k * len(rows)
     return Model(
