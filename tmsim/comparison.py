@@ -54,6 +54,8 @@ from tmsim.workload.graph import Graph
 
 #: ``progress(strategy, index, total)`` is called as each strategy starts.
 Progress = Callable[[str, int, int], None]
+#: Each strategy's replayed trace and its plan (None for a simulation without one).
+Replays = dict[str, tuple[Trace, Plan | None]]
 
 
 @dataclass(frozen=True)
@@ -151,9 +153,12 @@ def compare(
     platform: Platform,
     settings: CompareSettings | None = None,
     progress: Progress | None = None,
+    replays: Replays | None = None,
 ) -> list[Row]:
     """Run every strategy of ``settings`` on ``graph`` and ``platform``; one :class:`Row` each,
-    in :data:`tmsim.strategies.STRATEGIES` order.
+    in :data:`tmsim.strategies.STRATEGIES` order. ``replays``, when given, receives each
+    strategy's replayed trace with its plan (None for the simulations that have none), by
+    strategy name, for those that ran.
 
     Raises :class:`TmsimError` for an unknown strategy, one that does not apply to the
     platform, a platform :func:`tmsim.strategies.applicable` refuses, or a bad capacity;
@@ -178,7 +183,7 @@ def compare(
             wanted_milp = [m for m in order if STRATEGIES[m].kind is Kind.MILP]
             milp = _milp_plans(graph, platform, s.plan, wanted_milp)
         try:
-            rows.append(_run(name, graph, platform, s, cost, limit, milp))
+            rows.append(_run(name, graph, platform, s, cost, limit, milp, replays))
         except (TmsimError, HardwareModelError) as exc:
             rows.append(Row(name, "", "error", error=str(exc), fast_limit_bytes=limit))
     base = next((r.simulated_s for r in rows if r.strategy == "all-fast"), math.nan)
@@ -202,15 +207,16 @@ def _run(
     cost: CostModel,
     limit: int,
     milp: dict[Formulation, Plan | TmsimError],
+    replays: Replays | None = None,
 ) -> Row:
     if name == "2lm":
-        return _run_2lm(graph, platform, s, limit)
+        return _run_2lm(graph, platform, s, limit, replays)
     if name == "first-touch-pages":
-        return _run_first_touch_pages(graph, platform, s, cost, limit)
+        return _run_first_touch_pages(graph, platform, s, cost, limit, replays)
     if name == "unified-memory":
-        return _run_unified(graph, platform, s, limit)
+        return _run_unified(graph, platform, s, limit, replays)
     if name == "all-fast":
-        return _run_all_fast(graph, platform, s, cost)
+        return _run_all_fast(graph, platform, s, cost, replays)
     if STRATEGIES[name].kind is Kind.HEURISTIC:
         result = plan(name, graph, platform, s.plan)
     else:
@@ -220,10 +226,16 @@ def _run(
         if isinstance(got, TmsimError):
             raise got
         result = got
-    return plan_row(name, result, graph, platform, s.contention, cost, s.level)
+    return plan_row(name, result, graph, platform, s.contention, cost, s.level, replays)
 
 
-def _run_all_fast(graph: Graph, platform: Platform, s: CompareSettings, cost: CostModel) -> Row:
+def _run_all_fast(
+    graph: Graph,
+    platform: Platform,
+    s: CompareSettings,
+    cost: CostModel,
+    replays: Replays | None = None,
+) -> Row:
     """The all-fast row, the reference of every slowdown: on ``platform``, or, where the step
     does not fit its fastest tier, on the same machine with that tier as large as the step's
     peak (an oracle no real plan reaches; its status says so)."""
@@ -237,10 +249,11 @@ def _run_all_fast(graph: Graph, platform: Platform, s: CompareSettings, cost: Co
             s.contention,
             cost,
             s.level,
+            replays,
         )
     ideal = platform.with_tier_capacity(fast.name, graph.peak_live_bytes)
     ideal_plan = plan("all-fast", graph, ideal, s.plan)
-    row = plan_row("all-fast", ideal_plan, graph, ideal, s.contention, None, s.level)
+    row = plan_row("all-fast", ideal_plan, graph, ideal, s.contention, None, s.level, replays)
     grown = f"heuristic; tier {fast.name!r} grown to the step's peak, {graph.peak_live_bytes} B"
     return replace(row, status=grown)
 
@@ -253,11 +266,15 @@ def plan_row(
     contention: bool = True,
     cost: CostModel | None = None,
     level: InterferenceLevel = DEFAULT_LEVEL,
+    replays: Replays | None = None,
 ) -> Row:
-    """The row of a plan: validated, then replayed (with ``contention``, at ``level``)."""
+    """The row of a plan: validated, then replayed (with ``contention``, at ``level``); the
+    trace and plan go into ``replays`` under ``strategy`` when it is given."""
     cost = cost if cost is not None else CostModel(graph, platform)
     check = validate(result, graph, platform, cost, beside_for(result, cost))
     trace = replay(result, graph, platform, contention=contention, cost=cost, level=level)
+    if replays is not None:
+        replays[strategy] = (trace, result)
     stats = result.stats
     return Row(
         strategy=strategy,
@@ -275,11 +292,19 @@ def plan_row(
     )
 
 
-def _run_2lm(graph: Graph, platform: Platform, s: CompareSettings, limit: int) -> Row:
+def _run_2lm(
+    graph: Graph,
+    platform: Platform,
+    s: CompareSettings,
+    limit: int,
+    replays: Replays | None = None,
+) -> Row:
     from tmsim.sim.cache.replay import replay_cache
 
     mm = platform.in_memory_mode(limit)
     out = replay_cache(graph, mm, block_bytes=s.cache_block_bytes, contention=s.contention)
+    if replays is not None:
+        replays["2lm"] = (out.trace, None)
     totals = out.totals()
     return Row(
         strategy="2lm",
@@ -296,7 +321,12 @@ def _run_2lm(graph: Graph, platform: Platform, s: CompareSettings, limit: int) -
 
 
 def _run_first_touch_pages(
-    graph: Graph, platform: Platform, s: CompareSettings, cost: CostModel, limit: int
+    graph: Graph,
+    platform: Platform,
+    s: CompareSettings,
+    cost: CostModel,
+    limit: int,
+    replays: Replays | None = None,
 ) -> Row:
     from tmsim.sim.firsttouch.replay import replay_first_touch_pages
 
@@ -309,6 +339,8 @@ def _run_first_touch_pages(
         level=s.level,
         cost=cost,
     )
+    if replays is not None:
+        replays["first-touch-pages"] = (out.trace, None)
     return Row(
         strategy="first-touch-pages",
         planner="first-touch-pages",
@@ -323,12 +355,20 @@ def _run_first_touch_pages(
     )
 
 
-def _run_unified(graph: Graph, platform: Platform, s: CompareSettings, limit: int) -> Row:
+def _run_unified(
+    graph: Graph,
+    platform: Platform,
+    s: CompareSettings,
+    limit: int,
+    replays: Replays | None = None,
+) -> Row:
     from tmsim.sim.unified.replay import replay_unified
 
     # A steady-state step: weights and optimizer state start where the last step left them,
     # as in the planned strategies, whose persistent tensors end where they start.
     out = replay_unified(graph, platform, device_bytes=limit, contention=s.contention, warm=True)
+    if replays is not None:
+        replays["unified-memory"] = (out.trace, None)
     totals = out.totals()
     return Row(
         strategy="unified-memory",
@@ -351,6 +391,7 @@ def rows_frame(rows: Sequence[Row]) -> pd.DataFrame:
 __all__ = [
     "CompareSettings",
     "Progress",
+    "Replays",
     "Row",
     "compare",
     "energy_fields",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -69,6 +70,14 @@ class CacheRun:
         ``path`` (``.png``, ``.pdf`` or ``.svg``) when given. Raises :class:`TmsimError` for
         another suffix or a path that cannot be written."""
         return draw_timeline(self.details.trace, path, title)
+
+    def perfetto(self, path: str | os.PathLike[str]) -> Path:
+        """Write the step as a Chrome trace-event file for ui.perfetto.dev
+        (:mod:`tmsim.sim.perfetto`: its kernels on the compute track). Returns the path;
+        raises :class:`TmsimError` for a path that cannot be written."""
+        from tmsim.sim.perfetto import save_trace_events, trace_events
+
+        return save_trace_events(path, [trace_events(self.details.trace, label="2lm")])
 
     def summary_rows(self) -> list[SummaryRow]:
         """Headline numbers as ``(label, value)`` text."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -276,6 +277,17 @@ class Run:
         ``path`` (``.png``, ``.pdf`` or ``.svg``) when given. Raises :class:`TmsimError` for
         another suffix or a path that cannot be written."""
         return draw_timeline(self.trace, path, title)
+
+    def perfetto(self, path: str | os.PathLike[str], graph: Graph | None = None) -> Path:
+        """Write the step as a Chrome trace-event file for ui.perfetto.dev
+        (:mod:`tmsim.sim.perfetto`): kernels, copies and links on their tracks and, given the
+        plan's ``graph``, each tier's bytes in use and every tensor's residency. Returns the
+        path; raises :class:`TmsimError` for a graph that is not the plan's or a path that
+        cannot be written."""
+        from tmsim.sim.perfetto import save_trace_events, trace_events
+
+        plan = self.plan if graph is not None else None
+        return save_trace_events(path, [trace_events(self.trace, plan, graph, self.plan.planner)])
 
     def summary_rows(self) -> list[SummaryRow]:
         """Headline numbers as ``(label, value)`` text."""

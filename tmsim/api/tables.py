@@ -10,6 +10,7 @@ They return a pandas DataFrame with the columns of the Parquet file the command 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -20,7 +21,7 @@ from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
 from tmsim.api.inputs import FastCapacity, expect
 from tmsim.api.runs import SETTING_NAMES, check_inputs, plan_settings
-from tmsim.comparison import CompareSettings, Row, plan_row, rows_frame
+from tmsim.comparison import CompareSettings, Replays, Row, plan_row, rows_frame
 from tmsim.comparison import compare as compare_rows
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
@@ -31,7 +32,7 @@ from tmsim.results import provenance
 from tmsim.workload.graph import Graph
 
 #: Settings of :func:`compare` itself (beside the planner settings of :func:`tmsim.plan`).
-COMPARE_KEYWORDS = ("fast", "interference", "cache_block_bytes")
+COMPARE_KEYWORDS = ("fast", "interference", "cache_block_bytes", "perfetto")
 
 
 def compare(
@@ -44,6 +45,7 @@ def compare(
     cache_block_bytes: int | None = None,
     settings: PlanSettings | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    perfetto: str | os.PathLike[str] | None = None,
     **options: Any,
 ) -> pd.DataFrame:
     """Every strategy of ``strategies`` (default: all that apply to ``platform`` but those
@@ -54,9 +56,10 @@ def compare(
     ``fast_limit_bytes``, ``solve_s``, ``gap``, ``valid``, ``hit_rate``. The MILP strategies
     are solved as one chain; ``settings`` gives every planner setting at once (its capacity
     included), or ``fast`` and the other keywords do (see :func:`tmsim.plan`).
-    ``progress(strategy, index, total)`` is called as each strategy starts.
-    A strategy that cannot run gives a row with its ``error``; bad input raises
-    :class:`TmsimError`.
+    ``progress(strategy, index, total)`` is called as each strategy starts. ``perfetto``: also
+    write every replay that ran to that file as Chrome trace events, one group of tracks per
+    strategy (:mod:`tmsim.sim.perfetto`). A strategy that cannot run gives a row with its
+    ``error``; bad input raises :class:`TmsimError`.
 
     >>> import tmsim
     >>> g, p = tmsim.graph("vgg19", batch=16), tmsim.platform()
@@ -95,10 +98,21 @@ def compare(
         )
     except TypeError as exc:
         raise TmsimError(f"bad compare setting: {exc}") from None
+    if perfetto is not None:
+        expect(perfetto, (str, os.PathLike), "perfetto", "a file path")
+    replays: Replays | None = {} if perfetto is not None else None
     try:
-        rows = compare_rows(graph, platform, chosen, progress)
+        rows = compare_rows(graph, platform, chosen, progress, replays)
     except HardwareModelError as exc:
         raise TmsimError(str(exc)) from None
+    if perfetto is not None and replays is not None:
+        from tmsim.sim.perfetto import save_trace_events, trace_events
+
+        events = [
+            trace_events(trace, made, graph if made is not None else None, strategy)
+            for strategy, (trace, made) in replays.items()
+        ]
+        save_trace_events(perfetto, events)
     return compare_table(rows, graph, platform, chosen)
 
 

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tmsim import InterferenceLevel, TmsimError
@@ -250,6 +252,25 @@ def add_plan_arguments(
     )
 
 
+def check_output(flag: str, path: str) -> None:
+    """Refuse an output file ``path`` (given with ``flag``) that cannot be written: a
+    directory, a missing or non-directory parent, a file or parent that is not writable.
+    Raises :class:`TmsimError`."""
+    target = Path(path)
+    parent = target.parent
+    where = f"{flag} {path}"
+    if target.is_dir():
+        raise TmsimError(f"{where}: is a directory, not a file")
+    if not parent.exists():
+        raise TmsimError(f"{where}: directory {str(parent)!r} does not exist")
+    if not parent.is_dir():
+        raise TmsimError(f"{where}: {str(parent)!r} is not a directory")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise TmsimError(f"{where}: the file is not writable")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise TmsimError(f"{where}: directory {str(parent)!r} is not writable")
+
+
 def capacity_from_args(args: argparse.Namespace) -> Capacity | None:
     """The capacity ``--ratio`` or ``--fast-bytes`` asks for, or None (the tier's own)."""
     if args.fast_bytes is not None:
@@ -291,6 +312,7 @@ __all__ = [
     "add_plan_arguments",
     "batch_arg",
     "capacity_from_args",
+    "check_output",
     "fraction_arg",
     "names_arg",
     "node_limit_arg",

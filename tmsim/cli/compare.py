@@ -15,10 +15,11 @@ import time
 from typing import Any, TextIO
 
 import tmsim
-from tmsim import STRATEGIES, InterferenceLevel
+from tmsim import STRATEGIES, InterferenceLevel, TmsimError
 from tmsim.cli.args import (
     add_interference_argument,
     add_plan_arguments,
+    check_output,
     names_arg,
     settings_from_args,
     size_arg,
@@ -59,6 +60,13 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument(
         "--out", type=text_arg, metavar="PATH", help="also write the table (.csv or .parquet)"
     )
+    p.add_argument(
+        "--perfetto",
+        type=text_arg,
+        metavar="PATH",
+        help="also write every replay as Chrome trace events (.json) for ui.perfetto.dev, "
+        "one group of tracks per strategy",
+    )
     p.add_argument("--json", action="store_true", help="print the rows as a JSON list")
     p.add_argument("--quiet", action="store_true", help="no progress display on stderr")
     p.set_defaults(func=_compare)
@@ -90,6 +98,10 @@ def _compare(args: argparse.Namespace) -> int:
     from tmsim.api.summaries import capacity_note
     from tmsim.api.tables import jsonable
 
+    if args.perfetto is not None:
+        if not args.perfetto.lower().endswith(".json"):
+            raise TmsimError(f"--perfetto {args.perfetto}: a trace-event file is written as .json")
+        check_output("--perfetto", args.perfetto)
     graph = graph_from_args(args)
     platform = tmsim.platform(args.platform)
     settings = settings_from_args(args)
@@ -103,6 +115,7 @@ def _compare(args: argparse.Namespace) -> int:
         cache_block_bytes=args.block_bytes,
         settings=settings,
         progress=progress,
+        perfetto=args.perfetto,
     )
     if progress is not None:
         progress.done()

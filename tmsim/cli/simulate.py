@@ -9,8 +9,8 @@ with one of the same fingerprint. Output paths are checked before any work is do
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -20,7 +20,7 @@ import tmsim
 from tmsim import Graph, InterferenceLevel, Plan, Run, TmsimError
 from tmsim.api.cache import CacheRun
 from tmsim.api.graphs import graph_of, match_graph
-from tmsim.cli.args import add_interference_argument
+from tmsim.cli.args import add_interference_argument, check_output
 from tmsim.cli.catalog import DTYPES, ZOO_NAMES
 
 #: Batch size when neither ``--batch``, the plan's zoo arguments nor its graph name
@@ -105,6 +105,12 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="PATH",
         help=f"draw the timeline to PATH ({', '.join(TIMELINE_SUFFIXES)})",
     )
+    p.add_argument(
+        "--perfetto",
+        metavar="PATH",
+        help="write the step as a Chrome trace-event file (.json) for ui.perfetto.dev: "
+        "kernels, copies and links on their tracks, each tier's bytes in use, tensor lifetimes",
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=_simulate)
 
@@ -182,16 +188,17 @@ def check_outputs(args: argparse.Namespace) -> None:
     missing or non-directory parent, a path or parent that is not writable, a timeline whose
     name ends in none of :data:`TIMELINE_SUFFIXES`, and one file named by both. Raises
     :class:`TmsimError`."""
-    for flag in ("plan", "file", "platform", "trace", "timeline"):
+    for flag in ("plan", "file", "platform", "trace", "timeline", "perfetto"):
         value = getattr(args, flag)
         if value is not None and "\0" in value:
             raise TmsimError(f"{'--' * (flag != 'plan')}{flag} {value!r} holds a NUL character")
-    given = [(f, p) for f, p in (("--trace", args.trace), ("--timeline", args.timeline)) if p]
-    for flag, path in (("--trace", args.trace), ("--timeline", args.timeline)):
+    outputs = tuple((f"--{label}", path) for label, path in _outputs(args))
+    given = [(f, p) for f, p in outputs if p]
+    for flag, path in outputs:
         if path is not None and not path:
             raise TmsimError(f"{flag} needs a file name")
     for flag, path in given:
-        _check_output(flag, path)
+        check_output(flag, path)
     suffix = Path(args.timeline).suffix if args.timeline else TIMELINE_SUFFIXES[0]
     if suffix.lower() not in TIMELINE_SUFFIXES:
         kind = f"{suffix!r} files" if suffix else "a file name without an ending"
@@ -199,26 +206,13 @@ def check_outputs(args: argparse.Namespace) -> None:
             f"--timeline {args.timeline}: cannot draw {kind}; name a file ending in "
             f"{', '.join(TIMELINE_SUFFIXES)}"
         )
-    if len(given) == 2 and Path(args.trace).resolve() == Path(args.timeline).resolve():
-        raise TmsimError(f"--trace and --timeline both name {args.trace}; give two files")
+    for (f1, p1), (f2, p2) in itertools.combinations(given, 2):
+        if Path(p1).resolve() == Path(p2).resolve():
+            raise TmsimError(f"{f1} and {f2} both name {p1}; give two files")
+    if args.perfetto and not args.perfetto.lower().endswith(".json"):
+        raise TmsimError(f"--perfetto {args.perfetto}: a trace-event file is written as .json")
     if args.trace and not args.trace.lower().endswith(TRACE_SUFFIX):
         raise TmsimError(f"--trace {args.trace}: a trace is written as a {TRACE_SUFFIX} file")
-
-
-def _check_output(flag: str, path: str) -> None:
-    target = Path(path)
-    parent = target.parent
-    where = f"{flag} {path}"
-    if target.is_dir():
-        raise TmsimError(f"{where}: is a directory, not a file")
-    if not parent.exists():
-        raise TmsimError(f"{where}: directory {str(parent)!r} does not exist")
-    if not parent.is_dir():
-        raise TmsimError(f"{where}: {str(parent)!r} is not a directory")
-    if target.exists() and not os.access(target, os.W_OK):
-        raise TmsimError(f"{where}: the file is not writable")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise TmsimError(f"{where}: directory {str(parent)!r} is not writable")
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -250,10 +244,13 @@ def _simulate(args: argparse.Namespace) -> int:
     tmsim.validate(plan, graph, platform).raise_if_invalid(shown=3)
     run = tmsim.simulate(plan, graph, platform, interference=_level(args), check=False)
     _save(run, args)
+    if args.perfetto:
+        run.perfetto(args.perfetto, graph)
     info = run.summary()
     if args.json:
         info["trace"] = args.trace
         info["timeline"] = args.timeline
+        info["perfetto"] = args.perfetto
         print(json.dumps(info, indent=2))
         return 0
     gb = 1e9
@@ -275,10 +272,15 @@ def _simulate(args: argparse.Namespace) -> int:
         lost = ", ".join(f"{cause} {s:.6f} s" for cause, s in info[key].items())
         print(f"{label:16s} {lost}")
     print(f"copies past      their kernels' ends {info['copies_past_kernel_s']:.6f} s")
-    for label, path in (("trace", args.trace), ("timeline", args.timeline)):
+    for label, path in _outputs(args):
         if path:
             print(f"saved {label:10s} {path}")
     return 0
+
+
+def _outputs(args: argparse.Namespace) -> tuple[tuple[str, str | None], ...]:
+    """The files a replay writes, by label."""
+    return (("trace", args.trace), ("timeline", args.timeline), ("perfetto", args.perfetto))
 
 
 def _level(args: argparse.Namespace) -> InterferenceLevel:
@@ -315,14 +317,17 @@ def _simulate_cache(args: argparse.Namespace) -> int:
         graph, platform, block_bytes=args.block_bytes, interference=_level(args), warm=not args.cold
     )
     _save(result, args)
+    if args.perfetto:
+        result.perfetto(args.perfetto)
     info = result.summary()
     if args.json:
         info["trace"] = args.trace
         info["timeline"] = args.timeline
+        info["perfetto"] = args.perfetto
         print(json.dumps(info, indent=2))
         return 0
     _print_cache(result, info)
-    for label, path in (("trace", args.trace), ("timeline", args.timeline)):
+    for label, path in _outputs(args):
         if path:
             print(f"saved {label:10s} {path}")
     return 0
