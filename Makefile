@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,dev,docs]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,dev,docs,torch]'
 	touch $(STAMP)
 
 demo: $(STAMP)

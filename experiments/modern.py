@@ -7,8 +7,9 @@ whose model state (16 bytes per parameter) outweighs its activations:
 
 - **GPU HBM with host DDR5 and NVMe behind it** (``h100-host-nvme``), and **Grace Hopper**
   (``gh200``), whose GPU also loads host LPDDR5X directly over NVLink-C2C: AutoTM's
-  synchronous MILP against vDNN-style activation offload and, on the PCIe machine, CUDA
-  managed memory, as the HBM shrinks;
+  synchronous MILP against the runtimes' own placements (ZeRO-Offload, and on the PCIe
+  machine ZeRO-Infinity's optimizer state on NVMe, PyTorch's save_on_cpu and vDNN-style
+  activation offload, CUDA managed memory), as the HBM shrinks;
 - **Xeon Max** in flat mode (HBM2e and DDR5 as two tiers software places: the MILP, and
   first touch) against cache mode (the HBM a hardware cache of the DDR5: ``2lm``, replayed by
   the cache simulator), at the same HBM capacity;
@@ -59,12 +60,24 @@ TITLE = "Today's machines: a transformer step's slowdown and energy against the 
 #: Line styles per strategy (``2lm``: Xeon Max in cache mode).
 LEGEND = {
     "sync": "AutoTM sync (MILP)",
+    "zero-offload": "ZeRO-Offload",
+    "zero-infinity": "ZeRO-Infinity (NVMe)",
+    "save-on-cpu": "activation offload (save_on_cpu)",
     "vdnn": "activation offload (vDNN)",
     "unified-memory": "CUDA managed memory",
     "first-touch": "first touch (NUMA)",
     "2lm": "hardware cache (cache mode)",
 }
-MARKERS = {"sync": "o", "vdnn": "s", "unified-memory": "x", "first-touch": "^", "2lm": "v"}
+MARKERS = {
+    "sync": "o",
+    "zero-offload": "D",
+    "zero-infinity": "P",
+    "save-on-cpu": "<",
+    "vdnn": "s",
+    "unified-memory": "x",
+    "first-touch": "^",
+    "2lm": "v",
+}
 
 #: The columns written before those of :func:`tmsim.comparison.rows_frame`.
 LEADING = ("platform", "workload", "kernels", "peak_bytes", "budget")
@@ -99,8 +112,15 @@ class Config:
     """
 
     points: tuple[tuple[str, str, int, int | None, str, tuple[str, ...]], ...] = (
-        ("h100-host-nvme", "llama_7b", 1, 8, "bf16", ("sync", "vdnn", "unified-memory")),
-        ("gh200", "llama_7b", 1, 8, "bf16", ("sync",)),
+        (
+            "h100-host-nvme",
+            "llama_7b",
+            1,
+            8,
+            "bf16",
+            ("sync", "zero-offload", "zero-infinity", "save-on-cpu", "vdnn", "unified-memory"),
+        ),
+        ("gh200", "llama_7b", 1, 8, "bf16", ("sync", "zero-offload")),
         ("xeonmax-flat", "llama_7b", 1, 2, "fp32", ("sync", "first-touch", "2lm")),
         ("spr-ddr5-cxl", "llama_7b", 1, 2, "fp32", ("sync", "first-touch")),
     )
@@ -256,7 +276,9 @@ def draw(frame: pd.DataFrame, on: AxesArg = None) -> Figure:
     """The figure of ``frame`` (:func:`compute`'s table, with its configuration in ``attrs``):
     one column per point, slowdown over all-fast in the first row and energy per step over
     all-fast in the second, the budget (share of the all-fast peak) on the x axes, one line
-    per strategy; on a figure of its own, or on the Axes ``on`` (two rows of panels)."""
+    per strategy (a log scale where one is twenty times another), and the years a rated device
+    (an NVMe drive) lasts under each strategy that writes it; on a figure of its own, or on
+    the Axes ``on`` (two rows of panels)."""
     config = frame.attrs["config"]
     presets = [p[0] for p in config["points"]]
     size = (2.9 * len(presets) + 0.6, 5.6)
@@ -267,6 +289,7 @@ def draw(frame: pd.DataFrame, on: AxesArg = None) -> Figure:
         workload = str(mine["workload"].iloc[0]) if len(mine) else ""
         _lines(axes[0][c], mine, mine["slowdown"])
         _lines(axes[1][c], mine, ratio[mine.index])
+        _wear_note(axes[1][c], mine)
         axes[0][c].set_title(f"{preset}\n{workload}", fontsize=8)
         axes[1][c].set_xlabel("fast tier / all-fast peak", fontsize=8)
     axes[0][0].set_ylabel("slowdown vs all-fast (x)", fontsize=8)
@@ -289,6 +312,18 @@ def draw(frame: pd.DataFrame, on: AxesArg = None) -> Figure:
     return fig
 
 
+def _wear_note(ax: Axes, rows: pd.DataFrame) -> None:
+    """The fewest years a rated device lasts under each strategy that writes it, as text."""
+    wear = rows.dropna(subset=["wear_years"]).groupby("strategy")["wear_years"].min()
+    if wear.empty:
+        return
+    text = "\n".join(
+        f"{LEGEND.get(str(name), str(name))}: {rows['wear_tier'].iloc[0]} worn in {years:.2g} y"
+        for name, years in wear.items()
+    )
+    ax.text(0.02, 0.5, text, transform=ax.transAxes, fontsize=6.5, va="center")
+
+
 def _lines(ax: Axes, rows: pd.DataFrame, values: pd.Series) -> None:
     """One panel: each strategy's ``values`` at each budget it ran."""
     for strategy in LEGEND:
@@ -309,6 +344,9 @@ def _lines(ax: Axes, rows: pd.DataFrame, values: pd.Series) -> None:
             label=LEGEND[strategy],
         )
     ax.axhline(1.0, color=COLORS["all-fast"], lw=0.8, ls=":")
+    finite = values[np.isfinite(values.to_numpy(dtype=float))]
+    if len(finite) and float(finite.max()) > 20 * max(float(finite.min()), 1e-12):
+        ax.set_yscale("log")  # a line two orders of magnitude above the others
     ax.invert_xaxis()
     ax.tick_params(labelsize=7)
     ax.grid(alpha=0.3)

@@ -1,5 +1,5 @@
-"""hwmodels: parameterized hardware models (memory tiers, compute, copy paths, kernel links,
-2LM cache, memory mode, the unified-memory driver).
+"""hwmodels: parameterized hardware models (memory tiers, compute and the host CPU beside it,
+copy paths, kernel links, 2LM cache, memory mode, the unified-memory driver).
 
 Pure values (frozen dataclasses, SI units, the unit in every field name) and pure, numpy-
 vectorized cost functions; presets are TOML files under ``hwmodels/presets/``. Every number
@@ -11,7 +11,14 @@ object is :class:`CacheState`, the explicit state of the 2LM cache simulator.
 
 from hwmodels.cache import DramCache
 from hwmodels.cachesim import CacheState, CacheTraffic, new_cache_state, simulate_accesses
-from hwmodels.compute import ClassEfficiency, Compute, OpClass, canonical_dtype, op_class
+from hwmodels.compute import (
+    ClassEfficiency,
+    Compute,
+    HostCompute,
+    OpClass,
+    canonical_dtype,
+    op_class,
+)
 from hwmodels.energy import Energy, LinkEnergy, TierEnergy
 from hwmodels.errors import HardwareModelError
 from hwmodels.memory_mode import MemoryMode
@@ -49,6 +56,7 @@ __all__ = [
     "DramCache",
     "Energy",
     "HardwareModelError",
+    "HostCompute",
     "Interference",
     "KernelLink",
     "KernelTimes",

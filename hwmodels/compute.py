@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from types import MappingProxyType
 
 from hwmodels._checks import COUNT, FRACTION, LATENCY, RATE, count, fraction, latency, rate, shown
 from hwmodels.errors import HardwareModelError
@@ -37,15 +39,110 @@ _CLASS_KEYWORDS: tuple[tuple[OpClass, tuple[str, ...]], ...] = (
 )
 
 
-def op_class(op: str) -> OpClass:
-    """Class of the op named ``op`` (case-insensitive substring match).
+#: PyTorch's operators by exact name (``torch.ops.aten.NAME``, the overload left out) and
+#: their classes. Substrings mislead on these names (``addmm`` and ``mm`` name no "matmul";
+#: ``prims.convert_element_type`` holds "conv"), so an op spelled ``aten.NAME`` or
+#: ``prims.NAME`` is looked up here and is ELEMENTWISE when absent. Fused attention
+#: (``_scaled_dot_product_*``) is two or more matrix products per head: MATMUL.
+_ATEN_CLASSES: Mapping[str, OpClass] = MappingProxyType(
+    {
+        **dict.fromkeys(
+            (
+                "convolution",
+                "convolution_backward",
+                "_convolution",
+                "conv1d",
+                "conv2d",
+                "conv3d",
+                "conv_transpose1d",
+                "conv_transpose2d",
+                "conv_transpose3d",
+                "cudnn_convolution",
+                "cudnn_convolution_transpose",
+                "mkldnn_convolution",
+                "_slow_conv2d_forward",
+                "_slow_conv2d_backward",
+                "_conv_depthwise2d",
+            ),
+            OpClass.CONV,
+        ),
+        **dict.fromkeys(
+            (
+                "mm",
+                "addmm",
+                "bmm",
+                "baddbmm",
+                "addbmm",
+                "matmul",
+                "linear",
+                "mv",
+                "addmv",
+                "dot",
+                "einsum",
+                "_scaled_mm",
+                "scaled_dot_product_attention",
+                "_scaled_dot_product_flash_attention",
+                "_scaled_dot_product_flash_attention_backward",
+                "_scaled_dot_product_flash_attention_for_cpu",
+                "_scaled_dot_product_flash_attention_for_cpu_backward",
+                "_scaled_dot_product_efficient_attention",
+                "_scaled_dot_product_efficient_attention_backward",
+                "_scaled_dot_product_cudnn_attention",
+                "_scaled_dot_product_cudnn_attention_backward",
+                "_flash_attention_forward",
+                "_flash_attention_backward",
+                "_efficient_attention_forward",
+                "_efficient_attention_backward",
+            ),
+            OpClass.MATMUL,
+        ),
+        **dict.fromkeys(
+            (
+                "native_batch_norm",
+                "native_batch_norm_backward",
+                "_native_batch_norm_legit",
+                "_native_batch_norm_legit_functional",
+                "_native_batch_norm_legit_no_training",
+                "batch_norm_backward",
+                "cudnn_batch_norm",
+                "cudnn_batch_norm_backward",
+                "native_layer_norm",
+                "native_layer_norm_backward",
+                "native_group_norm",
+                "native_group_norm_backward",
+                "_fused_rms_norm",
+                "_fused_rms_norm_backward",
+                "_softmax",
+                "_softmax_backward_data",
+                "_log_softmax",
+                "_log_softmax_backward_data",
+                "_safe_softmax",
+            ),
+            OpClass.NORM,
+        ),
+    }
+)
+#: The namespaces whose op names :data:`_ATEN_CLASSES` decides.
+_ATEN_NAMESPACES = ("aten", "prims")
 
-    ``conv`` -> CONV; ``matmul``, ``gemm``, ``bmm``, ``linear``, ``dense``,
-    ``fully_connected``, ``inner_product``, ``einsum`` -> MATMUL; ``norm``, ``softmax`` -> NORM;
-    anything else -> ELEMENTWISE, the documented default: an op we do not recognise is assumed
-    to stream memory, which is what most non-GEMM kernels of a training step do.
+
+def op_class(op: str) -> OpClass:
+    """Class of the op named ``op`` (case-insensitive).
+
+    A PyTorch operator spelled ``aten.NAME`` or ``prims.NAME`` (an overload such as
+    ``.default`` may follow) takes its class from an exact table of names: convolutions and
+    their backward -> CONV; ``mm``, ``addmm``, ``bmm``, ``baddbmm``, fused attention ->
+    MATMUL; batch, layer and group norm, softmax and their backward -> NORM; any other ->
+    ELEMENTWISE. Any other op name is matched by substring: ``conv`` -> CONV; ``matmul``,
+    ``gemm``, ``bmm``, ``linear``, ``dense``, ``fully_connected``, ``inner_product``,
+    ``einsum`` -> MATMUL; ``norm``, ``softmax`` -> NORM; anything else -> ELEMENTWISE, the
+    documented default: an op we do not recognise is assumed to stream memory, which is what
+    most non-GEMM kernels of a training step do.
     """
     name = op.lower()
+    namespace, _, rest = name.partition(".")
+    if namespace in _ATEN_NAMESPACES and rest:
+        return _ATEN_CLASSES.get(rest.partition(".")[0], OpClass.ELEMENTWISE)
     for cls, keys in _CLASS_KEYWORDS:
         if any(k in name for k in keys):
             return cls
@@ -179,3 +276,47 @@ class Compute:
             if e.op_class is key:
                 return e
         raise AssertionError("validated in __post_init__")  # pragma: no cover
+
+
+@dataclass(frozen=True, slots=True)
+class HostCompute:
+    """The host's CPU beside a platform's compute device (a GPU's host), which may run some
+    kernels itself (an optimizer step offloaded to the host, as in ZeRO-Offload).
+
+    - ``compute``: the CPU as a :class:`Compute` (its peaks, efficiencies, launch overhead and
+      cores, which a kernel presents as writers to a tier);
+    - ``kernel_tiers``: names of the tiers it reads and writes directly (its own memory),
+      at their own rates (no kernel link): at least one, none twice. Whether they are tiers
+      of the platform is :class:`~hwmodels.platform.Platform`'s check.
+
+    Raises :class:`HardwareModelError` for a ``compute`` that is not a :class:`Compute` or a
+    tier list that is empty, names a tier twice or holds something other than names.
+    """
+
+    compute: Compute
+    kernel_tiers: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.compute, Compute):
+            raise HardwareModelError("host_compute: compute must be a Compute")
+        tiers = self.kernel_tiers
+        if not isinstance(tiers, tuple) or not all(isinstance(t, str) for t in tiers):
+            raise HardwareModelError("host_compute: kernel_tiers must be a tuple of tier names")
+        if not tiers:
+            raise HardwareModelError("host_compute: kernel_tiers is empty")
+        if len(set(tiers)) != len(tiers):
+            raise HardwareModelError("host_compute: kernel_tiers lists a tier twice")
+
+    def check_tiers(self, where: str, tier_names: tuple[str, ...], hidden: str | None) -> None:
+        """Raise :class:`HardwareModelError` (prefixed ``where``) unless every tier of
+        ``kernel_tiers`` is one of ``tier_names`` and none is ``hidden`` (a 2LM cache tier)."""
+        for t in self.kernel_tiers:
+            if t not in tier_names:
+                raise HardwareModelError(
+                    f"{where}: host_compute: kernel_tiers names unknown tier {t!r}; tiers are "
+                    f"{', '.join(tier_names)}"
+                )
+            if t == hidden:
+                raise HardwareModelError(
+                    f"{where}: host_compute: the cache tier {t!r} is hidden in memory mode"
+                )

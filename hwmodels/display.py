@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hwmodels.platform import Platform
 
 #: One row of a summary: a label and its value, both already formatted as text.
 SummaryRow = tuple[str, str]
@@ -51,4 +55,55 @@ def gigabytes(size_bytes: float) -> str:
     return f"{size_bytes / 1e9:,.3f} GB"
 
 
-__all__ = ["SummaryRow", "gigabytes", "html_table", "text_table"]
+def platform_rows(p: Platform) -> list[SummaryRow]:
+    """``p``'s headline numbers as ``(label, value)`` text: each tier's capacity and
+    bandwidths, each copy path's rates, the kernel tiers and links, the compute device and
+    host compute, and the optional models present."""
+    rows = [
+        (
+            f"tier {t.name}",
+            f"{gigabytes(t.capacity_bytes)}, read {t.read_bw_bytes_per_s / 1e9:g} GB/s, "
+            f"write {t.write_bw_bytes_per_s / 1e9:g} GB/s"
+            + (" (2LM cache)" if p.cache and t.name == p.cache.cache_tier else ""),
+        )
+        for t in p.tiers
+    ]
+    rows += [
+        (
+            f"copy {c.src}->{c.dst}",
+            f"sync {c.sync_bw_bytes_per_s / 1e9:g} GB/s, async "
+            f"{c.async_bw_bytes_per_s / 1e9:g} GB/s",
+        )
+        for c in p.copy_paths
+    ]
+    rows.append(("kernels reach", ", ".join(p.kernel_tiers)))
+    rows += [
+        (
+            f"kernel link to {k.tier}",
+            f"read {k.read_bw_bytes_per_s / 1e9:g} GB/s, write "
+            f"{k.write_bw_bytes_per_s / 1e9:g} GB/s",
+        )
+        for k in p.kernel_links
+    ]
+    rows.append(("compute", f"{p.compute.cores} cores"))
+    if p.host_compute is not None:
+        host = p.host_compute
+        rows.append(
+            (
+                "host compute",
+                f"{host.compute.cores} cores, reach {', '.join(host.kernel_tiers)}",
+            )
+        )
+    models = {
+        "memory controller": p.controller,
+        "copy thread": p.copy_thread,
+        "memory mode": p.memory_mode,
+        "unified memory": p.unified_memory,
+        "energy": p.energy,
+    }
+    present = [name for name, model in models.items() if model is not None]
+    rows.append(("models", ", ".join(present) or "none"))
+    return rows
+
+
+__all__ = ["SummaryRow", "gigabytes", "html_table", "platform_rows", "text_table"]

@@ -11,6 +11,9 @@ A preset gives them in an optional ``[energy]`` table (units in the key names, a
     [energy.flop]                       # per dtype the compute device has a peak for
     fp32_pJ_per_flop = 10.4
 
+    [energy.host_flop]                  # the host CPU's, where it runs kernels (optional)
+    fp32_pJ_per_flop = 52.6
+
     [[energy.tiers]]
     name = "nvme"
     read_energy_pJ_per_byte = 1200.0    # or _nJ_per_byte, _J_per_byte, _pJ_per_bit
@@ -128,7 +131,8 @@ class LinkEnergy:
 
 @dataclass(frozen=True, slots=True)
 class Energy:
-    """A platform's energy model: ``flop_j`` (canonical dtype -> J per FLOP),
+    """A platform's energy model: ``flop_j`` (canonical dtype -> J per FLOP of the compute
+    device), ``host_flop_j`` (the same for the host CPU, where it runs kernels),
     ``compute_static_w``, ``tiers`` and ``links`` (each named at most once)."""
 
     flop_j: tuple[tuple[str, float], ...]
@@ -136,13 +140,16 @@ class Energy:
     links: tuple[LinkEnergy, ...] = ()
     compute_static_w: float = 0.0
     source: str = ""
+    host_flop_j: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         _finite(self.compute_static_w, "energy", "compute_static_W", strict=False)
-        for dtype, j in self.flop_j:
-            _finite(j, "energy.flop", dtype, strict=False)
+        for table, pairs in (("energy.flop", self.flop_j), ("energy.host_flop", self.host_flop_j)):
+            for dtype, j in pairs:
+                _finite(j, table, dtype, strict=False)
         for what, keys in (
             ("dtype", [d for d, _ in self.flop_j]),
+            ("host dtype", [d for d, _ in self.host_flop_j]),
             ("tier", [t.tier for t in self.tiers]),
             ("link", [f"{k.src}->{k.dst}" for k in self.links]),
         ):
@@ -158,22 +165,32 @@ class Energy:
         """The link's entry, or None where the table does not name it."""
         return next((k for k in self.links if k.src == src and k.dst == dst), None)
 
-    def j_per_flop(self, dtype: str) -> float:
-        """J per FLOP in ``dtype`` (0 where the table gives none for it)."""
+    def j_per_flop(self, dtype: str, host: bool = False) -> float:
+        """J per FLOP in ``dtype`` on the compute device, or on the host CPU with ``host``
+        (0 where the table gives none for it)."""
         key = canonical_dtype(dtype)
-        return next((j for d, j in self.flop_j if d == key), 0.0)
+        return next((j for d, j in (self.host_flop_j if host else self.flop_j) if d == key), 0.0)
 
     def check_against(
-        self, tiers: Iterable[str], pairs: Iterable[tuple[str, str]], dtypes: Iterable[str]
+        self,
+        tiers: Iterable[str],
+        pairs: Iterable[tuple[str, str]],
+        dtypes: Iterable[str],
+        host_dtypes: Iterable[str] = (),
     ) -> None:
         """Raise :class:`HardwareModelError` for a tier, link or dtype the platform lacks
-        (``dtypes``: those its compute device has a peak for)."""
-        names, joined, known = set(tiers), set(pairs), set(dtypes)
-        for dtype, _ in self.flop_j:
-            if dtype not in known:
-                raise HardwareModelError(
-                    f"energy.flop: no peak for dtype {dtype!r}; known: {', '.join(sorted(known))}"
-                )
+        (``dtypes`` / ``host_dtypes``: those its compute device / host CPU has a peak for)."""
+        names, joined = set(tiers), set(pairs)
+        for table, pairs_j, known in (
+            ("energy.flop", self.flop_j, set(dtypes)),
+            ("energy.host_flop", self.host_flop_j, set(host_dtypes)),
+        ):
+            for dtype, _ in pairs_j:
+                if dtype not in known:
+                    listed = ", ".join(sorted(known)) or "none (no such compute)"
+                    raise HardwareModelError(
+                        f"{table}: no peak for dtype {dtype!r}; known: {listed}"
+                    )
         for t in self.tiers:
             if t.tier not in names:
                 raise HardwareModelError(f"energy: unknown tier {t.tier!r}")
@@ -185,15 +202,8 @@ class Energy:
 def energy_from_table(t: Table) -> Energy:
     """Read an ``[energy]`` table (see the module documentation); raises
     :class:`HardwareModelError` naming the field for anything wrong in it."""
-    flop: list[tuple[str, float]] = []
-    if t.has("flop"):
-        f = t.table("flop")
-        for key in list(f.data):
-            unit = next((u for u in PER_FLOP if key.endswith(f"_{u}")), None)
-            if unit is None:
-                f.fail(f"{key}: give <dtype>_<unit> with a unit of {', '.join(PER_FLOP)}")
-            flop.append((canonical_dtype(key[: -len(unit) - 1]), f.number(key) * PER_FLOP[unit]))
-        f.done()
+    flop = _flop_table(t, "flop")
+    host_flop = _flop_table(t, "host_flop")
     tiers = [
         _tier_energy(Table(raw, t.origin, f"{t.where}.tiers[{i}]"))
         for i, raw in enumerate(t.array("tiers") if t.has("tiers") else [])
@@ -216,9 +226,25 @@ def energy_from_table(t: Table) -> Energy:
         tuple(links),
         t.quantity("compute_static", POWER, strict=False, default=0.0),
         t.string("source", ""),
+        tuple(host_flop),
     )
     t.done()
     return energy
+
+
+def _flop_table(t: Table, key: str) -> list[tuple[str, float]]:
+    """The ``(dtype, J per FLOP)`` pairs of table ``key`` (``<dtype>_<unit>`` keys), if any."""
+    out: list[tuple[str, float]] = []
+    if not t.has(key):
+        return out
+    f = t.table(key)
+    for name in list(f.data):
+        unit = next((u for u in PER_FLOP if name.endswith(f"_{u}")), None)
+        if unit is None:
+            f.fail(f"{name}: give <dtype>_<unit> with a unit of {', '.join(PER_FLOP)}")
+        out.append((canonical_dtype(name[: -len(unit) - 1]), f.number(name) * PER_FLOP[unit]))
+    f.done()
+    return out
 
 
 def _tier_energy(t: Table) -> TierEnergy:
@@ -253,6 +279,8 @@ def energy_to_dict(e: Energy) -> dict[str, Any]:
             for k in e.links
         ],
     }
+    if e.host_flop_j:  # omitted when empty, as a table of its own is
+        out["host_flop"] = {f"{d}_J_per_flop": j for d, j in e.host_flop_j}
     for t in e.tiers:
         row: dict[str, Any] = {
             "name": t.tier,

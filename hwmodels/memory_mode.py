@@ -19,10 +19,14 @@ machine in Memory Mode at its full 192 GiB of DRAM).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from hwmodels.cache import check_line_fields
+from hwmodels.cache import DramCache, check_line_fields
 from hwmodels.errors import HardwareModelError
+
+if TYPE_CHECKING:
+    from hwmodels.platform import Platform
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,3 +59,47 @@ class MemoryMode:
     def set_bytes(self) -> int:
         """Bytes of one set (``line_bytes * associativity``): the cache's capacity unit."""
         return self.line_bytes * self.associativity
+
+
+def memory_mode_platform(platform: Platform, cache_bytes: int) -> Platform:
+    """``platform`` in memory mode with a cache of ``cache_bytes``: what
+    :meth:`Platform.in_memory_mode <hwmodels.platform.Platform.in_memory_mode>` returns (see
+    there for the rules and errors)."""
+    mode = platform.memory_mode
+    where = f"platform {platform.name!r}"
+    if mode is None:
+        raise HardwareModelError(f"{where}: no memory mode (the platform has no [memory_mode])")
+    tiers = platform.addressable_tiers
+    if len(tiers) < 2:
+        raise HardwareModelError(
+            f"{where}: memory mode needs two addressable tiers, a cache and its backing tier; "
+            f"it has {len(tiers)}"
+        )
+    capacity = cache_bytes // mode.set_bytes * mode.set_bytes
+    if capacity <= 0:
+        raise HardwareModelError(
+            f"{where}: a {cache_bytes}-byte cache is smaller than one set ({mode.set_bytes} B)"
+        )
+    fast, slow = tiers[0].name, tiers[1].name
+    cache = DramCache(
+        cache_tier=fast,
+        backing_tier=slow,
+        capacity_bytes=capacity,
+        line_bytes=mode.line_bytes,
+        associativity=mode.associativity,
+        write_back=mode.write_back,
+        write_allocate=mode.write_allocate,
+        miss_latency_s=mode.miss_latency_s,
+        source=f"memory mode of {platform.name} at {capacity} bytes: {mode.source}",
+    )
+    links = tuple(k for k in platform.kernel_links if k.tier == slow)
+    return replace(
+        platform,
+        name=f"{platform.name}-2lm",
+        kernel_tiers=(slow,),
+        copy_paths=(),
+        cache=cache,
+        kernel_links=links,
+        energy=None if platform.energy is None else replace(platform.energy, links=()),
+        host_compute=None,
+    )

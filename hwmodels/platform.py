@@ -1,19 +1,19 @@
 """The platform: memory tiers, a compute device, copy paths, the links through which kernels
-reach tiers behind an interconnect, an optional 2LM cache, and the optional descriptions of its
-memory mode and unified-memory driver."""
+reach tiers behind an interconnect, an optional 2LM cache, the optional descriptions of its
+memory mode and unified-memory driver, and the optional host CPU beside its compute device."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
 from hwmodels.cache import DramCache
-from hwmodels.compute import Compute
+from hwmodels.compute import Compute, HostCompute
 from hwmodels.controller import MemoryController
 from hwmodels.copythread import CopyThread
-from hwmodels.display import SummaryRow, gigabytes, html_table, text_table
+from hwmodels.display import SummaryRow, html_table, platform_rows, text_table
 from hwmodels.energy import Energy
 from hwmodels.errors import HardwareModelError
-from hwmodels.memory_mode import MemoryMode
+from hwmodels.memory_mode import MemoryMode, memory_mode_platform
 from hwmodels.paths import CopyPath, KernelLink
 from hwmodels.tiers import MemoryTier
 from hwmodels.unified_memory import UnifiedMemory
@@ -66,6 +66,10 @@ class Platform:
       every kernel tier at the tier's own rate.
     - ``energy``: with an :class:`~hwmodels.energy.Energy`, what bytes and FLOPs cost and how
       long the devices last (its tiers, links and dtypes must be the platform's).
+    - ``host_compute``: with a :class:`~hwmodels.compute.HostCompute`, the host CPU beside the
+      compute device (a GPU's host), which may run kernels of its own on the tiers it
+      reaches, at their own rates (:meth:`host_kernel_tier_mask`). None (the default): every
+      kernel runs on ``compute``.
 
     Raises :class:`HardwareModelError` for: no tiers; duplicate tier names; tiers not ordered
     fastest first; a copy path, kernel tier or cache naming an unknown tier; two copy paths for
@@ -75,7 +79,8 @@ class Platform:
     ``unified_memory`` of the wrong type, or a memory mode on a platform of one tier; a
     ``controller`` or ``copy_thread`` naming an unknown tier; a kernel link that is not a
     :class:`~hwmodels.paths.KernelLink`, names a tier kernels do not reach, or is the second
-    for its tier.
+    for its tier; a ``host_compute`` that is not a :class:`~hwmodels.compute.HostCompute`, or
+    whose tiers are unknown or include a 2LM cache tier.
 
     A platform of one tier is valid: kernels reach it, nothing moves (a CPU and GPU sharing
     one memory, as on an APU).
@@ -96,6 +101,7 @@ class Platform:
     copy_thread: CopyThread | None = None
     kernel_links: tuple[KernelLink, ...] = ()
     energy: Energy | None = None
+    host_compute: HostCompute | None = None
 
     def __post_init__(self) -> None:
         where = f"platform {self.name!r}"
@@ -170,12 +176,18 @@ class Platform:
         self._check_driver_models(where)
         self._check_controller(where, known)
         self._check_kernel_links(where)
+        if self.host_compute is not None:
+            if not isinstance(self.host_compute, HostCompute):
+                raise HardwareModelError(f"{where}: host_compute must be a HostCompute")
+            hidden = self.cache.cache_tier if self.cache is not None else None
+            self.host_compute.check_tiers(where, self.tier_names, hidden)
         if self.energy is not None:
             if not isinstance(self.energy, Energy):
                 raise HardwareModelError(f"{where}: energy must be an Energy")
             pairs = [(c.src, c.dst) for c in self.copy_paths]
             try:
-                self.energy.check_against(known, pairs, self.compute.dtypes)
+                host = self.host_compute.compute.dtypes if self.host_compute is not None else ()
+                self.energy.check_against(known, pairs, self.compute.dtypes, host)
             except HardwareModelError as exc:
                 raise HardwareModelError(f"{where}: {exc}") from None
 
@@ -249,44 +261,10 @@ class Platform:
                 )
 
     def summary_rows(self) -> list[SummaryRow]:
-        """Headline numbers as ``(label, value)`` text: each tier's capacity and bandwidths,
-        each copy path's rates, the compute device and the optional models present."""
-        rows = [
-            (
-                f"tier {t.name}",
-                f"{gigabytes(t.capacity_bytes)}, read {t.read_bw_bytes_per_s / 1e9:g} GB/s, "
-                f"write {t.write_bw_bytes_per_s / 1e9:g} GB/s"
-                + (" (2LM cache)" if self.cache and t.name == self.cache.cache_tier else ""),
-            )
-            for t in self.tiers
-        ]
-        rows += [
-            (
-                f"copy {c.src}->{c.dst}",
-                f"sync {c.sync_bw_bytes_per_s / 1e9:g} GB/s, async "
-                f"{c.async_bw_bytes_per_s / 1e9:g} GB/s",
-            )
-            for c in self.copy_paths
-        ]
-        rows.append(("kernels reach", ", ".join(self.kernel_tiers)))
-        rows += [
-            (
-                f"kernel link to {k.tier}",
-                f"read {k.read_bw_bytes_per_s / 1e9:g} GB/s, write "
-                f"{k.write_bw_bytes_per_s / 1e9:g} GB/s",
-            )
-            for k in self.kernel_links
-        ]
-        rows.append(("compute", f"{self.compute.cores} cores"))
-        models = {
-            "memory controller": self.controller,
-            "copy thread": self.copy_thread,
-            "memory mode": self.memory_mode,
-            "unified memory": self.unified_memory,
-        }
-        present = [name for name, model in models.items() if model is not None]
-        rows.append(("models", ", ".join(present) or "none"))
-        return rows
+        """Headline numbers as ``(label, value)`` text (:func:`hwmodels.display.platform_rows`):
+        each tier's capacity and bandwidths, each copy path's rates, the compute device and
+        the optional models present."""
+        return platform_rows(self)
 
     def __repr__(self) -> str:
         return text_table(f"Platform {self.name!r}", self.summary_rows())
@@ -365,6 +343,12 @@ class Platform:
         """For each tier (fastest first), whether kernels may access it directly."""
         return tuple(t.name in self.kernel_tiers for t in self.tiers)
 
+    def host_kernel_tier_mask(self) -> tuple[bool, ...]:
+        """For each tier (fastest first), whether the host compute may access it directly
+        (all False without a host compute)."""
+        reach = self.host_compute.kernel_tiers if self.host_compute is not None else ()
+        return tuple(t.name in reach for t in self.tiers)
+
     def with_tier_capacity(self, name: str, capacity_bytes: int) -> Platform:
         """This platform with tier ``name`` holding ``capacity_bytes``, all else equal (the
         name too). Pure. Raises :class:`HardwareModelError` for an unknown tier or a capacity
@@ -383,43 +367,7 @@ class Platform:
         has one, and nothing copies. Pure. Raises :class:`HardwareModelError` (one line) if the
         platform has no memory mode, has fewer than two addressable tiers (it is in memory mode
         already, or has one tier), if ``cache_bytes`` is below one set, or if the cache is
-        larger than its tier.
+        larger than its tier. The host compute is not carried over (nothing runs kernels on
+        the host of a platform in memory mode).
         """
-        platform = self
-        mode = platform.memory_mode
-        where = f"platform {platform.name!r}"
-        if mode is None:
-            raise HardwareModelError(f"{where}: no memory mode (the platform has no [memory_mode])")
-        tiers = platform.addressable_tiers
-        if len(tiers) < 2:
-            raise HardwareModelError(
-                f"{where}: memory mode needs two addressable tiers, a cache and its backing tier; "
-                f"it has {len(tiers)}"
-            )
-        capacity = cache_bytes // mode.set_bytes * mode.set_bytes
-        if capacity <= 0:
-            raise HardwareModelError(
-                f"{where}: a {cache_bytes}-byte cache is smaller than one set ({mode.set_bytes} B)"
-            )
-        fast, slow = tiers[0].name, tiers[1].name
-        cache = DramCache(
-            cache_tier=fast,
-            backing_tier=slow,
-            capacity_bytes=capacity,
-            line_bytes=mode.line_bytes,
-            associativity=mode.associativity,
-            write_back=mode.write_back,
-            write_allocate=mode.write_allocate,
-            miss_latency_s=mode.miss_latency_s,
-            source=f"memory mode of {platform.name} at {capacity} bytes: {mode.source}",
-        )
-        links = tuple(k for k in platform.kernel_links if k.tier == slow)
-        return replace(
-            platform,
-            name=f"{platform.name}-2lm",
-            kernel_tiers=(slow,),
-            copy_paths=(),
-            cache=cache,
-            kernel_links=links,
-            energy=None if platform.energy is None else replace(platform.energy, links=()),
-        )
+        return memory_mode_platform(self, cache_bytes)

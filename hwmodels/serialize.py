@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from hwmodels.cache import LINE_FIELDS, DramCache
-from hwmodels.compute import ClassEfficiency, Compute, OpClass
+from hwmodels.compute import ClassEfficiency, Compute, HostCompute, OpClass
 from hwmodels.controller import BusWeight, MemoryController
 from hwmodels.copythread import CopyThread, ThreadRates
 from hwmodels.energy import energy_from_table, energy_to_dict
@@ -79,6 +79,30 @@ def _compute(c: Table) -> Compute:
     )
     c.done()
     return compute
+
+
+def _host_compute(h: Table) -> HostCompute:
+    """A ``[host_compute]`` table: a ``[compute]`` table's fields and ``kernel_tiers``, the
+    names of the tiers the host CPU reaches."""
+    tiers = h.array("kernel_tiers")
+    for name in tiers:
+        if not isinstance(name, str):
+            h.fail(f"kernel_tiers must list tier names, got {type_name(name)}")
+    return HostCompute(_compute(h), tuple(tiers))
+
+
+def _compute_dict(c: Compute) -> dict[str, Any]:
+    """A compute device as plain data in SI units (the ``[compute]`` keys)."""
+    return {
+        "name": c.name,
+        "cores": c.cores,
+        "launch_overhead_s": c.launch_overhead_s,
+        "source": c.source,
+        "peak_flop_per_s": dict(c.peak_flop_per_s),
+        "efficiency": {
+            e.op_class.value: {"compute": e.compute, "memory": e.memory} for e in c.efficiencies
+        },
+    }
 
 
 def _copy_path(p: Table, thread: CopyThread | None) -> CopyPath:
@@ -270,6 +294,7 @@ def _platform(top: Table) -> Platform:
     mode = top.get("memory_mode") if top.has("memory_mode") else None
     driver = top.get("unified_memory") if top.has("unified_memory") else None
     ctl = top.get("controller") if top.has("controller") else None
+    host = top.get("host_compute") if top.has("host_compute") else None
     platform = Platform(
         name=top.string("name"),
         tiers=tuple(tiers),
@@ -287,6 +312,7 @@ def _platform(top: Table) -> Platform:
         controller=None if ctl is None else _controller(Table(ctl, origin, "controller")),
         copy_thread=copy_thread,
         kernel_links=links,
+        host_compute=None if host is None else _host_compute(Table(host, origin, "host_compute")),
     )
     if top.has("energy"):  # after the platform's own checks, whose errors come first
         platform = replace(platform, energy=energy_from_table(top.table("energy")))
@@ -297,8 +323,9 @@ def _platform(top: Table) -> Platform:
 def platform_to_dict(p: Platform) -> dict[str, Any]:
     """The platform as plain data in SI units (keys as :func:`platform_from_dict` reads them).
 
-    ``cache``, ``memory_mode``, ``unified_memory``, ``controller``, ``copy_thread`` and
-    ``energy`` are omitted when None (TOML has no null), ``kernel_links`` when there are none.
+    ``cache``, ``memory_mode``, ``unified_memory``, ``controller``, ``copy_thread``,
+    ``energy`` and ``host_compute`` are omitted when None (TOML has no null), ``kernel_links``
+    when there are none.
     """
     out: dict[str, Any] = {
         "name": p.name,
@@ -325,17 +352,7 @@ def platform_to_dict(p: Platform) -> dict[str, Any]:
             }
             for t in p.tiers
         ],
-        "compute": {
-            "name": p.compute.name,
-            "cores": p.compute.cores,
-            "launch_overhead_s": p.compute.launch_overhead_s,
-            "source": p.compute.source,
-            "peak_flop_per_s": dict(p.compute.peak_flop_per_s),
-            "efficiency": {
-                e.op_class.value: {"compute": e.compute, "memory": e.memory}
-                for e in p.compute.efficiencies
-            },
-        },
+        "compute": _compute_dict(p.compute),
         "copy_paths": [
             {
                 "src": c.src,
@@ -359,6 +376,9 @@ def platform_to_dict(p: Platform) -> dict[str, Any]:
             }
             for k in p.kernel_links
         ]
+    if p.host_compute is not None:
+        h = p.host_compute
+        out["host_compute"] = {**_compute_dict(h.compute), "kernel_tiers": list(h.kernel_tiers)}
     if p.energy is not None:
         out["energy"] = energy_to_dict(p.energy)
     if p.cache is not None:

@@ -94,8 +94,9 @@ def roofline(
     dtype: str | Sequence[str] = "fp32",
     overlap: Overlap | str = Overlap.MAX,
     mix_interference: bool = False,
+    host: bool = False,
 ) -> KernelTimes:
-    """Roofline time of ``n`` kernels.
+    """Roofline time of ``n`` kernels (on the platform's host compute, with ``host``).
 
     - ``flops`` [n]: FLOPs of each kernel; ``op_classes``: one class for all or one per kernel;
       ``dtype``: one dtype for all or one per kernel.
@@ -111,10 +112,14 @@ def roofline(
     launch overhead (or the sum, with ``overlap=Overlap.SUM``). The memory time is linear in
     the bytes, which the MILP relies on. With ``mix_interference=True`` each tier's time is
     also multiplied by the tier's read/write mix factor at the kernel's own read fraction there
-    (no longer linear).
+    (no longer linear). With ``host=True`` the kernels run on the platform's host compute
+    (:class:`~hwmodels.compute.HostCompute`): its peaks, efficiencies, launch overhead and
+    cores, bytes only on its tiers, at the tiers' own rates (kernel links are the compute
+    device's).
 
     Raises :class:`HardwareModelError` on shape mismatches, negative FLOPs or bytes, unknown
-    classes, dtypes or overlap rule, or bytes on a tier kernels may not access.
+    classes, dtypes or overlap rule, bytes on a tier kernels may not access, or ``host`` on a
+    platform without a host compute.
     """
     f = np.atleast_1d(np.asarray(flops, dtype=np.float64))
     n, t = f.size, len(platform.tiers)
@@ -129,18 +134,24 @@ def roofline(
             raise HardwareModelError(f"{label} must be >= 0 (and not NaN)")
     if f.ndim != 1 or not np.all(f >= 0):
         raise HardwareModelError("flops must be a 1-D array of numbers >= 0")
-    forbidden = ~np.array(platform.kernel_tier_mask())
-    if platform.cache is not None:
+    host_compute = platform.host_compute
+    if host and host_compute is None:
+        raise HardwareModelError(f"platform {platform.name!r} has no host compute")
+    mask = platform.host_kernel_tier_mask() if host else platform.kernel_tier_mask()
+    forbidden = ~np.array(mask)
+    if platform.cache is not None and not host:
         # Traffic on a 2LM cache tier is the hardware cache's own (cache_traffic_by_tier).
         forbidden[platform.tier_index(platform.cache.cache_tier)] = False
     bad = ((r > 0) | (w > 0)) & forbidden[None, :]
     if bad.any():
         k, j = (int(x) for x in np.argwhere(bad)[0])
+        reach = [t.name for t, ok in zip(platform.tiers, mask, strict=True) if ok]
         raise HardwareModelError(
-            f"kernel {k} accesses tier {platform.tiers[j].name!r}, which kernels cannot access "
-            f"on platform {platform.name!r} (kernel tiers: {', '.join(platform.kernel_tiers)})"
+            f"kernel {k} accesses tier {platform.tiers[j].name!r}, which "
+            f"{'the host compute' if host else 'kernels'} cannot access on platform "
+            f"{platform.name!r} (kernel tiers: {', '.join(reach)})"
         )
-    comp = platform.compute
+    comp = host_compute.compute if host and host_compute is not None else platform.compute
     codes = _class_codes(op_classes, n)
     eff = [comp.efficiency(c) for c in OpClass]
     eff_compute = np.array([e.compute for e in eff])[codes]
@@ -152,7 +163,14 @@ def roofline(
     peak = np.array([peaks[d] for d in dtypes], dtype=np.float64)
     compute_s = f / (eff_compute * peak)
 
-    rates = [platform.kernel_bw_bytes_per_s(tt.name, comp.cores) for tt in platform.tiers]
+    rates: list[tuple[float, float]]
+    if host:
+        rates = [
+            (float(tt.read_bw_bytes_per_s), float(tt.write_bw_at(comp.cores)))
+            for tt in platform.tiers
+        ]
+    else:
+        rates = [platform.kernel_bw_bytes_per_s(tt.name, comp.cores) for tt in platform.tiers]
     read_bw = np.array([rd for rd, _ in rates])
     write_bw = np.array([wr for _, wr in rates])
     by_tier = (r / read_bw + w / write_bw) / eff_memory[:, None]

@@ -43,6 +43,7 @@ PUBLIC = [
     "figure_names",
     "graph",
     "graph_of",
+    "import_torch",
     "load_graph",
     "load_plan",
     "memory_reuse",

@@ -1,7 +1,7 @@
 """The command line starts without the heavy libraries: building its parsers, ``--version``,
 ``--help`` and parsing a command's arguments import none of numpy, SciPy, cvxpy, HiGHS,
-pandas, pyarrow, SimPy or matplotlib (checked in a fresh interpreter, whose ``sys.modules``
-says what was imported); the light copies of names and defaults the parsers use
+pandas, pyarrow, SimPy, matplotlib or torch (checked in a fresh interpreter, whose
+``sys.modules`` says what was imported); the light copies of names and defaults the parsers use
 (:mod:`tmsim.cli.catalog`, :data:`tmsim.cli.main.DEFERRED`) equal the library's. How fast it
 starts is measured by ``python -m bench cli_startup``, not here."""
 
@@ -30,6 +30,8 @@ HEAVY = (
     "simpy",
     "matplotlib",
     "hwmodels",
+    "torch",
+    "torchvision",
 )
 
 #: Runs in a fresh interpreter: argv[1] is the Python statement to run, then prints the
@@ -69,6 +71,7 @@ def heavy_imports(statement: str) -> list[str]:
         "import tmsim.cli.main as m; m.main(['sweep', '--help'])",
         "import tmsim.cli.main as m; m.main(['reproduce', '--help'])",
         "import tmsim.cli.main as m; m.main(['graph', '--help'])",
+        "import tmsim.cli.main as m; m.main(['import', '--help'])",
         "import tmsim.cli.main as m; m.main(['plan', 'vgg19', '--window', '0'])",
     ],
 )
@@ -87,6 +90,7 @@ def test_parsing_every_light_command_imports_no_heavy_library() -> None:
         ["compare", "vgg19", "--strategies", "greedy,sync", "--no-contention", "--quiet"],
         ["sweep", "spec.toml", "--out", "d", "--workers", "2", "--limit", "3", "--dry-run"],
         ["reproduce", "--out", "d", "--only", "a,b", "--dask", "tcp://h:1", "--quick"],
+        ["import", "torchvision:resnet50", "--input", "3x224x224", "--out", "g.json"],
     ]
     statement = (
         "import tmsim.cli.main as m\n"

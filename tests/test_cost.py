@@ -10,8 +10,9 @@ import pytest
 
 from hwmodels.presets import load_preset
 from hwmodels.timing import roofline
-from tmsim.cost import CostModel, load_measured
+from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
+from tmsim.profiles import read_profile
 from tmsim.workload.graph import Graph
 from tmsim.workload.zoo import training_graph_of
 
@@ -75,7 +76,7 @@ def test_move_time_is_latency_plus_bytes_over_the_path_rate(mlp: Graph) -> None:
 def test_measured_table_overrides_only_its_placement(mlp: Graph, tmp_path: Path) -> None:
     csv = tmp_path / "measured.csv"
     csv.write_text("kernel,placement,seconds\nfc2,PMM|DRAM|DRAM,0.5\n")
-    table = load_measured(csv, mlp, CPU)
+    table = read_profile(csv).table(mlp, CPU)
     assert table == {(1, (1, 0, 0)): 0.5}
     cost = CostModel(mlp, CPU, measured=table)
     plain = CostModel(mlp, CPU)
@@ -105,7 +106,7 @@ def test_bad_measured_tables(mlp: Graph, tmp_path: Path, text: str, message: str
     csv = tmp_path / "m.csv"
     csv.write_text(text)
     with pytest.raises(TmsimError) as info:
-        load_measured(csv, mlp, CPU)
+        read_profile(csv).table(mlp, CPU)
     assert message in str(info.value) and str(csv) in str(info.value)
 
 

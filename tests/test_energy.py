@@ -12,6 +12,7 @@ import tmsim
 from hwmodels import HardwareModelError, Platform, load_preset, platform_from_dict, platform_to_dict
 from hwmodels.energy import SECONDS_PER_YEAR, TierEnergy
 from tmsim.comparison import CompareSettings, compare
+from tmsim.cost import kernel_dtype
 from tmsim.energy import step_energy
 from tmsim.errors import TmsimError
 from tmsim.planners import PlanSettings, plan
@@ -279,3 +280,38 @@ def test_energy_weight_needs_an_energy_model(mlp: Graph) -> None:
         plan("static", mlp, _platform(None), PlanSettings(energy_weight_s_per_j=1.0))
     with pytest.raises(TmsimError, match="energy_weight_s_per_j must be a finite number >= 0"):
         PlanSettings(energy_weight_s_per_j=-1.0)
+
+
+def test_host_kernels_pay_the_host_cpus_flops() -> None:
+    """ZeRO-Offload runs the Adam steps on the host: their FLOPs at the host socket's price
+    (52.6 pJ/FLOP in fp32), the device's kernels at the GPU's."""
+    g = tmsim.graph("gpt2_small", batch=1, seq_len=128, layers=2)
+    p = tmsim.platform("h100-host-nvme")
+    made = tmsim.plan(g, p, "zero-offload")
+    assert made.host_kernels
+    trace = replay(made, g, p)
+    e = step_energy(trace, g, p)
+    assert p.energy is not None
+    on_host = set(made.host_kernels)
+    expected = sum(
+        k.flops * p.energy.j_per_flop(kernel_dtype(g, i), host=i in on_host)
+        for i, k in enumerate(g.kernels)
+    )
+    assert e.compute_j == pytest.approx(expected)
+    host_flops = sum(g.kernels[i].flops for i in on_host)
+    assert host_flops > 0 and p.energy.j_per_flop("fp32", host=True) == pytest.approx(52.6 * PJ)
+
+
+def test_a_runs_summary_carries_its_energy_and_wear(mlp: Graph) -> None:
+    p = _platform()
+    made = plan("all-slow", mlp, p, PlanSettings())
+    run = tmsim.simulate(made, mlp, p, interference="none")
+    assert run.energy is not None
+    info = run.summary()
+    assert info["energy_j"] == pytest.approx(step_energy(run.trace, mlp, p).total_j)
+    assert sum(info["energy_parts_j"].values()) == pytest.approx(info["energy_j"])
+    assert info["written_bytes"] == {"DRAM": 0, "PMM": 92}
+    assert info["wear_years"]["PMM"] == pytest.approx(run.energy.wear_years["PMM"])
+    bare = _platform(None)
+    plain = tmsim.simulate(plan("all-slow", mlp, bare, PlanSettings()), mlp, bare)
+    assert plain.energy is None and "energy_j" not in plain.summary()

@@ -21,7 +21,9 @@ refuse), the MILPs only on the graph file; ``compare`` runs with ``--quiet`` (it
 shares stderr). ``sweep`` runs its points in this process (``--workers`` is drawn only with
 ``--dry-run``) and draws ``--dask`` only blank (an address would be dialled); ``reproduce``
 runs two stand-in figures; ``simulate`` replays a saved plan of the graph file or walks
-VGG19's step in 2LM, without ``--timeline`` (matplotlib takes seconds to import).
+VGG19's step in 2LM, without ``--timeline`` (matplotlib takes seconds to import); ``import``
+traces a one-layer model from a file in the scratch folder (without torch, every run is
+refused in one line).
 """
 
 from __future__ import annotations
@@ -72,6 +74,19 @@ def text(value: str) -> bool:
     return bool(value.strip()) and "\0" not in value
 
 
+def _shape_ok(value: str) -> bool:
+    """Whether ``tmsim import`` takes ``value`` as one sample's shape."""
+    from argparse import ArgumentTypeError
+
+    from tmsim.cli.torchimport import shape_arg
+
+    try:
+        shape_arg(value)
+    except ArgumentTypeError:
+        return False
+    return True
+
+
 #: The command line's rules: option -> whether a value is acceptable (options not named here
 #: are judged by the library, in one line too).
 RULES: dict[str, Callable[[str], bool]] = {
@@ -88,6 +103,9 @@ RULES: dict[str, Callable[[str], bool]] = {
     "--strategies": lambda v: text(v) and all(p.strip() for p in v.split(",")),
     "--only": lambda v: text(v) and all(p.strip() for p in v.split(",")),
     **dict.fromkeys(["--out", "--save", "--file", "--platform", "--solver", "--dask"], text),
+    **dict.fromkeys(["--input", "--target"], lambda v: _shape_ok(v)),
+    "--name": text,
+    "--profile": text,
 }
 
 BLANK = ["", " ", "\t", "\n"]
@@ -173,6 +191,11 @@ def capacity() -> Any:
     )
 
 
+def profile() -> Any:
+    """``--profile``: measured times of the graph file's kernels, or a file that is none."""
+    return option("--profile", ["prof.csv", "prof.csv", "missing.csv", "tiny.json"])
+
+
 def platform() -> Any:
     return option("--platform", ["cascadelake-optane", "rtx2080ti-pcie3", "nowhere"])
 
@@ -182,7 +205,7 @@ def plan_argv(draw: st.DrawFn, s: Scratch) -> Arg:
     heuristics = ["all-fast", "all-slow", "first-touch", "greedy", "vdnn"]
     mode = draw(st.sampled_from([*heuristics, "static", "sync", "async"]) | NAME_GARBAGE)
     source = draw(graph_source(s, zoo=mode in heuristics))
-    parts = [capacity(), platform(), *solver_options()]
+    parts = [capacity(), platform(), *solver_options(), profile()]
     parts += [option("--out", ["plan.json", "no/such/dir/plan.json"]), flag("--json")]
     argv, bad = draw(combine(["plan", *source[0], "--mode", mode], parts))
     return argv, bad or source[1]
@@ -193,7 +216,8 @@ def compare_argv(draw: st.DrawFn, s: Scratch) -> Arg:
     known = ["all-fast", "all-slow", "first-touch", "greedy", "vdnn", "2lm", "sync", "nope"]
     chosen = draw(st.lists(st.sampled_from(known), min_size=1, max_size=3))
     strategies = option("--strategies", [",".join(chosen), " greedy , all-fast"], NAME_GARBAGE)
-    parts = [capacity(), platform(), *solver_options(), flag("--no-contention"), flag("--json")]
+    parts = [capacity(), platform(), *solver_options(), profile(), flag("--no-contention")]
+    parts += [flag("--json")]
     parts += [
         option("--block-bytes", ["4096", "64KiB", "0", "3", "-1"]),
         option("--out", ["t.csv", "t.parquet", "t.txt"]),
@@ -242,6 +266,7 @@ def simulate_argv(draw: st.DrawFn, s: Scratch) -> Arg:
         argv, _ = draw(combine(["simulate", "--cache-mode", model, "--batch", batch], parts))
     else:
         parts += [option("--file", [s.graph]), option("--platform", ["cascadelake-optane"])]
+        parts.append(profile())
         argv, _ = draw(combine(["simulate", s.plan], parts))
     return argv, False  # its rules are the simulate command's own
 
@@ -263,6 +288,33 @@ def small_argv(draw: st.DrawFn, s: Scratch) -> Arg:
     parts = [option("--save", ["g.json", "no/such/dir/g.json"]), flag("--json")]
     argv, bad = draw(combine(["graph", *source[0]], parts))
     return argv, bad or source[1]
+
+
+@st.composite
+def import_argv(draw: st.DrawFn, s: Scratch) -> Arg:
+    """``import``: a one-layer model in a file of the scratch folder (traced in a fraction
+    of a second; without torch every run is refused in one line), torchvision's names or
+    garbage, with small shapes."""
+    mine = f"{s.root / 'tinymodel.py'}:build"
+    if draw(st.integers(0, 3)) == 0:  # a valid command now and then: garbage is the rule
+        loss = draw(st.sampled_from([[], ["--loss", "mse"], ["--loss", "sum"]]))
+        extra = draw(st.sampled_from([[], ["--json"], ["--dtype", "bf16"], ["--target", ":int64"]]))
+        return ["import", mine, "--input", "4", "--out", "g.json", *loss, *extra], False
+    known = [mine, mine, mine, "torchvision:nope", "nowhere.py:build", "json:dumps"]
+    model = draw(st.sampled_from(known) | NAME_GARBAGE)
+    shapes = ["4", "4", "4:fp32", "3x4", "0", "4:fp7", "x", ":int64", "4:int64"]
+    parts = [
+        option("--batch", ["1", "2"]),
+        option("--target", [":int64", "3:fp32", "3", "2x2"]),
+        option("--loss", ["cross_entropy", "mse", "sum", "hinge"]),
+        option("--optimizer", ["sgd", "adam", "adamw", "lbfgs"]),
+        option("--dtype", ["fp32", "bf16", "int8"]),
+        option("--name", ["tiny", "a b"]),
+        flag("--json"),
+    ]
+    required = [option("--input", shapes), option("--out", ["g.json", "no/such/dir/g.json"])]
+    argv, bad = draw(combine(["import", model], parts, required))
+    return argv, bad or not text(model)
 
 
 def run(argv: Argv, s: Scratch) -> tuple[int, str, str]:
@@ -330,6 +382,10 @@ def _stand_in(name: str) -> types.ModuleType:
 def scratch(tmp_path_factory: pytest.TempPathFactory) -> Scratch:
     root = tmp_path_factory.mktemp("cli")
     save_graph(tiny_step(), root / "tiny.json")
+    (root / "prof.csv").write_text("kernel,placement,seconds\nf2,DRAM|DRAM,0.01\n", "utf-8")
+    (root / "tinymodel.py").write_text(
+        "import torch\n\ndef build():\n    return torch.nn.Linear(4, 3)\n", encoding="utf-8"
+    )
     (root / "spec.toml").write_text(
         '[grid]\nmodel = "vgg19"\nbatch = 1\nplatform = "cascadelake-optane"\n'
         'ratio = "4:1"\nstrategy = ["all-fast", "greedy"]\n',
@@ -350,6 +406,7 @@ ARGVS = {
     "sweep": sweep_argv,
     "reproduce": reproduce_argv,
     "simulate": simulate_argv,
+    "import": import_argv,
 }
 
 

@@ -4,7 +4,7 @@ every time is finite or fails with one line naming the file (Hypothesis).
 A valid platform here: it round-trips through TOML; kernels reach its fastest addressable
 tier; a cache line is a power of two; and every time it gives for a graph under the bound of
 :mod:`tmsim.workload.tensors` (2**62 bytes, 2**62 FLOPs) is finite: each kernel tier's
-roofline, each copy path's synchronous and asynchronous move, each tier's device time with
+roofline (on the host compute too, where there is one), each copy path's synchronous and asynchronous move, each tier's device time with
 the compute device's cores writing, and a cost model of a real (small) training step.
 """
 
@@ -67,6 +67,14 @@ def platform_problem(p: Platform) -> str:
         device = tier.service_time_s(BIG, BIG, p.compute.cores)
         if not np.all(np.isfinite(device)):
             return f"tier {tier.name!r} serves 2**62 bytes in {device} s"
+    host = p.host_compute
+    for j, reach in enumerate(p.host_kernel_tier_mask()):
+        unit = np.zeros((1, n))
+        unit[0, j] = BIG
+        for d in host.compute.dtypes if host is not None and reach else ():
+            t = roofline(p, [BIG], "conv", unit, unit, dtype=d, host=True).time_s
+            if not np.all(np.isfinite(t)):
+                return f"a host kernel on tier {p.tiers[j].name!r} in {d} takes {t[0]} s"
     for path in p.copy_paths:
         for mode in MoveMode:
             t = move_time_s(p, BIG, path.src, path.dst, mode)

@@ -281,3 +281,26 @@ def test_interior_point_gives_the_lp_and_the_optimum_simplex_gives(
     assert simplex.status == interior.status == cp.OPTIMAL
     assert interior.objective == pytest.approx(simplex.objective, rel=1e-9)
     assert interior.lp_basis is not None  # crossover leaves a basis for the next round
+
+
+def test_json_output_of_a_fresh_process_is_clean_json() -> None:
+    """HiGHS prints a banner as its first instance is made; a command's ``--json`` output,
+    in a process that solves a MILP, is still nothing but JSON on stdout."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys, tmsim.cli.main as m; sys.exit(m.main(['compare', 'vgg19', '--batch', '2', "
+        "'--strategies', 'all-fast,static', '--json', '--quiet']))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rows = json.loads(done.stdout)
+    assert [r["strategy"] for r in rows] == ["all-fast", "static"]

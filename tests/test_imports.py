@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BASE = {"tmsim.errors", "tmsim.jsonio", "tmsim.intervals", "tmsim.levels"}
 WORKLOAD = {*BASE, "tmsim.workload"}
-COST = {*WORKLOAD, "hwmodels", "tmsim.cost", "tmsim.capacity"}
+COST = {*WORKLOAD, "hwmodels", "tmsim.cost", "tmsim.capacity", "tmsim.profiles"}
 PLAN = {*COST, "tmsim.plans"}
 
 #: Room -> the rooms it may import (its own room is always allowed).
@@ -32,6 +32,8 @@ ALLOWED: dict[str, set[str]] = {
     "tmsim.workload": BASE,
     "tmsim.cost": {*WORKLOAD, "hwmodels"},
     "tmsim.capacity": {*WORKLOAD, "hwmodels"},
+    # measured kernel times: read at the edge, resolved into the cost model's table
+    "tmsim.profiles": {*WORKLOAD, "hwmodels", "tmsim.cost"},
     "tmsim.strategies": {*BASE, "hwmodels"},
     "tmsim.plans": COST,
     # the async-aware MILP prices copies on the replay's own model; sim never imports planners
@@ -101,6 +103,9 @@ THIRD_PARTY: dict[str, set[str]] = {
     "simpy": {"tmsim.sim"},
     "dask": {"tmsim.sweeps"},
     "distributed": {"tmsim.sweeps"},
+    # the optional PyTorch importer (tmsim/workload/torchimport) alone traces models
+    "torch": {"tmsim.workload"},
+    "torchvision": {"tmsim.workload"},
 }
 
 

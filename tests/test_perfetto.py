@@ -198,3 +198,21 @@ def test_compare_refuses_a_perfetto_path_before_any_work(
     assert main([*argv, "--perfetto", str(tmp_path / "no" / "t.json")]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert main([*argv, "--perfetto", str(tmp_path / "t.csv")]) == 2
+
+
+def test_host_kernels_have_their_own_track() -> None:
+    g = tmsim.graph("gpt2_small", batch=1, seq_len=128, layers=2)
+    p = tmsim.platform("h100-host-nvme")
+    made = tmsim.plan(g, p, "zero-offload")
+    events = trace_events(replay(made, g, p), made, g)
+    threads = {
+        e["tid"]: e["args"]["name"]
+        for e in events
+        if e["name"] == "thread_name" and e["pid"] == COMPUTE_PID
+    }
+    host = [e for e in events if e["ph"] == "X" and threads.get(e["tid"]) == "host CPU"]
+    assert e_names(host) == [g.kernels[k].name for k in made.host_kernels]
+
+
+def e_names(events: list[dict[str, Any]]) -> list[str]:
+    return [e["name"] for e in events if e["pid"] == COMPUTE_PID]

@@ -208,7 +208,7 @@ def test_planners_record_the_identity_and_files_keep_it(
     assert made.graph_identity == identity_of(zoo)
     save_plan(made, tmp_path / "p.json")
     doc = json.loads((tmp_path / "p.json").read_text())
-    assert doc["version"] == VERSION == 3 and doc["graph"]["sha256"] == graph_sha256(zoo)
+    assert doc["version"] == VERSION == 4 and doc["graph"]["sha256"] == graph_sha256(zoo)
     assert load_plan(tmp_path / "p.json") == made
 
 
@@ -243,7 +243,7 @@ def test_assemble_plan_checks_an_identity_given(mlp: Graph) -> None:
 def test_version_1_files_are_read_without_identity(made: Plan) -> None:
     doc = plan_to_dict(made)
     doc["version"], doc["graph"] = 1, "resnet50-b2"
-    del doc["recomputes"]  # a version 1 file has none
+    del doc["recomputes"], doc["host_kernels"]  # a version 1 file has neither
     old = plan_from_dict(doc)
     assert old.graph_identity is None and replace(old, graph_identity=made.graph_identity) == made
     doc["graph"] = identity_to_dict(identity_of(training_graph_of("resnet50", 2)))

@@ -236,7 +236,7 @@ def test_a_version_1_plan_file_is_read_with_a_flag_and_a_warning(
 ) -> None:
     doc = json.loads(plan_file.read_text())
     doc["version"], doc["graph"] = 1, doc["graph"]["name"]
-    del doc["recomputes"]  # a version 1 file has none
+    del doc["recomputes"], doc["host_kernels"]  # a version 1 file has neither
     old = tmp_path / "old.json"
     old.write_text(json.dumps(doc))
     assert main(["simulate", str(old)]) == 2

@@ -16,6 +16,8 @@ True
 np.float64(1.0)
 
 - :func:`graph`, :func:`platform`: the inputs (:data:`MODELS`, :data:`PRESETS`);
+  :func:`import_torch` traces a PyTorch model's training step into a graph (needs the
+  ``torch`` extra);
 - :func:`plan` (a :class:`Plan`; strategies in :data:`STRATEGIES`), :func:`plan_chain`
   (AutoTM's MILP formulations solved as one chain), :func:`simulate` (a :class:`Run`),
   :func:`fast_limit` (the fast tier's bytes at a capacity), :func:`validate` (the
@@ -61,6 +63,7 @@ _SOURCES: dict[str, str] = {
     "write_table": "tmsim.api.figures",
     "save": "tmsim.api.files",
     "load_graph": "tmsim.api.inputs",
+    "import_torch": "tmsim.api.torchimport",
     "graph_of": "tmsim.api.graphs",
     "simulate_cache": "tmsim.api.cache",
     "CacheRun": "tmsim.api.cache",
@@ -101,6 +104,7 @@ __all__ = [
     "figure_names",
     "graph",
     "graph_of",
+    "import_torch",
     "load_graph",
     "load_plan",
     "memory_reuse",
@@ -128,6 +132,7 @@ if TYPE_CHECKING:
     from tmsim.api.runs import Run, fast_limit, plan, plan_chain, simulate, validate
     from tmsim.api.sweeps import sweep
     from tmsim.api.tables import compare, plan_table
+    from tmsim.api.torchimport import import_torch
     from tmsim.capacity import Capacity
     from tmsim.errors import TmsimError
     from tmsim.levels import InterferenceLevel

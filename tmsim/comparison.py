@@ -37,7 +37,7 @@ from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
 from tmsim.capacity import fast_limit_bytes
 from tmsim.cost import CostModel
-from tmsim.energy import step_energy
+from tmsim.energy import energy_fields
 from tmsim.errors import TmsimError
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
 from tmsim.planners import PlanSettings, plan
@@ -45,6 +45,7 @@ from tmsim.planners.milp.chain import plan_milp_chain
 from tmsim.planners.milp.gadgets import Formulation
 from tmsim.plans.validate import validate
 from tmsim.plans.values import Plan
+from tmsim.profiles import cost_model
 from tmsim.sim import replay
 from tmsim.sim.beside import beside_for
 from tmsim.sim.firsttouch.pages import DEFAULT_PAGE_BYTES
@@ -62,7 +63,8 @@ Replays = dict[str, tuple[Trace, Plan | None]]
 class CompareSettings:
     """What :func:`compare` runs, with its defaults.
 
-    ``plan``: the capacity and settings of every planner (:class:`PlanSettings`);
+    ``plan``: the capacity and settings of every planner (:class:`PlanSettings`; its
+    profile's measured kernel times also time the plans' checks and replays);
     ``contention``: simulate with shared bandwidth (False: every kernel and copy at its own
     rate); ``level``: the interference level of the plans' replays when ``contention`` is on
     (:mod:`tmsim.levels`; the 2LM and unified-memory simulations share bandwidth as at
@@ -130,24 +132,6 @@ class Row:
     wear_years: float = math.nan
 
 
-def energy_fields(trace: Trace, graph: Graph, platform: Platform) -> dict[str, Any]:
-    """The energy and wear fields of :class:`Row` for a replayed step (none without an
-    energy model on the platform)."""
-    if platform.energy is None:
-        return {}
-    e = step_energy(trace, graph, platform)
-    out: dict[str, Any] = {"energy_j": e.total_j}
-    if e.wear_years:
-        tier = e.least_wear_tier
-        years = e.wear_years[tier]
-        out.update(
-            wear_tier=tier,
-            wear_written_bytes=float(e.written_bytes[tier]),
-            wear_years=years if math.isfinite(years) else math.nan,  # tables hold no inf
-        )
-    return out
-
-
 def compare(
     graph: Graph,
     platform: Platform,
@@ -173,7 +157,7 @@ def compare(
             raise TmsimError(f"strategy {name!r} does not apply to platform {platform.name!r}")
     order = [name for name in STRATEGIES if name in wanted]
     limit = fast_limit_bytes(graph, platform, s.plan.capacity)
-    cost = CostModel(graph, platform)
+    cost = cost_model(graph, platform, s.plan.profile)  # the planners' and the replays' times
     milp: dict[Formulation, Plan | TmsimError] = {}
     rows: list[Row] = []
     for i, name in enumerate(order):
@@ -253,7 +237,8 @@ def _run_all_fast(
         )
     ideal = platform.with_tier_capacity(fast.name, graph.peak_live_bytes)
     ideal_plan = plan("all-fast", graph, ideal, s.plan)
-    row = plan_row("all-fast", ideal_plan, graph, ideal, s.contention, None, s.level, replays)
+    cost = cost_model(graph, ideal, s.plan.profile)
+    row = plan_row("all-fast", ideal_plan, graph, ideal, s.contention, cost, s.level, replays)
     grown = f"heuristic; tier {fast.name!r} grown to the step's peak, {graph.peak_live_bytes} B"
     return replace(row, status=grown)
 
@@ -394,7 +379,6 @@ __all__ = [
     "Replays",
     "Row",
     "compare",
-    "energy_fields",
     "plan_row",
     "rows_frame",
 ]

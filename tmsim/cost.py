@@ -8,19 +8,15 @@ tier where the plan places it. Kernel time is the roofline of :func:`hwmodels.ti
 Because the memory part is linear in the placement, :attr:`read_s_per_byte` and
 :attr:`write_s_per_byte` give the MILP its coefficients directly.
 
-Measured tables (CSV with header ``kernel,placement,seconds``; ``placement`` is the tier name
-of every operand, in operand order, joined by ``|``) override the roofline for the kernels and
-placements they list.
+A measured table (:data:`MeasuredTable`, read from a profile file by :mod:`tmsim.profiles`)
+overrides the roofline for the kernels and placements it lists.
 """
 
 from __future__ import annotations
 
-import csv
 import math
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -152,14 +148,19 @@ class CostModel:
         return compute + memory_s + self.launch_s
 
     def kernel_time_range_s(self) -> tuple[FloatArray, FloatArray]:
-        """The least and the most time (seconds) the roofline gives each kernel over every
-        placement of its operands on tiers kernels may access: each operand on the tier it
-        is read and written fastest, resp. slowest (measured entries aside)."""
+        """The least and the most time (seconds) each kernel can take over every placement
+        of its operands on tiers kernels may access: the roofline's (each operand on the
+        tier it is read and written fastest, resp. slowest), widened to take in every
+        measured time of the kernel on such tiers."""
         n_ops = self.op_kernel.size
         reach = np.flatnonzero(self.tier_allowed)
         per_op = np.stack([self.operand_s(np.full(n_ops, t)) for t in reach])
         least = self._roofline_s(self._per_kernel(per_op.min(axis=0)))
         most = self._roofline_s(self._per_kernel(per_op.max(axis=0)))
+        for (k, placement), seconds in self.measured.items():
+            if all(self.tier_allowed[t] for t in placement):
+                least[k] = min(least[k], seconds)
+                most[k] = max(most[k], seconds)
         return least, most
 
     def kernel_times_s(self, op_tiers: npt.ArrayLike, compute_factor: float = 1.0) -> FloatArray:
@@ -354,46 +355,3 @@ def kernel_dtype(graph: Graph, k: int) -> str:
         if tt.dtype.startswith(("fp", "bf")) and tt.size_bytes > best_size:
             best, best_size = tt.dtype, tt.size_bytes
     return best
-
-
-def load_measured(
-    path: str | os.PathLike[str], graph: Graph, platform: Platform
-) -> dict[tuple[int, tuple[int, ...]], float]:
-    """Read a measured-times CSV (see the module documentation) for ``graph`` on ``platform``.
-
-    Raises :class:`TmsimError` naming the file and line for a missing column, an unknown
-    kernel or tier, a placement of the wrong length, or seconds that are not a positive number.
-    """
-    kernels = {k.name: i for i, k in enumerate(graph.kernels)}
-    tiers = {name: i for i, name in enumerate(platform.tier_names)}
-    ptr, _ = graph.operand_csr
-    table: dict[tuple[int, tuple[int, ...]], float] = {}
-    with Path(path).open(newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        missing = {"kernel", "placement", "seconds"} - set(reader.fieldnames or [])
-        if missing:
-            raise TmsimError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
-        for line, row in enumerate(reader, start=2):
-            where = f"{path}:{line}"
-            k = kernels.get(row["kernel"])
-            if k is None:
-                raise TmsimError(f"{where}: unknown kernel {row['kernel']!r}")
-            names = row["placement"].split("|") if row["placement"] else []
-            if len(names) != ptr[k + 1] - ptr[k]:
-                raise TmsimError(
-                    f"{where}: kernel {row['kernel']!r} has {ptr[k + 1] - ptr[k]} operands, "
-                    f"placement lists {len(names)}"
-                )
-            unknown = [n for n in names if n not in tiers]
-            if unknown:
-                raise TmsimError(f"{where}: unknown tier {unknown[0]!r}")
-            try:
-                seconds = float(row["seconds"])
-            except ValueError:
-                seconds = math.nan
-            if not (math.isfinite(seconds) and seconds > 0):
-                raise TmsimError(
-                    f"{where}: seconds must be a positive number, got {row['seconds']!r}"
-                )
-            table[(k, tuple(tiers[n] for n in names))] = seconds
-    return table

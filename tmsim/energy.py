@@ -5,7 +5,8 @@
 platform's :class:`~hwmodels.energy.Energy`:
 
 - compute: every kernel's FLOPs, and those of every recompute, at the J per FLOP of the
-  dtype the kernel computes in (:func:`tmsim.cost.kernel_dtype`);
+  dtype the kernel computes in (:func:`tmsim.cost.kernel_dtype`), on the host CPU's prices
+  for the kernels it runs (``host`` records);
 - memory: the bytes every record reads and writes on each tier, at that tier's J per byte;
 - links: the bytes every move carries from its source to its destination, at the copy
   path's J per byte (beside the read at one end and the write at the other, charged above),
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -29,7 +31,7 @@ import numpy.typing as npt
 from hwmodels import Platform
 from tmsim.cost import kernel_dtype
 from tmsim.errors import TmsimError
-from tmsim.sim.trace import KERNEL, MOVES, RECOMPUTE, Trace
+from tmsim.sim.trace import HOST, KERNEL, MOVES, RECOMPUTE, Trace
 from tmsim.workload.graph import Graph
 
 
@@ -133,7 +135,10 @@ def step_energy(trace: Trace, graph: Graph, platform: Platform) -> StepEnergy:
         w = np.asarray(rec.write_bytes, dtype=np.int64)
         read += r
         written += w
-        if rec.kind in (KERNEL, RECOMPUTE):
+        if rec.kind == HOST:  # the host CPU's kernel, on the tiers it reaches directly
+            k = _kernel_of(KERNEL, rec.kernel, rec.name, graph)
+            compute_j += graph.kernels[k].flops * model.j_per_flop(kernel_dtype(graph, k), True)
+        elif rec.kind in (KERNEL, RECOMPUTE):
             k = _kernel_of(rec.kind, rec.kernel, rec.name, graph)
             compute_j += graph.kernels[k].flops * model.j_per_flop(kernel_dtype(graph, k))
             for kl in platform.kernel_links:  # what crossed the link to reach the tier
@@ -165,6 +170,27 @@ def step_energy(trace: Trace, graph: Graph, platform: Platform) -> StepEnergy:
     )
 
 
+def energy_fields(trace: Trace, graph: Graph, platform: Platform) -> dict[str, Any]:
+    """The energy and wear columns of a comparison's row (:class:`tmsim.comparison.Row`) for
+    the replayed step ``trace``: ``energy_j``, and where a device's endurance is rated the
+    one that wears out first (``wear_tier``), what the step writes there
+    (``wear_written_bytes``) and the years until steps back to back wear it out
+    (``wear_years``, ``nan`` where nothing is written); no fields without an energy model."""
+    if platform.energy is None:
+        return {}
+    e = step_energy(trace, graph, platform)
+    out: dict[str, Any] = {"energy_j": e.total_j}
+    if e.wear_years:
+        tier = e.least_wear_tier
+        years = e.wear_years[tier]
+        out.update(
+            wear_tier=tier,
+            wear_written_bytes=float(e.written_bytes[tier]),
+            wear_years=years if math.isfinite(years) else math.nan,  # tables hold no inf
+        )
+    return out
+
+
 def _kernel_of(kind: str, kernel: int, name: str, graph: Graph) -> int:
     """The kernel a kernel record ran, or the producer a recompute record ran again."""
     if kind == KERNEL:
@@ -179,4 +205,4 @@ def _kernel_of(kind: str, kernel: int, name: str, graph: Graph) -> int:
     return producer
 
 
-__all__ = ["BytePrices", "StepEnergy", "byte_prices", "step_energy"]
+__all__ = ["BytePrices", "StepEnergy", "byte_prices", "energy_fields", "step_energy"]

@@ -16,7 +16,12 @@ Where a strategy applies depends on which tiers kernels reach (:func:`applicable
   formulations and ``unified-memory``;
 - on a platform of one tier (an APU whose CPU and GPU share one memory): only what keeps
   every tensor in that tier, :data:`ONE_TIER` (``all-fast``, and the recomputing heuristics
-  ``checkpoint`` and ``selective``): there is nothing to place or move.
+  ``checkpoint`` and ``selective``): there is nothing to place or move;
+- beside either, where the platform describes the host CPU beside its compute device (a GPU
+  and its host, ``[host_compute]``): the runtime baselines ``zero-offload``,
+  ``zero-infinity`` and ``save-on-cpu`` (:mod:`tmsim.planners.runtimes`). ``zero-infinity``
+  also needs a tier behind the host (an NVMe drive); where there is none, its planner says so
+  in one line (in ``tmsim compare``, as its row's error).
 """
 
 from __future__ import annotations
@@ -43,11 +48,13 @@ class Kind(StrEnum):
 
 class Reach(StrEnum):
     """Where a strategy applies: platforms whose kernels reach a slower tier (``SLOW``), only
-    the fastest tier (``FAST``), or either (``ANY``)."""
+    the fastest tier (``FAST``), either (``ANY``), or platforms with a host compute beside
+    their compute device (``HOST``)."""
 
     ANY = "any"
     SLOW = "slow"
     FAST = "fast"
+    HOST = "host"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +70,7 @@ class Strategy:
 
 
 _H, _M, _S = Kind.HEURISTIC, Kind.MILP, Kind.SIMULATION
-_ANY, _SLOW, _FAST = Reach.ANY, Reach.SLOW, Reach.FAST
+_ANY, _SLOW, _FAST, _HOST = Reach.ANY, Reach.SLOW, Reach.FAST, Reach.HOST
 _TABLE = (
     ("all-fast", _H, _ANY, "every tensor in the fastest tier, as large as the step needs"),
     ("all-slow", _H, _SLOW, "every tensor in the slowest tier kernels reach"),
@@ -71,6 +78,14 @@ _TABLE = (
     ("first-touch-pages", _S, _SLOW, "NUMA first touch: the pool's pages, as first touched"),
     ("greedy", _H, _SLOW, "static placement by time saved per byte"),
     ("vdnn", _H, _FAST, "vDNN: activations offloaded between forward and backward uses"),
+    ("zero-offload", _H, _HOST, "ZeRO-Offload: the optimizer step and its state on the host"),
+    (
+        "zero-infinity",
+        _H,
+        _HOST,
+        "ZeRO-Infinity: the optimizer step on the host, its state on NVMe",
+    ),
+    ("save-on-cpu", _H, _HOST, "PyTorch save_on_cpu: saved activations copied to host and back"),
     ("checkpoint", _H, _ANY, "sqrt(N) segment checkpointing: activations recomputed, all fast"),
     ("selective", _H, _ANY, "outputs of cheap kernels (norms, element-wise) recomputed, all fast"),
     ("static", _M, _ANY, "AutoTM's MILP: every tensor stays where it is created"),
@@ -92,6 +107,9 @@ _COLORS = {
     "first-touch-pages": "#b35806",
     "greedy": "#fdb863",
     "vdnn": "#80cdc1",
+    "zero-offload": "#35978f",
+    "zero-infinity": "#01665e",
+    "save-on-cpu": "#c7eae5",
     "checkpoint": "#c51b7d",
     "selective": "#f1b6da",
     "static": "#8073ac",
@@ -152,15 +170,19 @@ def applicable(platform: Platform) -> tuple[str, ...]:
             "in memory mode, use the flat one: the 2lm strategy simulates its cache)"
         )
     reach = Reach.SLOW if kernels_reach_slow(platform) else Reach.FAST
-    out = [s.name for s in STRATEGIES.values() if s.reach in (Reach.ANY, reach)]
+    reaches = (Reach.ANY, reach, Reach.HOST) if platform.host_compute else (Reach.ANY, reach)
+    out = [s.name for s in STRATEGIES.values() if s.reach in reaches]
     if platform.memory_mode is None and "2lm" in out:
         out.remove("2lm")
     return tuple(out)
 
 
 #: Strategies :func:`compared_by_default` leaves out: the formulations that recompute, whose
-#: solves take minutes where AutoTM's take seconds (ask for them by name).
-ON_REQUEST = frozenset({"remat", "static-rc", "sync-rc", "async-rc"})
+#: solves take minutes where AutoTM's take seconds, and the runtime baselines (ask for them by
+#: name).
+ON_REQUEST = frozenset(
+    {"remat", "static-rc", "sync-rc", "async-rc", "zero-offload", "zero-infinity", "save-on-cpu"}
+)
 
 
 def compared_by_default(platform: Platform) -> tuple[str, ...]:

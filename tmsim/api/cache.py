@@ -19,7 +19,8 @@ from hwmodels.display import SummaryRow, gigabytes, html_table, text_table
 from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
 from tmsim.api.inputs import expect
-from tmsim.api.runs import check_inputs, draw_timeline
+from tmsim.api.runs import check_inputs
+from tmsim.api.traces import draw_timeline
 from tmsim.errors import TmsimError
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel, parse_level
 from tmsim.sim import CacheTrace, replay_cache

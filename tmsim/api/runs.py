@@ -20,8 +20,11 @@ from hwmodels.display import SummaryRow, gigabytes, html_table, text_table
 from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
 from tmsim.api.inputs import FastCapacity, capacity, expect
+from tmsim.api.measured import ProfileLike, plan_costs, profile_of
+from tmsim.api.traces import draw_timeline, trace_summary
 from tmsim.capacity import fast_limit_bytes
 from tmsim.cost import CostModel
+from tmsim.energy import StepEnergy, step_energy
 from tmsim.errors import TmsimError
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel, parse_level
 from tmsim.planners import plan as run_planner
@@ -33,7 +36,6 @@ from tmsim.plans.validate import validate as validate_plan
 from tmsim.plans.values import Plan
 from tmsim.sim import Trace, replay
 from tmsim.sim.beside import beside_for
-from tmsim.sim.trace import ASYNC, SYNC
 from tmsim.workload.graph import Graph
 from tmsim.workload.identity import check_graph, file_identity
 
@@ -61,10 +63,11 @@ def plan(
     ``all-slow``, ``first-touch``, ``greedy``, ``vdnn``, ``static``, ``sync``, ``async``,
     ``async-aware``) for ``graph`` on ``platform`` with the fast tier at ``fast`` (see
     :func:`tmsim.api.inputs.capacity`) and the other :class:`PlanSettings` as keywords
-    (``time_limit_s``, ``gap``, ``window``, ``node_limit``, ``solver`` ...), or every setting
-    at once as ``settings`` (its capacity included). ``graph_file``: the file ``graph`` was
-    loaded from, which the plan then names (with the graph's fingerprint) so that its graph
-    can be loaded again from the plan alone (:func:`tmsim.api.graphs.graph_of`).
+    (``time_limit_s``, ``gap``, ``window``, ``node_limit``, ``solver``, ``profile``: a file
+    of measured kernel times ...), or every setting at once as ``settings`` (its capacity
+    included). ``graph_file``: the file ``graph`` was loaded from, which the plan then names
+    (with the graph's fingerprint) so that its graph can be loaded again from the plan alone
+    (:func:`tmsim.api.graphs.graph_of`).
 
     Raises :class:`TmsimError` for an unknown strategy or setting, a setting out of range,
     and a plan that cannot be made (nothing fits, the solver found none).
@@ -158,6 +161,8 @@ def plan_settings(
         raise TmsimError(
             f"unknown planner setting {unknown[0]!r}; settings: {', '.join(SETTING_NAMES)}"
         )
+    if "profile" in options:
+        options = {**options, "profile": profile_of(options["profile"])}
     try:
         return PlanSettings(capacity=capacity(fast), **options)
     except TmsimError as exc:
@@ -173,6 +178,8 @@ def simulate(
     *,
     interference: InterferenceLevel | str = DEFAULT_LEVEL,
     check: bool = True,
+    profile: ProfileLike = None,
+    near: str | os.PathLike[str] | None = None,
 ) -> Run:
     """Replay ``plan`` for ``graph`` on ``platform`` at the ``interference`` level (``none``:
     the cost model's world; ``bandwidth``: tiers, links and copy engines shared; ``controller``,
@@ -181,7 +188,9 @@ def simulate(
     The plan must be the one made for ``graph`` (its fingerprint, or its name for a plan that
     carries none) on ``platform`` (its name), and pass the validator (:func:`validate`; with
     ``check=False`` it is replayed as written, e.g. on a variant of the platform it was
-    checked on). Raises :class:`TmsimError` otherwise, naming the first problem.
+    checked on). Kernels take the measured times of ``profile`` (a profile file), else of the
+    one the plan was made with (:func:`tmsim.api.measured.plan_costs`; ``near``: the plan
+    file's folder). Raises :class:`TmsimError` otherwise, naming the first problem.
 
     >>> import tmsim
     >>> g, p = tmsim.graph("vgg19", batch=16), tmsim.platform()
@@ -198,18 +207,28 @@ def simulate(
         check_graph(plan.graph_identity, graph, "the plan")
     elif plan.graph != graph.name:
         raise TmsimError(f"the plan is for graph {plan.graph!r}, not {graph.name!r}")
-    cost = CostModel(graph, platform)
+    costs = plan_costs(plan, graph, platform, profile, near)
     if check:
-        check_plan(plan, graph, platform, cost).raise_if_invalid(shown=1)
-    return Run(plan, replay(plan, graph, platform, cost=cost, level=level))
+        check_plan(plan, graph, platform, costs.checked).raise_if_invalid(shown=1)
+    trace = replay(plan, graph, platform, cost=costs.replayed, level=level)
+    energy = step_energy(trace, graph, platform) if platform.energy is not None else None
+    return Run(plan, trace, energy)
 
 
-def validate(plan: Plan, graph: Graph, platform: Platform) -> Validation:
+def validate(
+    plan: Plan,
+    graph: Graph,
+    platform: Platform,
+    *,
+    profile: ProfileLike = None,
+    near: str | os.PathLike[str] | None = None,
+) -> Validation:
     """Check ``plan`` against every rule a plan must keep for ``graph`` on ``platform`` (names,
     tiers kernels may reach, capacities at every kernel, copies along existing paths, its
-    predicted time against the cost model it was made with) with the independent validator;
-    the result says ``ok``, lists the ``errors``, and counts ``moved_bytes`` and
-    ``fast_peak_bytes``.
+    predicted time against the cost model it was made with, measured times included: of the
+    profile it records, found beside ``near`` first, or given as ``profile``) with the
+    independent validator; the result says ``ok``, lists the ``errors``, and counts
+    ``moved_bytes`` and ``fast_peak_bytes``.
 
     >>> import tmsim
     >>> g, p = tmsim.graph("vgg19", batch=4), tmsim.platform()
@@ -218,7 +237,8 @@ def validate(plan: Plan, graph: Graph, platform: Platform) -> Validation:
     """
     expect(plan, Plan, "plan", "a Plan (from tmsim.plan)")
     check_inputs(graph, platform)
-    return check_plan(plan, graph, platform, CostModel(graph, platform))
+    costs = plan_costs(plan, graph, platform, profile, near)
+    return check_plan(plan, graph, platform, costs.checked)
 
 
 def check_plan(plan: Plan, graph: Graph, platform: Platform, cost: CostModel) -> Validation:
@@ -240,11 +260,13 @@ class Run:
     ``step_time_s`` is the simulated step, ``predicted_s`` what the planner predicted;
     ``records`` (one row per kernel and copy: start, end, tiers, bytes, time lost and why)
     and ``occupancy`` (fast-tier bytes over time) are the trace as DataFrames, the columns of
-    ``tmsim simulate --trace``'s Parquet file.
+    ``tmsim simulate --trace``'s Parquet file; ``energy``: the step's energy and wear
+    (:func:`tmsim.energy.step_energy`) where the platform has an energy model, else None.
     """
 
     plan: Plan
     trace: Trace
+    energy: StepEnergy | None = None
 
     @property
     def step_time_s(self) -> float:
@@ -267,8 +289,9 @@ class Run:
         return self.trace.to_frame().occupancy
 
     def summary(self) -> dict[str, Any]:
-        """Headline numbers as JSON-ready values (what ``tmsim simulate --json`` prints)."""
-        return trace_summary(self.trace)
+        """Headline numbers as JSON-ready values (what ``tmsim simulate --json`` prints),
+        with the energy and wear where known (:func:`tmsim.api.traces.trace_summary`)."""
+        return trace_summary(self.trace, self.energy)
 
     def timeline(
         self, path: str | os.PathLike[str] | None = None, *, title: str | None = None
@@ -321,66 +344,15 @@ class Run:
         return html_table(f"Run of plan {self.trace.planner}", self.summary_rows())
 
 
-def draw_timeline(
-    trace: Trace, path: str | os.PathLike[str] | None = None, title: str | None = None
-) -> Figure:
-    """``trace`` as a Gantt chart with the fast tier's occupancy beneath, saved to ``path``
-    (``.png``, ``.pdf`` or ``.svg``) when given. Raises :class:`TmsimError` for another
-    suffix or a path that cannot be written."""
-    from tmsim.plots import timeline_figure
-
-    if path is not None:
-        expect(path, (str, os.PathLike), "a timeline's path", "a file path")
-        suffix = os.fspath(path).rpartition(".")[2].lower()
-        if suffix not in ("png", "pdf", "svg"):
-            raise TmsimError(f"{os.fspath(path)!r}: a timeline is a .png, .pdf or .svg file")
-    fig = timeline_figure(trace, title=title)
-    if path is not None:
-        try:
-            fig.savefig(os.fspath(path), dpi=150)
-        except OSError as exc:
-            raise TmsimError(f"{os.fspath(path)}: {exc.strerror or exc}") from None
-    return fig
-
-
-def trace_summary(trace: Trace) -> dict[str, Any]:
-    """Headline numbers of a replay as JSON-ready values."""
-    moves = trace.moves()
-    return {
-        "graph": trace.graph,
-        "platform": trace.platform,
-        "planner": trace.planner,
-        "contention": trace.contention,
-        "interference": trace.level,
-        "simulated_s": trace.simulated_s,
-        "predicted_s": trace.predicted_s,
-        "ratio": trace.simulated_s / trace.predicted_s if trace.predicted_s > 0 else None,
-        "kernels": len(trace.kernels()),
-        "recomputes": len(trace.recomputes()),
-        "moves": len(moves),
-        "sync_moves": sum(r.kind == SYNC for r in moves),
-        "async_moves": sum(r.kind == ASYNC for r in moves),
-        "moved_bytes": trace.moved_bytes,
-        "fast_peak_bytes": trace.fast_peak_bytes,
-        "fast_limit_bytes": trace.fast_limit_bytes,
-        "events": trace.events,
-        "kernels_lost_s": trace.losses_s(),
-        "copies_lost_s": trace.losses_s((SYNC, ASYNC)),
-        "copies_past_kernel_s": trace.overrun_s(),
-    }
-
-
 __all__ = [
     "MILP_NAMES",
     "SETTING_NAMES",
     "Run",
     "check_inputs",
-    "draw_timeline",
     "fast_limit",
     "plan",
     "plan_chain",
     "plan_settings",
     "simulate",
-    "trace_summary",
     "validate",
 ]

@@ -11,9 +11,9 @@ from typing import Any
 
 from hwmodels.platform import Platform
 from tmsim.api.inputs import FastCapacity, capacity, expect
+from tmsim.api.measured import plan_costs, recorded_profile
 from tmsim.api.runs import check_inputs
 from tmsim.capacity import resolve_fast_limit
-from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.plans.layout import fast_layout
 from tmsim.plans.validate import Validation
@@ -50,10 +50,12 @@ def plan_summary(
     ``validation`` of it (:func:`tmsim.validate`): what was planned, the predicted step,
     the solver's status, gap (None when there is none), bound and times (a heuristic's
     status is ``heuristic``), the moves and moved bytes, the recomputes and the seconds they
-    add (at the cost model's times, all operands where the plan reads them), the fast tier's
+    add (at the cost model's times, all operands where the plan reads them), the kernels the
+    host compute runs (``host_kernels``, a count), the fast tier's
     peak, limit and the
     bytes its buffers take when laid out (``fast_pool_bytes``), and the ``capacity_note`` of
-    ``fast`` (:func:`capacity_note`). Every ``nan`` is None.
+    ``fast`` (:func:`capacity_note`), and the measured kernel times it was made with
+    (``profile``: path, sha256, entries; None for the roofline). Every ``nan`` is None.
 
     >>> import tmsim
     >>> g, p = tmsim.graph("vgg19", batch=2), tmsim.platform()
@@ -89,10 +91,12 @@ def plan_summary(
         "moves": len(plan.moves),
         "recomputes": len(plan.recomputes),
         "recompute_s": recompute_seconds(plan, graph, platform),
+        "host_kernels": len(plan.host_kernels),
         "fast_peak_bytes": validation.fast_peak_bytes,
         "fast_limit_bytes": plan.fast_limit_bytes,
         "fast_pool_bytes": fast_layout(plan, graph, platform).pool_bytes,
         "capacity_note": capacity_note(graph, platform, fast),
+        "profile": recorded_profile(plan),
     }
 
 
@@ -103,7 +107,7 @@ def recompute_seconds(plan: Plan, graph: Graph, platform: Platform) -> float:
     the graph or platform lacks."""
     if not plan.recomputes:
         return 0.0
-    cost = CostModel(graph, platform)
+    cost = plan_costs(plan, graph, platform).checked  # measured times the plan was made with
     tiers = {name: i for i, name in enumerate(platform.tier_names)}
     total = 0.0
     for r in plan.recomputes:

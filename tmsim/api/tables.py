@@ -20,10 +20,10 @@ import pandas as pd
 from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
 from tmsim.api.inputs import FastCapacity, expect
+from tmsim.api.measured import plan_costs
 from tmsim.api.runs import SETTING_NAMES, check_inputs, plan_settings
 from tmsim.comparison import CompareSettings, Replays, Row, plan_row, rows_frame
 from tmsim.comparison import compare as compare_rows
-from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel, parse_level
 from tmsim.planners.settings import PlanSettings
@@ -126,7 +126,9 @@ def plan_table(
 ) -> pd.DataFrame:
     """The rows :func:`compare` gives, for plans made already: each plan of ``plans`` (by the
     name its row carries) checked by the validator and replayed at ``interference``, or, for
-    an error in its place, a row with status ``error``, its message and ``fast_limit_bytes``.
+    an error in its place, a row with status ``error``, its message and ``fast_limit_bytes``;
+    a plan made with measured kernel times is checked and replayed with them
+    (:func:`tmsim.api.measured.plan_costs`).
     ``slowdown`` is over the ``all-fast`` row where there is one. Raises
     :class:`TmsimError` for bad input, a plan for another graph or platform included.
 
@@ -141,7 +143,6 @@ def plan_table(
     expect(plans, Mapping, "plans", "a mapping of names to plans or errors")
     level = parse_level(interference)
     contention = level is not InterferenceLevel.NONE
-    cost = CostModel(graph, platform)
     rows: list[Row] = []
     for name, got in plans.items():
         expect(name, str, "a plan's name", "text")
@@ -155,6 +156,7 @@ def plan_table(
                 f"plans[{name!r}] is for {got.graph} on {got.platform}, not {graph.name} on "
                 f"{platform.name}"
             )
+        cost = plan_costs(got, graph, platform).checked  # the plan's own kernel times
         rows.append(plan_row(name, got, graph, platform, contention, cost, level))
     base = next((r.simulated_s for r in rows if r.strategy == "all-fast"), math.nan)
     return rows_frame([replace(r, slowdown=r.simulated_s / base) for r in rows])

@@ -188,8 +188,8 @@ def size_arg(text: str) -> int:
 def add_plan_arguments(
     p: argparse.ArgumentParser, time_limit_s: float = PLAN_DEFAULTS.time_limit_s
 ) -> None:
-    """Platform, capacity and solver arguments shared by ``plan`` and ``compare``; the MILP
-    time limit defaults to ``time_limit_s``."""
+    """Platform, capacity, solver and profile arguments shared by ``plan`` and ``compare``;
+    the MILP time limit defaults to ``time_limit_s``."""
     p.add_argument(
         "--platform", type=text_arg, default=DEFAULT_PLATFORM, help="preset name or TOML file"
     )
@@ -250,6 +250,24 @@ def add_plan_arguments(
         "this x the energy the plan decides (default 0: time alone; needs a platform with "
         "an [energy] table)",
     )
+    add_profile_argument(p)
+
+
+def add_profile_argument(p: argparse.ArgumentParser, replay: bool = False) -> None:
+    """``--profile FILE``: measured kernel times (:mod:`tmsim.profiles`), for every planner
+    or, with ``replay``, for a plan's check and replay."""
+    what = (
+        "replay with these measured kernel times (default: those the plan was made with, if any)"
+        if replay
+        else "measured kernel times that replace the roofline's in every planner and replay"
+    )
+    p.add_argument(
+        "--profile",
+        type=text_arg,
+        metavar="FILE",
+        help=f"{what}: a CSV file with columns kernel,placement,seconds (placement: the tier "
+        "of each operand, joined by |)",
+    )
 
 
 def check_output(flag: str, path: str) -> None:
@@ -285,7 +303,9 @@ def settings_from_args(args: argparse.Namespace) -> PlanSettings:
     """The planner settings the parsed arguments ask for. Raises :class:`TmsimError` naming
     the option for a value out of range."""
     from tmsim import PlanSettings
+    from tmsim.profiles import read_profile
 
+    profile = read_profile(args.profile) if args.profile is not None else None
     try:
         return PlanSettings(
             capacity=capacity_from_args(args),
@@ -297,6 +317,7 @@ def settings_from_args(args: argparse.Namespace) -> PlanSettings:
             window=args.window,
             recompute_depth=args.recompute_depth,
             energy_weight_s_per_j=args.energy_weight,
+            profile=profile,
         )
     except TmsimError as exc:
         raise TmsimError(f"bad planner option: {exc}") from None
@@ -310,6 +331,7 @@ __all__ = [
     "MAX_RECOMPUTE_DEPTH",
     "MAX_WINDOW",
     "add_plan_arguments",
+    "add_profile_argument",
     "batch_arg",
     "capacity_from_args",
     "check_output",

@@ -13,6 +13,10 @@ that each mirror equals its source.
 - :data:`PLANNER_NAMES`: :data:`tmsim.planners.PLANNERS` (derived from :mod:`tmsim.strategies`,
   which is light, as the planners derive it);
 - :data:`TABLE_FORMATS`: :data:`tmsim.sweeps.engine.FORMATS`;
+- :data:`IMPORT_LOSSES`, :data:`IMPORT_OPTIMIZERS`: :data:`tmsim.workload.torchimport.LOSSES`
+  and :data:`~tmsim.workload.torchimport.OPTIMIZERS`, in their order, and
+  :data:`IMPORT_MODEL_DTYPES`: :data:`tmsim.workload.torchimport.sources.MODEL_DTYPES` (which
+  needs torch to import; ``tests/test_torch_import.py`` checks it);
 - :data:`PLAN_DEFAULTS`: the defaults of :class:`tmsim.planners.PlanSettings` the command line
   exposes (solver, time limit, gap, node limit, window, recompute depth).
 """
@@ -60,6 +64,12 @@ PLANNER_NAMES: tuple[str, ...] = tuple(
     n for kind in ("heuristic", "milp") for n, s in STRATEGIES.items() if s.kind == kind
 )
 
+#: The losses and optimizers ``tmsim import`` offers, the first of each its default.
+IMPORT_LOSSES: tuple[str, ...] = ("cross_entropy", "mse", "sum")
+IMPORT_OPTIMIZERS: tuple[str, ...] = ("sgd", "adam", "adamw")
+#: The floating types ``tmsim import --dtype`` casts a model to.
+IMPORT_MODEL_DTYPES: tuple[str, ...] = ("fp32", "fp16", "bf16", "fp64")
+
 #: Formats of a sweep's results table.
 TABLE_FORMATS: tuple[str, ...] = ("parquet", "csv")
 
@@ -83,6 +93,9 @@ PLAN_DEFAULTS = PlanDefaults()
 __all__ = [
     "ATTENTIONS",
     "DTYPES",
+    "IMPORT_LOSSES",
+    "IMPORT_MODEL_DTYPES",
+    "IMPORT_OPTIMIZERS",
     "MODEL_NAMES",
     "PLANNER_NAMES",
     "PLAN_DEFAULTS",

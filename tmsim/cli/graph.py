@@ -120,15 +120,22 @@ def _models(args: argparse.Namespace) -> int:
 
 
 def _graph(args: argparse.Namespace) -> int:
-    from tmsim.api.graphs import graph_summary
-
     graph = graph_from_args(args)
     if args.save:
         tmsim.save(graph, args.save)
+    print_summary(graph, args.save, args.json)
+    return 0
+
+
+def print_summary(graph: Graph, saved: str | None, as_json: bool) -> None:
+    """Print ``graph``'s headline numbers (as JSON with ``as_json``), and the file it was
+    saved to, if any."""
+    from tmsim.api.graphs import graph_summary
+
     info = graph_summary(graph)
-    if args.json:
+    if as_json:
         print(json.dumps(info, indent=2))
-        return 0
+        return
     gb = 1e9
     print(f"graph            {info['name']}")
     phases = ", ".join(f"{n} {p}" for p, n in info["kernels_by_phase"].items())
@@ -142,6 +149,5 @@ def _graph(args: argparse.Namespace) -> int:
     for role, size in info["bytes_by_role"].items():
         if size:
             print(f"  {role:17s}{size / gb:,.2f} GB declared")
-    if args.save:
-        print(f"saved            {args.save}")
-    return 0
+    if saved:
+        print(f"saved            {saved}")

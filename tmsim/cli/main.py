@@ -37,6 +37,7 @@ from tmsim.cli import plan as cli_plan
 from tmsim.cli import platform as cli_platform
 from tmsim.cli import reproduce as cli_reproduce
 from tmsim.cli import sweep as cli_sweep
+from tmsim.cli import torchimport as cli_torchimport
 from tmsim.cli.args import one_line
 from tmsim.errors import shown_path
 
@@ -78,6 +79,7 @@ def build_parser(
     parser.add_argument("--version", action="version", version=f"tmsim {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     cli_graph.add_commands(sub)
+    cli_torchimport.add_commands(sub)
     cli_platform.add_commands(sub)
     cli_plan.add_commands(sub)
     if deferred:

@@ -47,6 +47,9 @@ def _plan(args: argparse.Namespace) -> int:
         gb = 1e9
         print(f"plan             {info['planner']} for {info['graph']} on {info['platform']}")
         print(f"predicted step   {info['predicted_s']:.4f} s")
+        if info["profile"]:
+            made = info["profile"]
+            print(f"kernel times     measured: {made['path']} ({made['entries']:,} entries)")
         if result.stats:
             gap = info["gap"]
             print(
@@ -63,6 +66,8 @@ def _plan(args: argparse.Namespace) -> int:
         print(f"moves            {info['moves']:,}, {info['moved_bytes'] / gb:.3f} GB")
         if info["recomputes"]:
             print(f"recomputes       {info['recomputes']:,}, {info['recompute_s']:.4f} s")
+        if info["host_kernels"]:
+            print(f"host kernels     {info['host_kernels']:,} (run by the host CPU)")
         print(f"valid            {'yes' if check.ok else 'NO: ' + '; '.join(check.errors[:3])}")
         if args.out:
             print(f"saved            {args.out}")

@@ -53,6 +53,26 @@ def _platform(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compute_lines(p: Platform, host: bool) -> list[str]:
+    """The compute device (or with ``host`` the host compute, which it must have): its
+    peaks and launch, its efficiency per op class, its source."""
+    c, label = p.compute, "compute"
+    if host and p.host_compute is not None:
+        c = p.host_compute.compute
+        label = f"host compute (reaches {', '.join(p.host_compute.kernel_tiers)})"
+    peaks = ", ".join(f"{d} {v / 1e12:g} TFLOP/s" for d, v in c.peak_flop_per_s)
+    lines = [
+        f"{label}: {c.name}, {c.cores} cores, {peaks}, launch {c.launch_overhead_s * 1e6:g} us"
+    ]
+    for e in c.efficiencies:
+        lines.append(
+            f"  {e.op_class.value}: {e.compute:g} of peak FLOP/s, {e.memory:g} of bandwidth"
+        )
+    if c.source:
+        lines.append(f"  source: {c.source}")
+    return lines
+
+
 def _gb(bytes_per_s: float) -> str:
     return f"{bytes_per_s / 1e9:.4g} GB/s"
 
@@ -89,17 +109,9 @@ def describe(platform: Platform) -> list[str]:
             )
         if t.source:
             lines.append(f"    source: {t.source}")
-    c = p.compute
-    peaks = ", ".join(f"{d} {v / 1e12:g} TFLOP/s" for d, v in c.peak_flop_per_s)
-    lines.append(
-        f"compute: {c.name}, {c.cores} cores, {peaks}, launch {c.launch_overhead_s * 1e6:g} us"
-    )
-    for e in c.efficiencies:
-        lines.append(
-            f"  {e.op_class.value}: {e.compute:g} of peak FLOP/s, {e.memory:g} of bandwidth"
-        )
-    if c.source:
-        lines.append(f"  source: {c.source}")
+    lines += _compute_lines(p, host=False)
+    if p.host_compute is not None:
+        lines += _compute_lines(p, host=True)
     lines.append("copy paths:" if p.copy_paths else "copy paths: none")
     for cp in p.copy_paths:
         lines.append(

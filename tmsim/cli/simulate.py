@@ -17,11 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import tmsim
-from tmsim import Graph, InterferenceLevel, Plan, Run, TmsimError
+from tmsim import Graph, InterferenceLevel, Plan, Platform, Run, TmsimError
 from tmsim.api.cache import CacheRun
 from tmsim.api.graphs import graph_of, match_graph
-from tmsim.cli.args import add_interference_argument, check_output
+from tmsim.api.measured import PlanCosts, plan_costs
+from tmsim.api.runs import check_plan
+from tmsim.cli.args import add_interference_argument, add_profile_argument, check_output
 from tmsim.cli.catalog import DTYPES, ZOO_NAMES
+from tmsim.errors import one_line
+from tmsim.profiles import read_profile
 
 #: Batch size when neither ``--batch``, the plan's zoo arguments nor its graph name
 #: (``MODEL-bN``) give one.
@@ -92,6 +96,7 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
         "steady-state step)",
     )
     add_interference_argument(p)
+    add_profile_argument(p, replay=True)
     p.add_argument(
         "--no-contention",
         dest="contention",
@@ -188,7 +193,7 @@ def check_outputs(args: argparse.Namespace) -> None:
     missing or non-directory parent, a path or parent that is not writable, a timeline whose
     name ends in none of :data:`TIMELINE_SUFFIXES`, and one file named by both. Raises
     :class:`TmsimError`."""
-    for flag in ("plan", "file", "platform", "trace", "timeline", "perfetto"):
+    for flag in ("plan", "file", "platform", "profile", "trace", "timeline", "perfetto"):
         value = getattr(args, flag)
         if value is not None and "\0" in value:
             raise TmsimError(f"{'--' * (flag != 'plan')}{flag} {value!r} holds a NUL character")
@@ -241,12 +246,23 @@ def _simulate(args: argparse.Namespace) -> int:
         raise TmsimError(
             f"plan {args.plan!r} is for platform {plan.platform!r}, not {platform.name!r}"
         )
-    tmsim.validate(plan, graph, platform).raise_if_invalid(shown=3)
-    run = tmsim.simulate(plan, graph, platform, interference=_level(args), check=False)
+    costs = _plan_costs(plan, graph, platform, args)
+    check_plan(plan, graph, platform, costs.checked).raise_if_invalid(shown=3)
+    near = Path(args.plan).parent
+    run = tmsim.simulate(
+        plan,
+        graph,
+        platform,
+        interference=_level(args),
+        check=False,
+        profile=costs.profile,
+        near=near,
+    )
     _save(run, args)
     if args.perfetto:
         run.perfetto(args.perfetto, graph)
     info = run.summary()
+    info["profile"] = None if costs.profile is None else costs.profile.record()
     if args.json:
         info["trace"] = args.trace
         info["timeline"] = args.timeline
@@ -256,6 +272,8 @@ def _simulate(args: argparse.Namespace) -> int:
     gb = 1e9
     print(f"replay           {info['planner']} plan for {info['graph']} on {info['platform']}")
     print(f"interference     {info['interference']}")
+    if costs.profile is not None:
+        print(f"kernel times     measured: {costs.profile.path}")
     print(f"simulated step   {info['simulated_s']:.6f} s")
     ratio = info["ratio"]
     rel = f" (simulated/predicted {ratio:.4f})" if ratio is not None else ""
@@ -272,10 +290,35 @@ def _simulate(args: argparse.Namespace) -> int:
         lost = ", ".join(f"{cause} {s:.6f} s" for cause, s in info[key].items())
         print(f"{label:16s} {lost}")
     print(f"copies past      their kernels' ends {info['copies_past_kernel_s']:.6f} s")
+    _print_energy(info)
     for label, path in _outputs(args):
         if path:
             print(f"saved {label:10s} {path}")
     return 0
+
+
+def _plan_costs(
+    plan: Plan, graph: Graph, platform: Platform, args: argparse.Namespace
+) -> PlanCosts:
+    """The cost models the plan is checked and replayed with (``--profile``, else the one it
+    records, found beside the plan file first); warns on stderr where they differ."""
+    given = read_profile(args.profile) if args.profile is not None else None
+    costs = plan_costs(plan, graph, platform, given, Path(args.plan).parent)
+    if costs.note:
+        print(f"tmsim: warning: {one_line(costs.note)}", file=sys.stderr)
+    return costs
+
+
+def _print_energy(info: dict[str, Any]) -> None:
+    """The step's energy and the wear of its rated devices, where the platform prices them."""
+    if "energy_j" not in info:
+        return
+    parts = ", ".join(f"{name} {j:.3g} J" for name, j in info["energy_parts_j"].items() if j)
+    print(f"energy           {info['energy_j']:.4g} J ({parts})")
+    for tier, years in info["wear_years"].items():
+        written = info["written_bytes"][tier] / 1e9
+        lasts = "never wears out" if years is None else f"wears out in {years:.3g} years"
+        print(f"wear             {tier}: {written:.3f} GB written per step, {lasts}")
 
 
 def _outputs(args: argparse.Namespace) -> tuple[tuple[str, str | None], ...]:

@@ -1,9 +1,10 @@
 """Every planner by name, behind one call with one typed set of settings.
 
 ``plan(name, graph, platform, settings)`` runs the planner strategy called ``name`` (the
-heuristics and MILP formulations of :mod:`tmsim.strategies`, :data:`PLANNERS`). Each planner
-is also importable as ``plan_<name>(graph, platform, settings)`` from
-:mod:`tmsim.planners.heuristics` and :mod:`tmsim.planners.milp`.
+heuristics, runtime baselines and MILP formulations of :mod:`tmsim.strategies`,
+:data:`PLANNERS`). Each planner is also importable as ``plan_<name>(graph, platform,
+settings)`` from :mod:`tmsim.planners.heuristics`, :mod:`tmsim.planners.runtimes` and
+:mod:`tmsim.planners.milp`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from tmsim.errors import TmsimError
 from tmsim.planners.heuristics import REGISTRY
 from tmsim.planners.milp.chain import plan_milp
 from tmsim.planners.milp.gadgets import Formulation
+from tmsim.planners.runtimes import REGISTRY as RUNTIMES
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import Plan
 from tmsim.strategies import Kind, names, strategy
@@ -30,7 +32,8 @@ def plan(name: str, graph: Graph, platform: Platform, settings: PlanSettings | N
     """
     kind = strategy(name).kind
     if kind is Kind.HEURISTIC:
-        return REGISTRY[name](graph, platform, settings)
+        planner = RUNTIMES[name] if name in RUNTIMES else REGISTRY[name]
+        return planner(graph, platform, settings)
     if kind is Kind.MILP:
         return plan_milp(graph, platform, settings, Formulation(name))
     raise TmsimError(

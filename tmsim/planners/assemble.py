@@ -10,15 +10,16 @@ recomputes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from hwmodels.platform import Platform
-from tmsim.cost import BesideCosts, CostModel, IndexMove, IndexRecompute, step_time_s
+from tmsim.cost import BesideCosts, CostModel, IndexMove, IndexRecompute
 from tmsim.errors import InfeasibleError, NoPlanError, TmsimError
+from tmsim.plans.streams import plan_step_time_s
 from tmsim.plans.values import Move, Plan, Recompute, Residency, SolverStats
 from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES, Graph
 from tmsim.workload.identity import GraphIdentity, graph_sha256, identity_of
@@ -40,6 +41,7 @@ def assemble_plan(
     identity: GraphIdentity | None = None,
     beside: BesideCosts | None = None,
     recomputes: Iterable[IndexRecompute] = (),
+    host_kernels: Sequence[int] = (),
 ) -> Plan:
     """Build a :class:`Plan` from a decision in indices.
 
@@ -48,6 +50,7 @@ def assemble_plan(
     - ``moves``: the copies;
     - ``recomputes``: producers run again, in the order they run (a copy of the tensor appears
       at the recompute's kernel in the tier its tiers give the tensor);
+    - ``host_kernels``: the kernels the host compute runs, in the order it runs them;
     - ``drops[(tensor, tier)]``: kernels after which that copy is freed (each ends the
       residency range that contains it); a copy not dropped stays until the tensor's last
       live kernel (the end of the step for weights and optimizer state).
@@ -55,8 +58,9 @@ def assemble_plan(
     Residency ranges start where copies appear: at the producer in the tier it writes, at
     kernel 0 for ``initial`` tiers, at the kernel of a move into a tier the tensor is not
     resident in, at a recompute. A drop after the tensor's last live kernel extends its range
-    (a copy a later recompute reads). The predicted time is :func:`step_time_s` (with
-    ``beside``, asynchronous copies at what interference makes them cost).
+    (a copy a later recompute reads). The predicted time is
+    :func:`~tmsim.plans.streams.plan_step_time_s` (with ``beside``, asynchronous copies at what
+    interference makes them cost; with host kernels, the longest path through both streams).
 
     The plan records which graph it is for: ``identity`` when the caller knows how the graph
     was built, else :func:`tmsim.workload.identity.identity_of` (a recognized zoo build, or
@@ -113,7 +117,8 @@ def assemble_plan(
     operand_tiers = tuple(
         tuple(names[int(x)] for x in tiers[ptr[k] : ptr[k + 1]]) for k in range(n_k)
     )
-    total, _ = step_time_s(cost, tiers, move_list, beside, reruns)
+    order = tuple(int(h) for h in host_kernels)
+    total, _ = plan_step_time_s(cost, tiers, move_list, beside, reruns, order)
     return Plan(
         graph=graph.name,
         platform=platform.name,
@@ -136,6 +141,7 @@ def assemble_plan(
             Recompute(graph.tensors[r.tensor].name, r.kernel, tuple(names[x] for x in r.tiers))
             for r in reruns
         ),
+        host_kernels=order,
     )
 
 

@@ -8,11 +8,12 @@ figures all build this value (capacity parsed once at the edge, :class:`~tmsim.c
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from tmsim.capacity import Capacity
 from tmsim.errors import TmsimError
+from tmsim.profiles import Profile
 
 #: AutoTM's asynchronous window: kernels either side of a user where a copy may run.
 AUTOTM_WINDOW = 15
@@ -36,6 +37,13 @@ class PlanSettings:
     - ``capacity``: the fast tier's capacity (:class:`~tmsim.capacity.Capacity`, a ratio of
       the step's peak live bytes or a size); None: the fastest tier's own capacity. Slower
       tiers hold what their platform capacity allows.
+
+    Kernel times (all planners):
+
+    - ``profile``: measured kernel times (:class:`~tmsim.profiles.Profile`) that replace
+      the roofline's wherever a plan puts a kernel's operands on a placement they list
+      (:func:`~tmsim.profiles.cost_model`); plans record it (path and sha256). None: the
+      roofline alone.
 
     The MILP formulations:
 
@@ -98,10 +106,13 @@ class PlanSettings:
     offload_min_bytes: int = 1 << 20
     offload_all: bool = False
     prefetch_ahead: int = 2
+    profile: Profile | None = None
 
     def __post_init__(self) -> None:
         if self.capacity is not None and not isinstance(self.capacity, Capacity):
             raise TmsimError(f"capacity must be a Capacity, got {self.capacity!r}")
+        if self.profile is not None and not isinstance(self.profile, Profile):
+            raise TmsimError(f"profile must be a Profile (read_profile), got {self.profile!r}")
         if not (isinstance(self.solver, str) and self.solver.strip()):
             raise TmsimError(f"solver must be a solver name, got {self.solver!r}")
         t = self.time_limit_s
@@ -135,9 +146,11 @@ class PlanSettings:
                 raise TmsimError(f"{name} must be an integer >= {low}, got {value!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        """The settings as JSON-ready data (the capacity as its text), as plans record them."""
-        out = asdict(self)
+        """The settings as JSON-ready data (the capacity as its text, the profile as
+        :meth:`~tmsim.profiles.Profile.record`), as plans record them."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["capacity"] = None if self.capacity is None else str(self.capacity)
+        out["profile"] = None if self.profile is None else self.profile.record()
         return out
 
 

@@ -1,18 +1,20 @@
 """Plan files: a :class:`~tmsim.plans.values.Plan` as JSON and back, exactly
 (:func:`plan_to_dict`, :func:`plan_from_dict`, :func:`save_plan`, :func:`load_plan`).
 
-Plan files (version 3) are a JSON object with exactly these fields::
+Plan files (version 4) are a JSON object with exactly these fields::
 
-    {"format": "tmsim-plan", "version": 3,
+    {"format": "tmsim-plan", "version": 4,
      "graph": {"name": str, "sha256": str, "source": "zoo" | "file" | "unknown", "args": {...}},
      "platform": str, "planner": str, "fast_limit_bytes": int, "predicted_s": number,
      "options": {...}, "initial_tiers": {tensor: [tier, ...]},
      "operand_tiers": [[tier, ...], ...], "residency": [[tensor, tier, first, last], ...],
      "moves": [[tensor, src, dst, kernel, "sync" | "async"], ...],
-     "recomputes": [[tensor, kernel, [tier, ...]], ...], "stats": {...} | null}
+     "recomputes": [[tensor, kernel, [tier, ...]], ...], "host_kernels": [kernel, ...],
+     "stats": {...} | null}
 
-Version 2 files have no ``"recomputes"`` (their plans recompute nothing); version 1 files,
-whose ``"graph"`` is also the graph's name alone, are still read (their plans have no
+Version 3 files have no ``"host_kernels"`` (their plans run every kernel on the compute
+device); version 2 files no ``"recomputes"`` either (their plans recompute nothing); version 1
+files, whose ``"graph"`` is also the graph's name alone, are still read (their plans have no
 ``graph_identity``). Integers are JSON integers in ``[0, 2**63)``, never booleans; numbers
 that may be non-finite are written as the strings ``"nan"``, ``"inf"``, ``"-inf"``.
 """
@@ -34,9 +36,9 @@ from tmsim.workload.identity import (
 )
 
 FORMAT = "tmsim-plan"
-VERSION = 3
+VERSION = 4
 #: Plan file versions this tmsim reads.
-READS = (1, 2, 3)
+READS = (1, 2, 3, 4)
 #: Integers in plan files lie in ``[0, MAX_INT)``, so they fit the validator's int64 arrays.
 MAX_INT = 2**63
 _FIELDS = (
@@ -53,10 +55,11 @@ _FIELDS = (
     "residency",
     "moves",
     "recomputes",
+    "host_kernels",
     "stats",
 )
-#: Fields a version 1 or 2 file does not have.
-_SINCE_3 = ("recomputes",)
+#: The first version with each field that older files do not have.
+_SINCE = {"recomputes": 3, "host_kernels": 4}
 _NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
@@ -105,6 +108,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "residency": [[r.tensor, r.tier, r.first, r.last] for r in plan.residency],
         "moves": [[m.tensor, m.src, m.dst, m.kernel, m.mode.value] for m in plan.moves],
         "recomputes": [[r.tensor, r.kernel, list(r.tiers)] for r in plan.recomputes],
+        "host_kernels": list(plan.host_kernels),
         "stats": stats,
     }
 
@@ -114,7 +118,7 @@ class _Bad(Exception):
 
 
 def plan_from_dict(doc: object, source: str = "<plan>") -> Plan:
-    """Rebuild a plan from :func:`plan_to_dict`'s document (or a version 1 one).
+    """Rebuild a plan from :func:`plan_to_dict`'s document (or an older version's).
 
     Strict: exactly the fields of the module documentation, each of its type (no booleans for
     integers, no strings for names' lists, integers in ``[0, 2**63)``), moves of a known
@@ -132,7 +136,7 @@ def plan_from_dict(doc: object, source: str = "<plan>") -> Plan:
             f"{source}: field 'version' is {version!r}; this tmsim reads "
             f"{', '.join(map(str, READS))}"
         )
-    wanted = _FIELDS if version >= 3 else tuple(k for k in _FIELDS if k not in _SINCE_3)
+    wanted = tuple(k for k in _FIELDS if version >= _SINCE.get(k, 1))
     missing = [k for k in wanted if k not in doc]
     if missing:
         raise PlanFileError(f"{source}: missing field {missing[0]!r}")
@@ -171,6 +175,10 @@ def plan_from_dict(doc: object, source: str = "<plan>") -> Plan:
             recomputes=tuple(
                 _recompute(r, f"recomputes[{i}]")
                 for i, r in enumerate(_list(doc.get("recomputes", []), "recomputes"))
+            ),
+            host_kernels=tuple(
+                _count(k, f"host_kernels[{i}]")
+                for i, k in enumerate(_list(doc.get("host_kernels", []), "host_kernels"))
             ),
             predicted_s=_number(doc["predicted_s"], "predicted_s"),
             options=_object(doc["options"], "options"),

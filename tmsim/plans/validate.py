@@ -3,7 +3,8 @@ platform.
 
 :func:`validate` re-derives everything from the plan itself (residency ranges, moves, operand
 tiers, initial tiers) and shares nothing with any planner except the cost model's step-time
-rule (:func:`tmsim.cost.step_time_s`). It never raises for a bad plan: it returns a
+rule (:func:`tmsim.cost.step_time_s`, or for a plan with host kernels
+:func:`tmsim.plans.streams.plan_step_time_s`). It never raises for a bad plan: it returns a
 :class:`Validation` listing what is wrong; :meth:`Validation.raise_if_invalid` turns that into
 a :class:`PlanError`.
 
@@ -19,12 +20,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
 from hwmodels.timing import MoveMode
-from tmsim.cost import BesideCosts, CostModel, IndexMove, IndexRecompute, step_time_s
+from tmsim.cost import BesideCosts, CostModel, IndexMove, IndexRecompute
 from tmsim.errors import PlanError, TmsimError
 from tmsim.intervals import occupancy
 from tmsim.plans.copies import check_validity
+from tmsim.plans.host import (
+    check_host_order,
+    check_host_recomputes,
+    operand_reach,
+    parse_host_kernels,
+)
 from tmsim.plans.parse import Errors, Parsed, move_residency, parse_plan
 from tmsim.plans.recompute import (
     ParsedRecomputes,
@@ -32,6 +40,7 @@ from tmsim.plans.recompute import (
     parse_recomputes,
     recompute_starts,
 )
+from tmsim.plans.streams import plan_step_time_s, stream_deps
 from tmsim.plans.values import Plan
 from tmsim.workload.graph import PERSISTENT_ROLES, Graph
 
@@ -84,6 +93,9 @@ def validate(
     (exactly the pre-existing tensors, an input in one tier); operands on tiers kernels may access;
     residency ranges inside ``[0, K - 1]``, not overlapping, each start justified (producer, initial
     tier at kernel 0, or a move into the tier there) and no produced tensor before its producer;
+    host kernels (:mod:`tmsim.plans.host`: a host compute, known kernels listed once, operands on
+    tiers the host reaches, not run again by a recompute, conflicting ones in plan order, no
+    deadlock);
     every operand resident in its tier at its kernel; moves (path, kernel, source and destination
     resident when the move runs); copy validity (kernels and moves read only valid copies;
     asynchronous data usable from the next kernel; in-place updates make other copies stale);
@@ -108,21 +120,23 @@ def validate(
         errors.add(f"plan is for platform {plan.platform!r}, not {platform.name!r}")
     parsed = parse_plan(plan, graph, platform, errors)
     rc = parse_recomputes(plan, graph, platform, errors)
+    host, host_ok = parse_host_kernels(plan, graph, platform, errors)
     _check_inputs(plan, graph, errors)
     peak = _capacity(parsed, graph, plan.fast_limit_bytes, platform, errors)
     moved = int(graph.sizes_bytes[parsed.mv_tensor[parsed.mv_ok]].sum())
     if parsed.fatal:
         return Validation(False, errors.result(), math.nan, peak, moved)
 
-    _check_access(parsed, graph, platform, errors)
+    _check_access(parsed, graph, platform, errors, host if platform.host_compute else ())
     _check_ranges(parsed, rc, graph, platform, errors)
     _check_operand_residency(parsed, graph, platform, errors)
     _check_moves(parsed, graph, platform, errors)
     check_recomputes(rc, parsed, graph, platform, errors)
     check_validity(parsed, graph, platform, errors, rc)
+    host_ok = check_host_recomputes(rc, host, graph, errors) and host_ok
 
     recomputed = math.nan
-    if bool(parsed.mv_ok.all()) and bool(rc.ok.all()):
+    if bool(parsed.mv_ok.all()) and bool(rc.ok.all()) and host_ok:
         moves = [
             IndexMove(int(t), int(s), int(d), int(k), MoveMode.ASYNC if a else MoveMode.SYNC)
             for t, s, d, k, a in zip(
@@ -138,7 +152,15 @@ def validate(
             IndexRecompute(int(rc.tensor[i]), int(rc.kernel[i]), int(rc.producer[i]), tiers)
             for i, tiers in enumerate(tuple(int(x) for x in t) for t in rc.tiers)
         ]
-        recomputed, _ = step_time_s(cost, parsed.op_tier, moves, beside, runs)
+        if host and not check_host_order(
+            stream_deps(cost, parsed.op_tier, moves, runs, host), host, graph, errors
+        ):
+            return Validation(False, errors.result(), math.nan, peak, moved)
+        try:
+            recomputed, _ = plan_step_time_s(cost, parsed.op_tier, moves, beside, runs, host)
+        except (TmsimError, HardwareModelError) as exc:  # a deadlock, a dtype the host lacks
+            errors.add(f"the step cannot be timed: {exc}")
+            return Validation(False, errors.result(), math.nan, peak, moved)
         predicted = plan.predicted_s
         if math.isfinite(recomputed) and not math.isclose(
             recomputed, predicted, rel_tol=TIME_RTOL, abs_tol=0.0
@@ -199,15 +221,21 @@ def _check_inputs(plan: Plan, graph: Graph, errors: Errors) -> None:
                 )
 
 
-def _check_access(p: Parsed, graph: Graph, platform: Platform, errors: Errors) -> None:
-    allowed = np.array(platform.kernel_tier_mask())
+def _check_access(
+    p: Parsed, graph: Graph, platform: Platform, errors: Errors, host: tuple[int, ...]
+) -> None:
     names = platform.tier_names
-    for j in np.flatnonzero(~allowed[p.op_tier])[: MAX_ERRORS + 1]:
+    reach = operand_reach(platform, p.op_kernel, p.op_tier, host)
+    on_host = set(host)
+    for j in np.flatnonzero(~reach)[: MAX_ERRORS + 1]:
         k, t = int(p.op_kernel[j]), int(p.op_tensor[j])
+        who, tiers = "kernels", platform.kernel_tiers
+        if k in on_host and platform.host_compute is not None:
+            who, tiers = "the host compute", platform.host_compute.kernel_tiers
         errors.add(
             f"{_kname(graph, k)}: operand {graph.tensors[t].name!r} is on tier "
-            f"{names[int(p.op_tier[j])]!r}, which kernels cannot access "
-            f"(kernel tiers: {', '.join(platform.kernel_tiers)})"
+            f"{names[int(p.op_tier[j])]!r}, which {who} cannot access "
+            f"(kernel tiers: {', '.join(tiers)})"
         )
 
 

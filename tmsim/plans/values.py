@@ -26,6 +26,14 @@ the platform names them; kernels are indices into ``graph.kernels`` (``K`` of th
   Its inputs must be resident and valid there and hold the data the producer first read (no
   kernel updated one in place since the producer ran), ``k`` must come after the producer,
   and a producer that updates a tensor in place cannot be run again.
+- ``host_kernels``: the kernels the platform's host compute runs
+  (:class:`hwmodels.compute.HostCompute`), in the order it runs them (empty: every kernel runs
+  on the compute device). A host kernel keeps its position in the rules above (its operands
+  resident and valid there, on tiers the host reaches); in time it runs on a stream of its
+  own, waiting for what comes before it in plan order and reads or writes what it writes
+  (or writes what it reads), and what comes after it waits for it in the same way
+  (:mod:`tmsim.plans.streams`). Host kernels that touch one copy, one of them writing, must
+  run in plan order, and no recompute runs a host kernel again.
 - Validity: a copy is valid from the moment it appears with current data; a kernel that
   updates a tensor in place on one tier makes the copies on every other tier stale until a move
   refreshes them. Kernels and moves read only valid copies. Weights and optimizer state must
@@ -136,6 +144,7 @@ class Plan:
     stats: SolverStats | None = None
     graph_identity: GraphIdentity | None = None
     recomputes: tuple[Recompute, ...] = ()
+    host_kernels: tuple[int, ...] = ()
 
     def summary_rows(self) -> list[SummaryRow]:
         """Headline numbers as ``(label, value)`` text: the step time predicted, the fast
@@ -154,6 +163,8 @@ class Plan:
         ]
         if self.recomputes:
             rows.append(("recomputes", f"{len(self.recomputes):,}"))
+        if self.host_kernels:
+            rows.append(("host kernels", f"{len(self.host_kernels):,}"))
         if self.stats is not None:
             s = self.stats
             gap = "n/a" if math.isnan(s.gap) else f"{100 * s.gap:.2f}%"

@@ -45,8 +45,9 @@ from tmsim.plans.values import Plan
 from tmsim.sim.body import kernel_body
 from tmsim.sim.flows import Flow
 from tmsim.sim.fluid import FluidModel
+from tmsim.sim.kernels import kernel_specs
 from tmsim.sim.rates import ChannelUse
-from tmsim.sim.schedule import copy_flow, kernel_specs
+from tmsim.sim.schedule import copy_flow
 from tmsim.sim.threads import ThreadUse
 
 FloatArray = npt.NDArray[np.float64]

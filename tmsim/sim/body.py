@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import simpy
 
-from tmsim.sim.flows import Flow, FlowResult, Losses, Role
+from tmsim.sim.flows import LOSS_CAUSES, Flow, FlowResult, Losses, Role
 from tmsim.sim.fluid import FluidModel
+from tmsim.sim.trace import Record
 
 
 def kernel_body(
@@ -65,4 +66,57 @@ def floor_as_flow(floor_s: float, n_tiers: int) -> Flow:
     return Flow(float(floor_s), zeros, zeros, 1.0, role=Role.FLOOR)
 
 
-__all__ = ["floor_as_flow", "kernel_body", "kernel_losses"]
+class SideBody(Protocol):
+    """What a kernel run beside the device's stream says of itself (a host kernel's or a
+    recompute's spec)."""
+
+    @property
+    def read_bytes(self) -> tuple[int, ...]: ...
+    @property
+    def write_bytes(self) -> tuple[int, ...]: ...
+    @property
+    def kernel_s(self) -> float: ...
+
+
+def side_record(
+    kind: str,
+    name: str,
+    kernel: int,
+    phase: str,
+    start_s: float,
+    env: simpy.Environment,
+    body: SideBody,
+    lost: Losses,
+) -> Record:
+    """The record of a host kernel or recompute that ran from ``start_s`` to now, having
+    lost ``lost`` to interference."""
+    return Record(
+        kind=kind,
+        name=name,
+        kernel=kernel,
+        phase=phase,
+        src="",
+        dst="",
+        start_s=start_s,
+        end_s=float(env.now),
+        read_bytes=body.read_bytes,
+        write_bytes=body.write_bytes,
+        uncontended_s=body.kernel_s,
+        fast_resident_bytes=-1,
+        **(lost_fields(lost) if lost.total_s else {}),
+    )
+
+
+def lost_fields(losses: Losses) -> dict[str, float]:
+    """A record's ``lost_*_s`` fields for ``losses``."""
+    return {f"lost_{c}_s": v for c, v in zip(LOSS_CAUSES, losses.astuple(), strict=True)}
+
+
+__all__ = [
+    "SideBody",
+    "floor_as_flow",
+    "kernel_body",
+    "kernel_losses",
+    "lost_fields",
+    "side_record",
+]

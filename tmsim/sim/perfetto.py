@@ -6,7 +6,8 @@ replayed with its graph) into the trace-event format's ``traceEvents``, one proc
 group of tracks:
 
 - **compute**: every kernel and recompute as a complete event (``ph: "X"``) on one thread,
-  with its bytes per tier and its time lost to interference in ``args``;
+  with its bytes per tier and its time lost to interference in ``args``, and the kernels the
+  host CPU runs on a thread of their own;
 - **copies**: synchronous copies on one thread; asynchronous copies on one thread per
   direction and engine (a copy takes the lowest-numbered engine of its direction free when it
   starts, so no thread holds two overlapping copies);
@@ -36,7 +37,7 @@ from tmsim.errors import TmsimError
 from tmsim.intervals import occupancy
 from tmsim.jsonio import write_json_atomic
 from tmsim.plans.values import Plan
-from tmsim.sim.trace import ASYNC, KERNEL, RECOMPUTE, SYNC, Record, Trace
+from tmsim.sim.trace import ASYNC, HOST, KERNEL, RECOMPUTE, SYNC, Record, Trace
 from tmsim.workload.graph import Graph
 
 #: Microseconds per second: the trace-event format's time unit.
@@ -87,7 +88,9 @@ def trace_events(
         lane = _lane(links.setdefault((r.src, r.dst), []), r.start_s, r.end_s)
         name = f"{r.src}->{r.dst}" + (f" #{lane}" if lane else "")
         events.append(_complete(r, LINKS_PID, tracks.thread(LINKS_PID, name), trace))
-    others = [r for r in trace.records if r.kind not in (KERNEL, RECOMPUTE, SYNC, ASYNC)]
+    for r in (r for r in trace.records if r.kind == HOST):  # the host CPU's own stream
+        events.append(_complete(r, COMPUTE_PID, tracks.thread(COMPUTE_PID, "host CPU"), trace))
+    others = [r for r in trace.records if r.kind not in (KERNEL, RECOMPUTE, SYNC, ASYNC, HOST)]
     for r in others:  # any other record kind keeps a track of its own
         events.append(_complete(r, COMPUTE_PID, tracks.thread(COMPUTE_PID, r.kind), trace))
     if plan is not None and graph is not None:

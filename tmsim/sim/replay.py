@@ -12,7 +12,14 @@ The step, as the plan and the cost model define it (:mod:`tmsim.plans.values`,
   run again (:mod:`tmsim.sim.rerun`);
 - the asynchronous moves issued at kernel ``k`` start with it, and kernel ``k + 1`` starts
   only when kernel ``k`` and all of them have finished (so the next user of a moved tensor
-  waits for its copy).
+  waits for its copy);
+- a plan's host kernels run on a host stream of their own, in the plan's host order, on the
+  host compute; across the two streams actions wait for each other as
+  :mod:`tmsim.plans.streams` says (the asynchronous moves at a host kernel's position run
+  each on its own and do not hold the device stream, whose next kernel, synchronous move or
+  recompute waits for them; a copy waits for its host kernels before it takes an engine),
+  and the step ends when both streams have (:mod:`tmsim.sim.hostside`). Without host kernels
+  nothing of this runs: the replay is event for event what it was.
 
 ``contention=True`` runs the machine: asynchronous copies take a copy engine or thread of
 their pool (more wait, first come first served in plan order), and kernels and copies share
@@ -38,16 +45,18 @@ import simpy
 
 from hwmodels.platform import Platform
 from tmsim.cost import CostModel
+from tmsim.errors import PlanError
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
 from tmsim.plans.values import Plan
-from tmsim.sim.body import kernel_body, kernel_losses
-from tmsim.sim.flows import LOSS_CAUSES, Losses, Role
+from tmsim.sim.body import kernel_body, kernel_losses, lost_fields, side_record
+from tmsim.sim.flows import Losses, Role
 from tmsim.sim.fluid import FlowResult, FluidModel
+from tmsim.sim.hostside import HostSide, host_side
 from tmsim.sim.rates import ChannelUse
 from tmsim.sim.rerun import RecomputeSpec, recompute_specs
-from tmsim.sim.schedule import MoveSpec, Schedule, build_schedule
+from tmsim.sim.schedule import MoveSpec, Schedule, build_schedule, operand_tiers
 from tmsim.sim.threads import ThreadUse
-from tmsim.sim.trace import ASYNC, KERNEL, RECOMPUTE, SYNC, Record, Trace
+from tmsim.sim.trace import ASYNC, HOST, KERNEL, RECOMPUTE, SYNC, Record, Trace
 from tmsim.workload.graph import Graph
 
 Process = Generator[simpy.Event, Any, None]
@@ -68,14 +77,16 @@ def replay(
     ``CostModel(graph, platform)``; pass the one the plan was made with if it differs). The
     trace's ``predicted_s`` is ``plan.predicted_s``. Deterministic: the same arguments give an
     equal trace. Raises :class:`~tmsim.errors.PlanError` for a plan that does not resolve
-    against the graph and platform (see :func:`~tmsim.sim.schedule.build_schedule`); a plan
-    that resolves but breaks the rules :func:`tmsim.plans.validate.validate` checks is replayed as
-    written.
+    against the graph and platform (see :func:`~tmsim.sim.schedule.build_schedule` and
+    :func:`~tmsim.sim.hostside.host_side`: a host order that deadlocks does not resolve); a
+    plan that resolves but breaks the rules :func:`tmsim.plans.validate.validate` checks is
+    replayed as written.
     """
     if cost is None:
         cost = CostModel(graph, platform)
     sched = build_schedule(plan, graph, platform, cost)
     reruns = recompute_specs(plan, cost)
+    host = host_side(plan, cost, operand_tiers(plan, graph, cost))
     level = InterferenceLevel(level) if contention else InterferenceLevel.NONE
     contention = level is not InterferenceLevel.NONE
     env = simpy.Environment()
@@ -91,17 +102,24 @@ def replay(
         threads=threads,
     )
     floors = _floor_flows(sched, threads)
-    run = _Run(env, fluid, sched, platform.tier_names, contention, floors)
+    run = _Run(env, fluid, sched, platform.tier_names, contention, floors, host)
+    first_rerun = sched.n_kernels + len(sched.moves)  # action numbers of recomputes
     run.reruns_at = {
-        k: tuple(r for r in reruns if r.kernel == k) for k in {r.kernel for r in reruns}
+        k: tuple((first_rerun + i, r) for i, r in enumerate(reruns) if r.kernel == k)
+        for k in {r.kernel for r in reruns}
     }
     # recomputes run alone, beside no copy: their floors are flows only when a dedicated
     # copy core stretches every kernel's compute
     run.rerun_floor_flow = bool(threads is not None and not threads.shared_core and any(floors))
-    proc = env.process(run.step())
+    procs = [env.process(run.step())]
+    if host is not None:
+        procs.append(env.process(run.host_stream(host)))
     events = 0
-    while not proc.processed:
-        env.step()
+    while not all(p.processed for p in procs):
+        try:
+            env.step()
+        except simpy.core.EmptySchedule:  # pragma: no cover - host_side refuses deadlocks
+            raise PlanError("the replay stopped with actions still waiting") from None
         events += 1
     run.out.sort(key=lambda item: (item[0].start_s, item[1]))
     return Trace(
@@ -130,34 +148,53 @@ class _Run:
     contention: bool
     #: per kernel: run its compute floor as a flow (:func:`_floor_flows`)
     floor_flow: list[bool]
+    host: HostSide | None = None
     out: list[tuple[Record, int]] = field(default_factory=list)
     end_s: float = 0.0
     issued: int = 0
     pools: list[simpy.Resource] = field(default_factory=list)
-    #: the recomputes that run just before each kernel, in plan order
-    reruns_at: dict[int, tuple[RecomputeSpec, ...]] = field(default_factory=dict)
+    #: the recomputes that run just before each kernel, in plan order, with their action
+    #: numbers (:class:`~tmsim.plans.streams.StreamDeps`)
+    reruns_at: dict[int, tuple[tuple[int, RecomputeSpec], ...]] = field(default_factory=dict)
     rerun_floor_flow: bool = False
+    #: the end of every device-side action a host kernel waits for, and of every host kernel
+    done: dict[int, simpy.Event] = field(default_factory=dict)
+    host_done: dict[int, simpy.Event] = field(default_factory=dict)
+    #: copies issued at host kernels' positions, not yet waited for
+    pending: list[simpy.Process] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.pools = [simpy.Resource(self.env, capacity=c) for c in self.sched.pool_engines]
+        if self.host is not None:
+            waited = {a for acts in self.host.host_waits.values() for a in acts}
+            self.done = {a: self.env.event() for a in sorted(waited)}
+            self.host_done = {h: self.env.event() for h in self.host.order}
 
     def step(self) -> Process:
         s, env = self.sched, self.env
+        on_host = set(self.host.order) if self.host is not None else set()
         for k in range(s.n_kernels + 1):
             for i in s.sync_at[k]:
+                yield from self._join()
+                yield from self._wait_host(s.n_kernels + i)
                 seq = self._issue()
-                yield from self._transfer(s.moves[i], seq)
+                yield from self._transfer(s.moves[i], seq, s.n_kernels + i)
             if k == s.n_kernels:
                 break
-            for rerun in self.reruns_at.get(k, ()):
+            for action, rerun in self.reruns_at.get(k, ()):
+                yield from self._join()
+                yield from self._wait_host(action)
                 yield from self._rerun(rerun)
+                self._finish(action)
+            if k in on_host:  # the host runs it; copies issued here do not hold the device
+                self.pending += [env.process(self._copy(i)) for i in s.async_at[k]]
+                continue
+            yield from self._join()
             start, seq = float(env.now), self._issue()
-            copies: list[simpy.Event] = []
-            if s.async_at[k]:
-                if self.contention:
-                    copies = [env.process(self._copy(i)) for i in s.async_at[k]]
-                else:
-                    copies = [env.process(self._copies_in_turn(s.async_at[k]))]
+            copies: list[simpy.Process] = self._issue_copies(k)
+            if self.host is not None and self.host.device_waits.get(k):
+                yield from self._wait_host(k)
+                start = float(env.now)
             if s.launch_s > 0:
                 yield env.timeout(s.launch_s)
             serial = bool(s.serial[k])
@@ -171,9 +208,63 @@ class _Run:
             )
             delay = float(env.now) - start - float(s.kernel_s[k])
             self._kernel(k, start, seq, kernel_losses(results, serial, delay))
+            self._finish(k)
             if copies:
                 yield env.all_of(copies)
-        self.end_s = float(env.now)
+        yield from self._join()
+        self.end_s = max(self.end_s, float(env.now))
+
+    def host_stream(self, host: HostSide) -> Process:
+        """The host kernels in the host order, each after the device-side actions it waits
+        for, recorded as :data:`~tmsim.sim.trace.HOST` records."""
+        env = self.env
+        for k in host.order:
+            waits = [self.done[a] for a in host.host_waits.get(k, ())]
+            if waits:
+                yield env.all_of(waits)
+            spec = host.specs[k]
+            start, seq = float(env.now), self._issue()
+            if host.launch_s > 0:
+                yield env.timeout(host.launch_s)
+            results = yield from kernel_body(
+                env, self.fluid, (spec.flow,), spec.floor_s, spec.serial
+            )
+            lost = kernel_losses(results, spec.serial, float(env.now) - start - spec.kernel_s)
+            names, phases = self.sched.names, self.sched.phases
+            self.out.append(
+                (side_record(HOST, names[k], k, phases[k], start, env, spec, lost), seq)
+            )
+            self.host_done[k].succeed()
+        self.end_s = max(self.end_s, float(env.now))
+
+    def _issue_copies(self, k: int) -> list[simpy.Process]:
+        """Start the asynchronous moves issued at kernel ``k``: one process each with
+        contention (each takes an engine of its pool), else one that runs them in turn."""
+        at = self.sched.async_at[k]
+        if not at:
+            return []
+        if self.contention:
+            return [self.env.process(self._copy(i)) for i in at]
+        return [self.env.process(self._copies_in_turn(at))]
+
+    def _join(self) -> Process:
+        """Wait for the copies issued at host kernels' positions so far."""
+        if self.pending:
+            procs, self.pending = self.pending, []
+            yield self.env.all_of(procs)
+
+    def _wait_host(self, action: int) -> Process:
+        """Wait for the host kernels device-side ``action`` waits for (nothing without)."""
+        if self.host is not None:
+            waits = [self.host_done[h] for h in self.host.device_waits.get(action, ())]
+            if waits:
+                yield self.env.all_of(waits)
+
+    def _finish(self, action: int) -> None:
+        """Mark device-side ``action`` ended, for the host kernels that wait for it."""
+        event = self.done.get(action)
+        if event is not None:
+            event.succeed()
 
     def _rerun(self, r: RecomputeSpec) -> Process:
         """One recompute: its producer's launch, memory flow and compute floor, recorded."""
@@ -185,42 +276,38 @@ class _Run:
             env, self.fluid, (r.flow,), r.floor_s, r.serial, self.rerun_floor_flow
         )
         lost = kernel_losses(results, r.serial, float(env.now) - start - r.kernel_s)
-        rec = Record(
-            kind=RECOMPUTE,
-            name=r.tensor,
-            kernel=r.kernel,
-            phase=s.phases[r.kernel],
-            src="",
-            dst="",
-            start_s=start,
-            end_s=float(env.now),
-            read_bytes=r.read_bytes,
-            write_bytes=r.write_bytes,
-            uncontended_s=r.kernel_s,
-            fast_resident_bytes=-1,
-            **(_lost(lost) if lost.total_s else {}),
-        )
+        rec = side_record(RECOMPUTE, r.tensor, r.kernel, s.phases[r.kernel], start, env, r, lost)
         self.out.append((rec, seq))
 
     def _copy(self, i: int) -> Process:
+        """One asynchronous move: it waits for the host kernels it must follow, then, with
+        contention, for an engine of its pool."""
         move = self.sched.moves[i]
         seq = self._issue()
+        action = self.sched.n_kernels + i
+        yield from self._wait_host(action)
+        if not self.contention:
+            yield from self._transfer(move, seq, action)
+            return
         with self.pools[move.pool].request() as engine:
             yield engine
-            yield from self._transfer(move, seq)
+            yield from self._transfer(move, seq, action)
 
     def _copies_in_turn(self, moves: tuple[int, ...]) -> Process:
         for i in moves:
             seq = self._issue()
-            yield from self._transfer(self.sched.moves[i], seq)
+            action = self.sched.n_kernels + i
+            yield from self._wait_host(action)
+            yield from self._transfer(self.sched.moves[i], seq, action)
 
-    def _transfer(self, move: MoveSpec, seq: int) -> Process:
+    def _transfer(self, move: MoveSpec, seq: int, action: int) -> Process:
         """One copy: its per-transfer latency, then its bytes; recorded from its start."""
         start = float(self.env.now)
         if move.latency_s > 0:
             yield self.env.timeout(move.latency_s)
         res = yield self.fluid.transfer(move.flow)
         self._move(move, res, seq, start)
+        self._finish(action)
 
     def _issue(self) -> int:
         self.issued += 1
@@ -241,7 +328,7 @@ class _Run:
             write_bytes=tuple(int(x) for x in s.write_bytes[k]),
             uncontended_s=float(s.kernel_s[k]),
             fast_resident_bytes=int(s.fast_bytes[k]),
-            **(_lost(lost) if lost.total_s else {}),
+            **(lost_fields(lost) if lost.total_s else {}),
         )
         self.out.append((rec, seq))
 
@@ -260,13 +347,9 @@ class _Run:
             write_bytes=tuple(int(x) for x in m.flow.write_bytes),
             uncontended_s=m.uncontended_s,
             fast_resident_bytes=-1,
-            **(_lost(res.losses) if res.losses.total_s else {}),
+            **(lost_fields(res.losses) if res.losses.total_s else {}),
         )
         self.out.append((rec, seq))
-
-
-def _lost(losses: Losses) -> dict[str, float]:
-    return {f"lost_{c}_s": v for c, v in zip(LOSS_CAUSES, losses.astuple(), strict=True)}
 
 
 def _floor_flows(sched: Schedule, threads: ThreadUse | None) -> list[bool]:

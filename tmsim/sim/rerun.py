@@ -1,6 +1,6 @@
 """A plan's recomputes as the replay runs them: each one its producer kernel again, as a
-memory flow and a compute floor timed like a kernel (:mod:`tmsim.sim.schedule`), with the
-producer's operands on the recompute's tiers.
+memory flow and a compute floor timed like a kernel (:mod:`tmsim.sim.schedule`, measured
+times included), with the producer's operands on the recompute's tiers.
 
 The replay runs the recomputes at kernel ``k`` one after another, after the synchronous moves
 at ``k`` and before kernel ``k`` (:mod:`tmsim.plans.values`).
@@ -18,7 +18,7 @@ from tmsim.cost import CostModel
 from tmsim.errors import PlanError
 from tmsim.plans.values import Plan
 from tmsim.sim.flows import Flow
-from tmsim.sim.schedule import kernel_flow, memory_efficiency
+from tmsim.sim.kernels import kernel_flow, measured_demand, memory_efficiency
 
 IntArray = npt.NDArray[np.int64]
 
@@ -71,11 +71,14 @@ def recompute_specs(plan: Plan, cost: CostModel) -> tuple[RecomputeSpec, ...]:
         writes = np.bincount(at, weights=cost.op_write_bytes[lo:hi], minlength=n_t)
         read_bytes, write_bytes = np.rint(reads).astype(np.int64), np.rint(writes).astype(np.int64)
         measured = (p, tuple(int(x) for x in at)) in cost.measured
+        memory_s, demand = cost.kernel_memory_s(p, at), 1.0
         if measured:  # a measured time is the whole kernel: bytes and floor span it together
             floor = body = max(0.0, kernel_s - cost.launch_s)
+            demand = measured_demand(body, memory_s)
         else:
-            floor, body = float(cost.compute_s[p]), cost.kernel_memory_s(p, at)
-        flow = kernel_flow(read_bytes, write_bytes, body, platform.compute.cores, float(eff[p]))
+            floor, body = float(cost.compute_s[p]), memory_s
+        cores = platform.compute.cores
+        flow = kernel_flow(read_bytes, write_bytes, body, cores, float(eff[p]), demand)
         out.append(
             RecomputeSpec(
                 tensor=rc.tensor,

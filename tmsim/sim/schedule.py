@@ -4,12 +4,8 @@
 and platform and describes, in indices and :class:`~tmsim.sim.fluid.Flow` values, what
 :func:`tmsim.sim.replay.replay` has to simulate. The timings come from the cost model:
 
-- kernel ``k`` is a memory flow (the bytes it reads and writes on each tier, from the plan's
-  operand tiers and the cost model's operand bytes) capped at the rate that makes it last its
-  roofline memory time, and a compute floor (its compute time), combined as the cost model
-  combines them (overlapped: both must end; not overlapped: one after the other), after the
-  launch overhead. A kernel with a measured time spreads its bytes and its floor over that
-  time less the launch overhead;
+- kernel ``k`` is a memory flow and a compute floor, from the plan's operand tiers
+  (:func:`tmsim.sim.kernels.kernel_specs`: the roofline's time, or a profile's measured one);
 - a copy reads its tensor's bytes on the source tier and writes them on the destination
   tier, one writer, at its path's synchronous or asynchronous rate; an asynchronous copy also
   crosses its path's link (one per direction, of the path's asynchronous bandwidth) and needs
@@ -22,20 +18,19 @@ and platform and describes, in indices and :class:`~tmsim.sim.fluid.Flow` values
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from hwmodels.compute import op_class
 from hwmodels.paths import CopyPath
 from hwmodels.platform import Platform
-from hwmodels.timing import MoveMode, Overlap
+from hwmodels.timing import MoveMode
 from tmsim.cost import CostModel
 from tmsim.errors import PlanError, TmsimError
 from tmsim.plans.values import Plan
 from tmsim.sim.flows import Flow, Role
+from tmsim.sim.kernels import kernel_specs
 from tmsim.workload.graph import Graph
 
 FloatArray = npt.NDArray[np.float64]
@@ -107,7 +102,7 @@ def build_schedule(
     reach it, or has a move at an impossible kernel or with no copy path; :class:`TmsimError`
     if ``cost`` was built for another graph or platform. The plan's other rules (validity,
     capacity) are :func:`tmsim.plans.validate.validate`'s business: an invalid plan is replayed as
-    written.
+    written. The plan's host kernels are :func:`tmsim.sim.hostside.host_side`'s.
     """
     if cost is None:
         cost = CostModel(graph, platform)
@@ -119,8 +114,10 @@ def build_schedule(
         raise PlanError(f"the plan is for platform {plan.platform!r}, not {platform.name!r}")
     n_k = len(graph.kernels)
     tiers = {name: i for i, name in enumerate(platform.tier_names)}
-    op_tier = _operand_tiers(plan, graph, cost, tiers)
-    bad = np.flatnonzero(~np.isfinite(cost.kernel_times_s(op_tier)))
+    op_tier = operand_tiers(plan, graph, cost)
+    times = cost.kernel_times_s(op_tier)
+    times[[k for k in plan.host_kernels if 0 <= k < n_k]] = 0.0  # the host's: its own check
+    bad = np.flatnonzero(~np.isfinite(times))
     if bad.size:
         k = int(bad[0])
         raise PlanError(
@@ -153,48 +150,6 @@ def build_schedule(
     )
 
 
-@dataclass(frozen=True)
-class KernelSpecs:
-    """Every kernel under one operand placement, as the replay runs it: ``flows`` (its memory
-    flow), ``floor_s`` (compute floor), ``serial`` (floor then flow), ``kernel_s`` (the cost
-    model's time), ``read_bytes``/``write_bytes`` [K, tiers]."""
-
-    flows: tuple[Flow, ...]
-    floor_s: FloatArray
-    serial: npt.NDArray[np.bool_]
-    kernel_s: FloatArray
-    read_bytes: IntArray
-    write_bytes: IntArray
-
-
-def kernel_specs(cost: CostModel, op_tier: IntArray) -> KernelSpecs:
-    """The kernels of ``cost``'s graph with operand ``j`` on tier ``op_tier[j]`` (every tier
-    one kernels may access; see the module documentation for the rule)."""
-    graph, platform = cost.graph, cost.platform
-    n_k, n_t = len(graph.kernels), len(platform.tiers)
-    kernel_s = cost.kernel_times_s(op_tier)
-    mem_s = cost.memory_s(op_tier)
-    cell = cost.op_kernel * n_t + op_tier
-    reads = np.bincount(cell, weights=cost.op_read_bytes, minlength=n_k * n_t)
-    writes = np.bincount(cell, weights=cost.op_write_bytes, minlength=n_k * n_t)
-    read_bytes = np.rint(reads).astype(np.int64).reshape(n_k, n_t)
-    write_bytes = np.rint(writes).astype(np.int64).reshape(n_k, n_t)
-    floor_s = cost.compute_s.copy()
-    body_s = mem_s.copy()
-    serial = np.full(n_k, cost.overlap is Overlap.SUM)
-    for k in _measured_kernels(cost, op_tier):
-        # A measured time is the whole kernel: its bytes and its floor span it together.
-        floor_s[k] = body_s[k] = max(0.0, float(kernel_s[k]) - cost.launch_s)
-        serial[k] = False
-    eff = memory_efficiency(graph, platform)
-    writers = platform.compute.cores
-    flows = tuple(
-        kernel_flow(read_bytes[k], write_bytes[k], float(body_s[k]), writers, float(eff[k]))
-        for k in range(n_k)
-    )
-    return KernelSpecs(flows, floor_s, serial, kernel_s, read_bytes, write_bytes)
-
-
 def copy_flow(
     platform: Platform, src: int, dst: int, nbytes: int, asynchronous: bool, link: int = -1
 ) -> Flow:
@@ -223,37 +178,10 @@ def copy_flow(
     )
 
 
-def memory_efficiency(graph: Graph, platform: Platform) -> FloatArray:
-    """Fraction of peak bandwidth each kernel's access pattern reaches [K]: the memory
-    efficiency of its op class on ``platform``'s compute device."""
-    comp = platform.compute
-    eff = {c: comp.efficiency(c).memory for c in {op_class(k.op) for k in graph.kernels}}
-    return np.array([eff[op_class(k.op)] for k in graph.kernels], dtype=np.float64)
-
-
-def kernel_flow(
-    read_bytes: IntArray, write_bytes: IntArray, body_s: float, writers: int, efficiency: float
-) -> Flow:
-    """A kernel's memory traffic as one flow that alone lasts ``body_s`` seconds.
-
-    ``read_bytes``/``write_bytes`` [tiers] are the bytes it reads and writes on each tier; the
-    flow is capped at their sum over ``body_s``. A kernel with no memory time (a measured time
-    within its launch overhead) moves its bytes in no time: a flow of size 0.
-    """
-    nbytes = int(read_bytes.sum() + write_bytes.sum()) if body_s > 0 else 0
-    cap = nbytes / body_s if nbytes > 0 else math.inf
-    return Flow(
-        float(nbytes),
-        tuple(float(x) for x in read_bytes),
-        tuple(float(x) for x in write_bytes),
-        cap,
-        writers=writers,
-        efficiency=efficiency,
-        role=Role.KERNEL,
-    )
-
-
-def _operand_tiers(plan: Plan, graph: Graph, cost: CostModel, tiers: dict[str, int]) -> IntArray:
+def operand_tiers(plan: Plan, graph: Graph, cost: CostModel) -> IntArray:
+    """The tier index of every operand of ``plan`` (cost-model operand order). Raises
+    :class:`PlanError` for a wrong number of tiers for a kernel or an unknown tier."""
+    tiers = {name: i for i, name in enumerate(cost.platform.tier_names)}
     ptr = cost.op_ptr
     if len(plan.operand_tiers) != len(graph.kernels):
         raise PlanError(
@@ -278,15 +206,6 @@ def _tier(tiers: dict[str, int], name: str, where: str) -> int:
         return tiers[name]
     except KeyError:
         raise PlanError(f"{where}: unknown tier {name!r}; tiers are {', '.join(tiers)}") from None
-
-
-def _measured_kernels(cost: CostModel, op_tier: IntArray) -> list[int]:
-    out = []
-    for k, placement in cost.measured:
-        lo, hi = int(cost.op_ptr[k]), int(cost.op_ptr[k + 1])
-        if tuple(int(x) for x in op_tier[lo:hi]) == placement:
-            out.append(k)
-    return sorted(out)
 
 
 def _moves(
@@ -373,12 +292,9 @@ def _fast_bytes(plan: Plan, graph: Graph, platform: Platform) -> IntArray:
 
 __all__ = [
     "COPY_WRITERS",
-    "KernelSpecs",
     "MoveSpec",
     "Schedule",
     "build_schedule",
     "copy_flow",
-    "kernel_flow",
-    "kernel_specs",
-    "memory_efficiency",
+    "operand_tiers",
 ]

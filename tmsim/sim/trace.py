@@ -33,8 +33,8 @@ FORMAT = "tmsim-trace"
 VERSION = 1
 _META_KEY = b"tmsim.trace"
 
-#: Record kinds.
-KERNEL, SYNC, ASYNC, RECOMPUTE = "kernel", "sync", "async", "recompute"
+#: Record kinds (``HOST``: a kernel the host compute ran).
+KERNEL, SYNC, ASYNC, RECOMPUTE, HOST = "kernel", "sync", "async", "recompute", "host"
 #: The kinds of moves.
 MOVES = (SYNC, ASYNC)
 
@@ -47,8 +47,9 @@ class TraceFileError(TmsimError, ValueError):
 class Record:
     """One kernel or move of a replay.
 
-    - ``kind``: ``"kernel"``, ``"sync"`` or ``"async"`` (a move's mode), or ``"recompute"``
-      (a kernel run again to make a tensor anew);
+    - ``kind``: ``"kernel"``, ``"sync"`` or ``"async"`` (a move's mode), ``"recompute"``
+      (a kernel run again to make a tensor anew), or ``"host"`` (a kernel the host compute
+      ran, :attr:`~tmsim.plans.values.Plan.host_kernels`);
     - ``name``: the kernel's name, or the moved or recomputed tensor's;
     - ``kernel``: the kernel's index, or the kernel a move is issued at (``K`` for a
       synchronous move after the last kernel) or a recompute runs just before;
@@ -60,7 +61,7 @@ class Record:
       ``tier_names`` order);
     - ``uncontended_s``: how long it takes alone, as the cost model times it;
     - ``fast_resident_bytes``: for kernels, the bytes resident on the fastest tier while it
-      runs; -1 for moves and recomputes;
+      runs; -1 for moves, recomputes and host kernels;
     - ``lost_shared_s``, ``lost_blocked_s``, ``lost_core_s``, ``lost_latency_s``: how much of
       its time past ``uncontended_s`` each kind of interference cost it
       (:class:`tmsim.sim.flows.Losses`: bandwidth shared with other flows, waiting behind
@@ -292,6 +293,7 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
 
 __all__ = [
     "ASYNC",
+    "HOST",
     "KERNEL",
     "LOSS_CAUSES",
     "MOVES",

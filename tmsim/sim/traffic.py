@@ -43,8 +43,8 @@ from tmsim.cost import CostModel
 from tmsim.levels import InterferenceLevel
 from tmsim.sim.body import kernel_body
 from tmsim.sim.fluid import Flow, FluidModel
+from tmsim.sim.kernels import kernel_flow, memory_efficiency
 from tmsim.sim.rates import ChannelUse
-from tmsim.sim.schedule import kernel_flow, memory_efficiency
 from tmsim.sim.threads import ThreadUse
 
 FloatArray = npt.NDArray[np.float64]

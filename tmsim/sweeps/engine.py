@@ -51,8 +51,10 @@ import pandas as pd
 
 from hwmodels.serialize import platform_from_dict
 from tmsim.comparison import CompareSettings, Row, compare, rows_frame
+from tmsim.errors import TmsimError
 from tmsim.levels import InterferenceLevel
 from tmsim.planners import PlanSettings
+from tmsim.profiles import Profile, read_profile
 from tmsim.results import provenance, write_table
 from tmsim.sweeps.jobs import nan_to_none
 from tmsim.sweeps.pool import check_options, run_tasks
@@ -177,7 +179,7 @@ def milp_stop(
 
 
 def _plan_settings(p: Point) -> PlanSettings:
-    plan = PlanSettings(capacity=p.capacity)
+    plan = PlanSettings(capacity=p.capacity, profile=_profile(p))
     if p.solver is None or p.target_gap is None or p.window is None:
         return plan  # not a MILP point: the heuristics and simulations ignore the rest
     return replace(
@@ -188,6 +190,20 @@ def _plan_settings(p: Point) -> PlanSettings:
         gap=p.target_gap,
         window=p.window,
     )
+
+
+def _profile(p: Point) -> Profile | None:
+    """The profile of ``p``, read again; raises :class:`TmsimError` if it has changed since
+    the spec was read (its sha256 is in the point's key)."""
+    if p.profile is None:
+        return None
+    profile = read_profile(p.profile)
+    if profile.sha256 != p.profile_sha256:
+        raise TmsimError(
+            f"profile {p.profile}: changed since the sweep spec was read (sha256 "
+            f"{profile.sha256[:12]}, not {str(p.profile_sha256)[:12]}); expand the spec again"
+        )
+    return profile
 
 
 def _json_row(row: Row) -> dict[str, Any]:

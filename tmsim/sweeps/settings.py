@@ -24,7 +24,9 @@ from tmsim.sweeps.overrides import Fail
 class SweepSettings:
     """Settings of every point, with their defaults (those of :class:`PlanSettings` and
     :class:`CompareSettings`); ``cache_block_bytes`` None: the 2LM simulator's default;
-    ``interference``: the replay's level (:mod:`tmsim.levels`) when ``contention`` is on."""
+    ``interference``: the replay's level (:mod:`tmsim.levels`) when ``contention`` is on;
+    ``profile``: a profile file of measured kernel times (:mod:`tmsim.profiles`), relative to
+    the spec's folder, for every planned point (None: the roofline)."""
 
     time_limit_s: float | None = PlanSettings.time_limit_s
     node_limit: int | None = PlanSettings.node_limit
@@ -34,6 +36,7 @@ class SweepSettings:
     contention: bool = CompareSettings.contention
     cache_block_bytes: int | None = CompareSettings.cache_block_bytes
     interference: str = DEFAULT_LEVEL.value
+    profile: str | None = None
 
 
 def check_solver(s: SweepSettings, fail: Fail) -> None:
@@ -59,6 +62,7 @@ def read_settings(raw: Mapping[str, Any], fail: Fail) -> SweepSettings:
         "contention": bool,
         "cache_block_bytes": int,
         "interference": str,
+        "profile": str,
     }
     for key, value in raw.items():
         typed(value, kinds[key], f"settings.{key}", fail)

@@ -5,9 +5,9 @@ A spec has four parts, every key explained in ``experiments/sweeps/example.toml`
 ``[sweep]`` (name, seed, description), ``[grid]`` (lists of models, batches, dtypes,
 platforms, ratios or fast-memory sizes, strategies, and ``[grid.overrides]``: platform fields
 by dotted path, :mod:`tmsim.sweeps.overrides`, each a list of values), ``[settings]`` (one
-value each: solver settings, contention and its interference level, the 2LM block size) and
-optional ``[[points]]`` with one value per key. The grid is the cartesian product; unknown
-keys anywhere are errors.
+value each: solver settings, contention and its interference level, the 2LM block size, a
+profile of measured kernel times) and optional ``[[points]]`` with one value per key. The
+grid is the cartesian product; unknown keys anywhere are errors.
 
 Grid combinations whose strategy does not apply to their platform (:func:`applicable`) are
 dropped and listed in :attr:`Sweep.skipped`; an explicit point that does not apply is an error.
@@ -15,7 +15,11 @@ Every workload and platform also gets an ``all-fast`` *baseline* point (role ``b
 the platform's own capacity) unless the grid already holds it: the sweep's slowdowns are over
 it. Strategy-specific settings are recorded only where they matter (solver settings for the
 MILP strategies, the block size for ``2lm``) and are ``None`` elsewhere, so changing the time
-limit recomputes no heuristic.
+limit recomputes no heuristic. A profile of measured kernel times is every point's, as it is
+every row's in :func:`tmsim.comparison.compare` (a simulated strategy times its kernels by its
+own traffic, but its slowdown is over the baseline with the profile): ``profile`` its path,
+``profile_sha256`` the digest of its bytes, which alone enters the key. It is read as the
+spec is: a file that cannot be read, or is not a profile, fails the spec.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from typing import Any, NoReturn
 from tmsim.capacity import Capacity, CapacityError, parse_bytes
 from tmsim.errors import TmsimError
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
+from tmsim.profiles import Profile, read_profile
 from tmsim.strategies import STRATEGIES, Kind, applicable, names
 from tmsim.sweeps.overrides import Fail, PlatformDocs, read_toml
 from tmsim.sweeps.settings import SweepSettings, check_solver, only, read_settings, table, typed
@@ -77,6 +82,8 @@ class Point:
     platform_si: Mapping[str, Any] = field(repr=False)
     role: str = field(default="grid", compare=False)
     level: str = DEFAULT_LEVEL.value
+    profile: str | None = None
+    profile_sha256: str | None = None
 
     def config(self) -> dict[str, Any]:
         """The point's configuration as flat columns (each override its own column)."""
@@ -91,8 +98,10 @@ class Point:
         units in place of the overrides: overrides that make the same platform (``30`` and
         ``30.0``, GBps and bytes_per_s) make the same point."""
         ident = {k: v for k, v in asdict(self).items() if k not in ("overrides", "role")}
-        if ident["node_limit"] is None:
-            del ident["node_limit"]  # the key of points from before node limits
+        del ident["profile"]  # the times it holds, not where it lies
+        for key in ("node_limit", "profile_sha256"):
+            if ident[key] is None:
+                del ident[key]  # the keys of points from before node limits and profiles
         if not self.contention or self.level == InterferenceLevel.BANDWIDTH.value:
             # Replays without contention or at the bandwidth level, which a platform's memory
             # controller and copy thread do not shape (the thread's idle rates are in its copy
@@ -168,6 +177,7 @@ def sweep_from_dict(
     description = typed(head.get("description", ""), str, "sweep.description", fail)
     settings = read_settings(table(data, "settings", fail), fail)
     check_solver(settings, fail)
+    profile = _profile(settings.profile, base_dir, fail)
     if "grid" not in data and "points" not in data:
         fail("", "give a [grid] table, [[points]], or both")
     docs = PlatformDocs(base_dir, fail)
@@ -190,6 +200,8 @@ def sweep_from_dict(
             if reason:
                 fail(where, reason)
             points.append(point)
+    if profile is not None:
+        points = [replace(p, profile=profile.path, profile_sha256=profile.sha256) for p in points]
     baselines = [p.baseline() for p in points]
     unique: dict[str, Point] = {}
     for p in (*points, *baselines):
@@ -294,6 +306,16 @@ def _strategy_settings(strategy: str, s: SweepSettings | None) -> dict[str, Any]
         "window": milp.window if milp else None,
         "cache_block_bytes": s.cache_block_bytes if s is not None and strategy == "2lm" else None,
     }
+
+
+def _profile(path: str | None, base_dir: Path, fail: Fail) -> Profile | None:
+    """The profile at ``path`` (relative to ``base_dir``), read now; None for none."""
+    if path is None:
+        return None
+    try:
+        return read_profile(base_dir / path)
+    except TmsimError as exc:
+        fail("settings.profile", str(exc))
 
 
 def _check_axis(axis: str, value: Any, where: str, fail: Fail) -> None:

@@ -12,13 +12,14 @@ import numpy as np
 
 from hwmodels.platform import Platform
 from tmsim.capacity import fast_limit_bytes
-from tmsim.cost import CostModel, IndexRecompute
+from tmsim.cost import IndexRecompute
 from tmsim.errors import NoPlanError
 from tmsim.intervals import occupancy
 from tmsim.planners.assemble import assemble_plan
 from tmsim.planners.heuristics.placement import require_fast_access
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import Plan
+from tmsim.profiles import cost_model
 from tmsim.workload.graph import PREEXISTING_ROLES, Graph
 
 
@@ -45,7 +46,7 @@ def fast_with_recomputes(
     """
     opts = settings or PlanSettings()
     require_fast_access(platform, name)
-    cost = CostModel(graph, platform)
+    cost = cost_model(graph, platform, opts.profile)
     fast = 0
     ptr = cost.op_ptr
     recomputes = [

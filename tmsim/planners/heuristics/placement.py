@@ -30,6 +30,7 @@ from tmsim.errors import NoPlanError, TmsimError
 from tmsim.planners.assemble import assemble_plan
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import Plan
+from tmsim.profiles import cost_model
 from tmsim.workload.graph import PREEXISTING_ROLES, Graph
 
 IntArray = npt.NDArray[np.int64]
@@ -133,7 +134,7 @@ def plan_all_fast(graph: Graph, platform: Platform, settings: PlanSettings | Non
     """
     opts = settings or PlanSettings()
     require_fast_access(platform, "all-fast")
-    cost = CostModel(graph, platform)
+    cost = cost_model(graph, platform, opts.profile)
     fast = platform.tiers[0]
     if graph.peak_live_bytes > fast.capacity_bytes:
         raise NoPlanError(
@@ -154,7 +155,7 @@ def plan_all_slow(graph: Graph, platform: Platform, settings: PlanSettings | Non
     """
     opts = settings or PlanSettings()
     slowest = _slower_kernel_tiers(platform, "all-slow")[-1]
-    cost = CostModel(graph, platform)
+    cost = cost_model(graph, platform, opts.profile)
     limits = tier_limits_bytes(graph, platform, opts.capacity)
     fill = _Fill(graph, limits, slowest)
     return _static_plan(
@@ -178,7 +179,7 @@ def plan_first_touch(
     """
     opts = settings or PlanSettings()
     tiers = _slower_kernel_tiers(platform, "first-touch")
-    cost = CostModel(graph, platform)
+    cost = cost_model(graph, platform, opts.profile)
     limits = tier_limits_bytes(graph, platform, opts.capacity)
     pre = [t for t, x in enumerate(graph.tensors) if x.role in PREEXISTING_ROLES]
     made = [graph.tensor_index(name) for k in graph.kernels for name in k.outputs]
@@ -197,7 +198,9 @@ def tensor_benefit_s(cost: CostModel, tier: int = 0, base: int | None = None) ->
 
     From the placement with every operand on ``base``, for every operand: its kernel's time
     there minus that time with this operand on ``tier`` (the roofline makes the saving zero
-    where a kernel stays compute-bound), summed per tensor. Measured tables are not consulted.
+    where a kernel stays compute-bound), summed per tensor. For a kernel with measured times
+    both placements are timed as the cost model times them, measured where its profile lists
+    them.
     """
     if base is None:
         base = kernel_tiers(cost.platform)[-1]
@@ -215,6 +218,14 @@ def tensor_benefit_s(cost: CostModel, tier: int = 0, base: int | None = None) ->
     if cost.overlap is Overlap.MAX:
         compute = cost.compute_s[k]
         saving = np.maximum(compute, mem) - np.maximum(compute, mem - saving)
+    for kern in sorted({kern for kern, _ in cost.measured}):
+        lo, hi = int(cost.op_ptr[kern]), int(cost.op_ptr[kern + 1])
+        on_base = np.full(hi - lo, base, dtype=np.int64)
+        before_s = cost.recompute_s(kern, on_base)
+        for j in range(hi - lo):
+            moved = on_base.copy()
+            moved[j] = tier
+            saving[lo + j] = before_s - cost.recompute_s(kern, moved)
     per_tensor = np.bincount(cost.op_tensor, weights=saving, minlength=len(cost.graph.tensors))
     return np.asarray(per_tensor, dtype=np.float64)
 
@@ -234,7 +245,7 @@ def plan_greedy(graph: Graph, platform: Platform, settings: PlanSettings | None 
     """
     opts = settings or PlanSettings()
     tiers = _slower_kernel_tiers(platform, "greedy")
-    cost = CostModel(graph, platform)
+    cost = cost_model(graph, platform, opts.profile)
     limits = tier_limits_bytes(graph, platform, opts.capacity)
     size = graph.sizes_bytes
     benefits = {i: tensor_benefit_s(cost, i, tiers[-1]) for i in tiers[:-1]}

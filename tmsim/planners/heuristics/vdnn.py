@@ -16,6 +16,7 @@ from tmsim.planners.heuristics.offload import HOME, choose_offloads, offload_mov
 from tmsim.planners.heuristics.placement import require_fast_access
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import Plan
+from tmsim.profiles import cost_model
 from tmsim.workload.graph import PREEXISTING_ROLES, Graph
 
 
@@ -57,7 +58,7 @@ def plan_vdnn(graph: Graph, platform: Platform, settings: PlanSettings | None = 
     """
     opts = settings or PlanSettings()
     require_fast_access(platform, "vdnn")
-    cost = CostModel(graph, platform)
+    cost = cost_model(graph, platform, opts.profile)
     away = away_tier(cost)
     limit = fast_limit_bytes(graph, platform, opts.capacity)
     check_operands_fit(graph, platform, limit, "vdnn")

@@ -15,6 +15,11 @@ Constraints, as a few sparse-matrix blocks (no per-row cvxpy objects):
   there;
 - objective: ``sum_k c_k +`` the synchronous copies.
 
+Where a profile measured a kernel's time at some placements of its operands, the time rows
+of that kernel gain AutoTM's one-hot terms for those placements
+(:mod:`~tmsim.planners.milp.measured`): continuous ``z`` that the binaries fix, so that the
+kernel costs its measured time there and its roofline elsewhere.
+
 With :class:`~tmsim.cost.BesideCosts` (the ``async-aware`` formulation) an asynchronous copy
 beside kernel ``k`` takes what interference leaves it (its latency plus its bytes at the
 rate measured beside ``k``), every row bounding ``c_k`` from the kernel's own time gains the
@@ -39,6 +44,7 @@ from tmsim.planners.milp.copies import Copies, move_costs
 from tmsim.planners.milp.energy_terms import access_energy, copy_energy
 from tmsim.planners.milp.gadgets import Formulation, Gadgets, build_gadgets
 from tmsim.planners.milp.gaps import Gaps, gaps_of, is_compact
+from tmsim.planners.milp.measured import MeasuredTerms, measured_terms
 from tmsim.planners.milp.network import (
     Variables,
     build_flow,
@@ -56,18 +62,21 @@ from tmsim.plans.values import Plan, SolverStats
 class Model:
     """The problem, its variables, and what reading a solution back (or in) needs.
 
-    ``c`` is bounded below by ``rows``: ``c >= const + (matrix @ x)`` for each pair; the
-    objective is ``sum(c) + sync_s @ x + energy_s @ x + energy_const_s`` (``sync_s``: the
-    synchronous copies' and the recomputes' seconds; ``energy_s``, ``energy_const_s``: the
-    weighted energy the binaries decide, zero without an energy weight); ``a_eq @ x ==
-    b_eq`` and ``a_ub @ x <= b_ub`` are the flow (the second: the order of the compact
-    form's events, ``gaps``, and what each recompute reads) and
+    ``c`` is bounded below by ``rows``: ``c >= const + (matrix @ x)`` for each pair, the
+    first rows (the kernels' own times) plus ``measured.shifts[i] @ z`` where a profile
+    measured kernel times (``z`` and ``measured``: :mod:`~tmsim.planners.milp.measured`;
+    None without); the objective is ``sum(c) + sync_s @ x + energy_s @ x +
+    energy_const_s`` (``sync_s``: the synchronous copies' and the recomputes' seconds;
+    ``energy_s``, ``energy_const_s``: the weighted energy the binaries decide, zero without
+    an energy weight); ``a_eq @ x == b_eq`` and ``a_ub @ x <= b_ub`` are the flow (the
+    second: the order of the compact form's events, ``gaps``, and what each recompute
+    reads) and
     ``0 <= u <= capacity`` the limit of each modelled tier (``tiers``) at each kernel, one
     block of ``n_kernels`` per tier (``u`` as :meth:`complete` gives it, in units of each
     tier's largest limit). ``op_state`` gives 1 + the state index of every operand.
     ``floor_s`` [n_kernels] is the least value of ``c`` whatever the binaries: each kernel
-    with every operand on the tier it reads and writes fastest. ``beside`` and ``forbidden``:
-    see the module documentation (None without them).
+    with every operand on the tier it reads and writes fastest, or its least measured time.
+    ``beside`` and ``forbidden``: see the module documentation (None without them).
     """
 
     problem: cp.Problem
@@ -97,19 +106,34 @@ class Model:
     beside: BesideCosts | None = None
     #: binaries fixed at 0: copies that cannot run where they are offered
     forbidden: np.ndarray | None = None
+    z: cp.Variable | None = None
+    measured: MeasuredTerms | None = None
 
     @property
     def n_kernels(self) -> int:
         return int(self.delta.shape[0] // max(len(self.tiers), 1))
 
     def complete(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The continuous variables ``(u, c)`` that go with binaries ``x`` at the optimum."""
+        """The continuous variables ``(u, c)`` that go with binaries ``x`` at the optimum
+        (``z``, where there is one, is :meth:`MeasuredTerms.values`)."""
         n_k = self.n_kernels
         u = np.cumsum(np.reshape(self.delta @ x, (len(self.tiers), n_k)), axis=1).ravel()
         c = np.full(n_k, -np.inf)
-        for const, matrix in self.rows:
-            c = np.maximum(c, const + (matrix @ x if matrix is not None else 0.0))
+        for value in self.row_values(x):
+            c = np.maximum(c, value)
         return u, c
+
+    def row_values(self, x: np.ndarray) -> list[np.ndarray]:
+        """The right side of every row of ``rows`` [n_kernels] at binaries ``x``, the
+        measured terms included."""
+        z = self.measured.values(x) if self.measured is not None else None
+        out = []
+        for i, (const, matrix) in enumerate(self.rows):
+            value = const + (matrix @ x if matrix is not None else 0.0)
+            if z is not None and self.measured is not None and i < len(self.measured.shifts):
+                value = value + self.measured.shifts[i] @ z
+            out.append(np.asarray(value, dtype=np.float64))
+        return out
 
     @property
     def lower_bound_s(self) -> float:
@@ -236,6 +260,10 @@ def build_model(
     if flow.a_ub.shape[0]:
         constraints.append(flow.a_ub @ x <= flow.b_ub)
     rows, floor_s = time_rows(cost, seg.access, op_seg, floor_s)
+    measured = measured_terms(cost, seg.access, op_seg, n)
+    z = cp.Variable(measured.count) if measured is not None else None
+    if measured is not None and z is not None:
+        constraints += measured.constraints(x, z)
     if slow is not None:
         rows = [(const, slow if m is None else sp.csr_matrix(m + slow)) for const, m in rows]
     sync_cost = np.where(copies.asynchronous, 0.0, copies.seconds)
@@ -244,8 +272,11 @@ def build_model(
         sync_cost[: is_rc.size] += recompute_seconds(cost, gad, var.edge_gadget, is_rc)
     if copies.asynchronous.any():
         rows += copy_rows(copies, floor_s, n)
-    for const, matrix in rows:
-        constraints.append(c >= const + matrix @ x if matrix is not None else c >= const)
+    for i, (const, matrix) in enumerate(rows):
+        bound = const + matrix @ x if matrix is not None else const
+        if measured is not None and z is not None and i < len(measured.shifts):
+            bound = bound + measured.shifts[i] @ z
+        constraints.append(c >= bound)
     if forbidden is not None and forbidden.any():
         constraints.append(x[np.flatnonzero(forbidden)] == 0)
     if relax:
@@ -256,6 +287,8 @@ def build_model(
     objective = cp.Minimize(step_s)
     problem = cp.Problem(objective, constraints)
     n_rows = flow.a_eq.shape[0] + flow.a_ub.shape[0] + 3 * n_k * len(tiers) + n_k * len(rows)
+    n_z = measured.count if measured is not None else 0
+    n_rows += measured.pairs + 3 * n_z if measured is not None else 0
     return Model(
         problem=problem,
         x=x,
@@ -269,7 +302,7 @@ def build_model(
         delta=sp.csr_matrix(delta),
         rows=tuple(rows),
         copies=copies,
-        variables=n + n_k * (1 + len(tiers)),
+        variables=n + n_k * (1 + len(tiers)) + n_z,
         constraints=n_rows,
         sync_s=sync_cost,
         energy_s=energy_s,
@@ -283,6 +316,8 @@ def build_model(
         floor_s=floor_s,
         beside=beside,
         forbidden=forbidden,
+        z=z,
+        measured=measured,
     )
 
 

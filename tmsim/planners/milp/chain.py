@@ -47,6 +47,7 @@ from tmsim.planners.milp.states import MAX_TIERS
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.layout import overflow_bytes, resident_bytes, resident_overflow_bytes
 from tmsim.plans.values import Plan, SolverStats
+from tmsim.profiles import cost_model
 from tmsim.sim.beside import beside_costs
 from tmsim.strategies import kernels_reach_slow
 from tmsim.workload.graph import Graph
@@ -124,7 +125,7 @@ def _setup(
     if gpu:
         check_operands_fit(graph, platform, limit, f"milp-{formulation.value}")
     deadline = None if opts.time_limit_s is None else time.perf_counter() + opts.time_limit_s
-    return CostModel(graph, platform), limit, gpu, deadline
+    return cost_model(graph, platform, opts.profile), limit, gpu, deadline
 
 
 def plan_milp_chain(
@@ -263,8 +264,10 @@ def _solve_formulation(
             tiers: np.ndarray | None
             if formulation.fast_only:  # every tensor in the fastest tier, none recomputed
                 tiers = np.zeros(len(cost.graph.tensors), dtype=np.int64)
+            elif gpu:
+                tiers = 1 - used
             else:
-                tiers = 1 - used if gpu else best_heuristic_tiers(cost, int(limits.min()))
+                tiers = best_heuristic_tiers(cost, int(limits.min()), opts.profile)
             start = static_start(model, tiers) if tiers is not None else None
             if start is not None and formulation.recomputes:
                 start = retire_extended(cost, model, start)

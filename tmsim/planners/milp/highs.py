@@ -25,6 +25,7 @@ from tmsim.planners.milp.highs_model import (
     FloatArray,
     column_vector,
     compile_problem,
+    new_highs,
     objective_shift,
     write_values,
 )
@@ -249,8 +250,7 @@ def _run(
     ``spent_s``), from ``start`` (column values) or ``basis`` (a ``HighsBasis``); ``relax``:
     without integrality, within ``lp_iterations`` simplex iterations; ``record``: a callback
     of every improving solution and limit check."""
-    highs = highspy.Highs()
-    highs.setOptionValue("output_flag", bool(verbose))
+    highs = new_highs(highspy, verbose)
     for name, value in options.items():
         if highs.setOptionValue(name, value) == highspy.HighsStatus.kError:
             raise TmsimError(f"HiGHS refused option {name} = {value!r}")

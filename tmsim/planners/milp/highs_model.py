@@ -15,6 +15,8 @@ solve does (the public setter rejects values of an empty boolean variable in cvx
 from __future__ import annotations
 
 import hashlib
+import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,7 +77,7 @@ def compile_problem(highspy: Any, problem: cp.Problem) -> Compiled:
     if dims.exp or dims.soc or dims.psd or dims.p3d:
         raise TmsimError("HiGHS solves linear problems only")
     a = data[cps.A].tocsc()
-    lp = _lp(highspy, data, a, dims.zero, dims.nonneg, highspy.Highs().inf)
+    lp = _lp(highspy, data, a, dims.zero, dims.nonneg, highspy.kHighsInf)
     return Compiled(data, data[cps.PARAM_PROB].var_id_to_col, lp, _key(a, data[cps.C]))
 
 
@@ -168,3 +170,24 @@ def _lp(
             kinds[i] = highspy.HighsVarType.kInteger
         lp.integrality_ = kinds
     return lp
+
+
+def new_highs(highspy: Any, verbose: bool) -> Any:
+    """A fresh ``highspy.Highs`` with its log on stdout only when ``verbose``. HiGHS prints
+    its banner from C++ as the first instance is made, before any option can turn it off, so
+    without ``verbose`` the process's standard output is pointed at the null device while the
+    instance is made (output a caller prints, such as ``--json``, stays clean)."""
+    if verbose:
+        highs = highspy.Highs()
+    else:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        try:
+            with open(os.devnull, "w", encoding="utf-8") as null:
+                os.dup2(null.fileno(), 1)
+                highs = highspy.Highs()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+    highs.setOptionValue("output_flag", bool(verbose))
+    return highs

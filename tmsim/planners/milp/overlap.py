@@ -104,12 +104,11 @@ class _Search:
         xf = x.astype(np.float64)
         self.u, self.c = model.complete(xf)
         self.delta = sp.csc_matrix(model.delta)
+        # A measured kernel's terms are held where they are: a copy moved into a window
+        # leaves every operand where the kernels access it (the final check is exact).
         self.rows = [
-            _Rows(
-                const + (matrix @ xf if matrix is not None else 0.0),
-                sp.csc_matrix(matrix) if matrix is not None else None,
-            )
-            for const, matrix in model.rows
+            _Rows(value, sp.csc_matrix(matrix) if matrix is not None else None)
+            for value, (_, matrix) in zip(model.row_values(xf), model.rows, strict=True)
         ]
         n_g = self.g.tensor.size
         self.cat = model.catalogue

@@ -117,4 +117,16 @@ def time_rows(
     return [(base_s + mem0, gain)], floor_s
 
 
-__all__ = ["Rows", "beside_costs", "copy_rows", "time_rows"]
+def time_row_values(cost: CostModel, kernel: int, tiers: tuple[int, ...]) -> list[float]:
+    """The right sides of the rows :func:`time_rows` gives kernel ``kernel`` (where kernels
+    reach more than one tier), in their order, with its ``j``-th operand on tier
+    ``tiers[j]``: with the ``max`` overlap rule its compute time and its memory time, each
+    plus the launch overhead; with ``sum``, their sum. The roofline's: measured times aside."""
+    memory_s = cost.kernel_memory_s(kernel, tiers)
+    compute_s = float(cost.compute_s[kernel])
+    if cost.overlap is Overlap.MAX:
+        return [compute_s + cost.launch_s, memory_s + cost.launch_s]
+    return [compute_s + memory_s + cost.launch_s]
+
+
+__all__ = ["Rows", "beside_costs", "copy_rows", "time_row_values", "time_rows"]

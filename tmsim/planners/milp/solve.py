@@ -156,6 +156,8 @@ def solve(
         x0 = start.astype(np.float64)
         u0, c0 = model.complete(x0)
         values = {model.x: x0, model.u: u0, model.c: c0}
+        if model.z is not None and model.measured is not None:
+            values[model.z] = model.measured.values(x0)
     problem = model.problem
     outcome = run_highs(
         problem, _until(options, deadline), verbose, values, lp_iterations, lp_basis, known_bound

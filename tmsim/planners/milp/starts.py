@@ -21,6 +21,7 @@ from tmsim.planners.milp.gadgets import GadgetKind
 from tmsim.planners.milp.network import Variables
 from tmsim.planners.milp.states import Catalogue, Kind
 from tmsim.planners.settings import PlanSettings
+from tmsim.profiles import Profile
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -89,12 +90,15 @@ def lift(small: Model, x_small: BoolArray, large: Model) -> BoolArray | None:
     return out
 
 
-def best_heuristic_tiers(cost: CostModel, limit: int) -> IntArray | None:
+def best_heuristic_tiers(
+    cost: CostModel, limit: int, profile: Profile | None = None
+) -> IntArray | None:
     """The tier of every tensor in the better of the greedy and first-touch plans at a
-    fastest-tier ``limit`` (both place each tensor in one tier for its whole life), or None
-    if neither finds a plan (e.g. a slower tier too small for what they leave to it)."""
+    fastest-tier ``limit`` (both place each tensor in one tier for its whole life), timed
+    with ``profile``'s measured times (those ``cost`` was built with), or None if neither
+    finds a plan (e.g. a slower tier too small for what they leave to it)."""
     graph, platform = cost.graph, cost.platform
-    options = PlanSettings(capacity=Capacity.of_bytes(max(limit, 1)))
+    options = PlanSettings(capacity=Capacity.of_bytes(max(limit, 1)), profile=profile)
     plans = []
     for heuristic in (plan_greedy, plan_first_touch):
         try:

@@ -1,0 +1,251 @@
+"""Kernels on the host CPU beside the compute device: the platform's ``[host_compute]``, the
+host roofline, plans with ``host_kernels`` (files, validator) and their replay on two streams.
+
+The replay cases are worked out by hand on round numbers (:mod:`tiers3`): the device
+computes 1 TFLOP/s and reads its memory at 1000 GB/s, the host 0.1 TFLOP/s at 100 GB/s, and
+copies between them run at 10 GB/s, so a kernel of 1 GFLOP over 20 MB takes 1 ms on the
+device and 10 ms on the host, and a copy of 10 MB takes 1 ms.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from tiers3 import gpu3, round_compute
+from tiny_graphs import MB
+
+from hwmodels.compute import HostCompute
+from hwmodels.errors import HardwareModelError
+from hwmodels.platform import Platform
+from hwmodels.presets import load_preset, platform_from_toml, platform_to_toml
+from hwmodels.timing import MoveMode, roofline
+from tmsim.cost import CostModel, IndexMove
+from tmsim.errors import PlanError
+from tmsim.planners.assemble import assemble_plan
+from tmsim.plans.files import plan_from_dict, plan_to_dict
+from tmsim.plans.validate import validate
+from tmsim.plans.values import Plan
+from tmsim.sim import replay
+from tmsim.sim.trace import HOST, KERNEL, Trace
+from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
+
+GFLOP = 10**9
+DEVICE, HOST_TIER = 0, 1
+#: a host CPU ten times slower than the device, reaching the host tier
+CPU = HostCompute(
+    replace(round_compute(), name="cpu", peak_flop_per_s=(("fp32", 1e11),)), ("host",)
+)
+P = replace(gpu3(10**9, 10**10, 10**11), host_compute=CPU)
+
+
+def t(name: str, role: Role = Role.ACTIVATION) -> Tensor:
+    return Tensor(name, 10 * MB, role, "fp32", (10 * MB // 4,))
+
+
+def relu(name: str, src: str, dst: str) -> Kernel:
+    return Kernel(name, "relu", (src,), (dst,), Phase.FORWARD, GFLOP)
+
+
+def planned(
+    g: Graph,
+    tiers: list[int],
+    initial: dict[int, tuple[int, ...]],
+    moves: list[IndexMove],
+    host: tuple[int, ...],
+    platform: Platform = P,
+) -> Plan:
+    return assemble_plan(
+        CostModel(g, platform), "hand", 10**9, np.array(tiers), initial, moves, host_kernels=host
+    )
+
+
+def replays(plan: Plan, g: Graph) -> tuple[Trace, Trace]:
+    return replay(plan, g, P, contention=False), replay(plan, g, P)
+
+
+def spans(trace: Trace) -> dict[str, tuple[float, float]]:
+    return {r.name: (r.start_s, r.end_s) for r in trace.records}
+
+
+# ---------------------------------------------------------------------- the platform
+def test_host_compute_round_trips_and_shows() -> None:
+    assert platform_from_toml(platform_to_toml(P), "t") == P
+    assert ("host compute", "1 cores, reach host") in P.summary_rows()
+    assert P.host_kernel_tier_mask() == (False, True, False)
+    assert gpu3(1, 1, 1).host_kernel_tier_mask() == (False, False, False)
+    with pytest.raises(HardwareModelError, match="kernel_tiers names unknown tier 'dram'"):
+        replace(P, host_compute=HostCompute(CPU.compute, ("dram",)))
+    with pytest.raises(HardwareModelError, match="kernel_tiers lists a tier twice"):
+        HostCompute(CPU.compute, ("host", "host"))
+
+
+@pytest.mark.parametrize(
+    ("name", "cores", "fp32_tflops"), [("h100-host-nvme", 52, 6.656), ("gh200", 72, 7.1)]
+)
+def test_presets_describe_their_host_cpu(name: str, cores: int, fp32_tflops: float) -> None:
+    host = load_preset(name).host_compute
+    assert host is not None and host.kernel_tiers == ("host",)
+    assert host.compute.cores == cores and host.compute.peak("fp32") == fp32_tflops * 1e12
+
+
+def test_host_roofline_uses_the_host_peak_and_its_tiers_only() -> None:
+    on_host = np.array([[0.0, 20 * MB, 0.0]])
+    t_host = roofline(P, [GFLOP], "elementwise", on_host, 0 * on_host, host=True).time_s
+    assert t_host[0] == pytest.approx(1e-2)  # 1 GFLOP at 0.1 TFLOP/s, over 0.2 ms of memory
+    memory_bound = roofline(P, [0], "elementwise", on_host, 0 * on_host, host=True)
+    assert memory_bound.time_s[0] == pytest.approx(20 * MB / 100e9)
+    with pytest.raises(HardwareModelError, match="which the host compute cannot access"):
+        roofline(P, [GFLOP], "elementwise", np.roll(on_host, -1), 0 * on_host, host=True)
+    with pytest.raises(HardwareModelError, match="has no host compute"):
+        roofline(gpu3(1, 1, 1), [GFLOP], "elementwise", on_host, 0 * on_host, host=True)
+
+
+# ---------------------------------------------------------------------- the replay
+def test_independent_host_and_device_kernels_take_the_max_not_the_sum() -> None:
+    g = Graph(
+        "beside",
+        [t("x", Role.INPUT), t("y", Role.INPUT), t("a"), t("b")],
+        [relu("dev", "x", "a"), relu("cpu", "y", "b")],
+    )
+    plan = planned(g, [0, 0, 1, 1], {0: (DEVICE,), 1: (HOST_TIER,)}, [], (1,))
+    assert validate(plan, g, P).ok
+    assert plan.predicted_s == pytest.approx(10e-3, rel=1e-12)  # max(1, 10) ms, not 11
+    for trace in replays(plan, g):
+        assert trace.simulated_s == pytest.approx(10e-3, rel=1e-12)
+        assert spans(trace)["dev"] == pytest.approx((0.0, 1e-3))
+        assert spans(trace)["cpu"] == pytest.approx((0.0, 10e-3))
+        assert [r.kind for r in trace.records] == [KERNEL, HOST]
+
+
+def test_a_host_kernel_waits_for_the_copy_bringing_its_input() -> None:
+    g = Graph(
+        "after",
+        [t("x", Role.INPUT), t("a"), t("b")],
+        [relu("dev", "x", "a"), relu("cpu", "a", "b")],
+    )
+    down = IndexMove(1, DEVICE, HOST_TIER, 1, MoveMode.SYNC)
+    plan = planned(g, [0, 0, 1, 1], {0: (DEVICE,)}, [down], (1,))
+    assert validate(plan, g, P).ok
+    assert plan.predicted_s == pytest.approx(12e-3, rel=1e-12)  # 1 + 1 (copy) + 10 ms
+    for trace in replays(plan, g):
+        assert trace.simulated_s == pytest.approx(12e-3, rel=1e-12)
+        assert spans(trace)["cpu"] == pytest.approx((2e-3, 12e-3))
+
+
+def test_the_device_waits_for_a_host_kernel_it_needs_but_not_for_one_it_does_not() -> None:
+    # cpu makes a on the host (10 ms), a is copied up (1 ms) and read by late; early, which
+    # needs nothing of the host, runs at once beside cpu
+    g = Graph(
+        "before",
+        [t("y", Role.INPUT), t("x", Role.INPUT), t("a"), t("b"), t("c")],
+        [relu("cpu", "y", "a"), relu("early", "x", "b"), relu("late", "a", "c")],
+    )
+    up = IndexMove(2, HOST_TIER, DEVICE, 2, MoveMode.SYNC)
+    plan = planned(g, [1, 1, 0, 0, 0, 0], {0: (HOST_TIER,), 1: (DEVICE,)}, [up], (0,))
+    assert validate(plan, g, P).ok
+    assert plan.predicted_s == pytest.approx(12e-3, rel=1e-12)  # 10 + 1 + 1 ms
+    for trace in replays(plan, g):
+        at = spans(trace)
+        assert at["early"] == pytest.approx((0.0, 1e-3))
+        assert at["a"] == pytest.approx((10e-3, 11e-3))  # the copy waits for cpu
+        assert at["late"] == pytest.approx((11e-3, 12e-3))
+
+
+def test_copies_at_a_host_position_do_not_hold_the_device() -> None:
+    # after dev0 makes a, it is copied to the host beside cpu's position (cpu reads only y):
+    # dev1 waits for that copy (1 ms) but not for cpu (10 ms); the step waits for cpu
+    g = Graph(
+        "pending",
+        [t("x", Role.INPUT), t("y", Role.INPUT), t("a"), t("b"), t("c")],
+        [relu("dev0", "x", "a"), relu("cpu", "y", "b"), relu("dev1", "a", "c")],
+    )
+    down = IndexMove(2, DEVICE, HOST_TIER, 1, MoveMode.ASYNC)
+    plan = planned(g, [0, 0, 1, 1, 0, 0], {0: (DEVICE,), 1: (HOST_TIER,)}, [down], (1,))
+    assert validate(plan, g, P).ok
+    assert plan.predicted_s == pytest.approx(10e-3, rel=1e-12)
+    for trace in replays(plan, g):
+        at = spans(trace)
+        assert at["a"] == pytest.approx((1e-3, 2e-3))
+        assert at["dev1"] == pytest.approx((2e-3, 3e-3))
+        assert trace.simulated_s == pytest.approx(10e-3, rel=1e-12)
+
+
+def test_replays_with_host_kernels_are_deterministic() -> None:
+    g = Graph(
+        "after",
+        [t("x", Role.INPUT), t("a"), t("b")],
+        [relu("dev", "x", "a"), relu("cpu", "a", "b")],
+    )
+    plan = planned(g, [0, 0, 1, 1], {0: (DEVICE,)}, [IndexMove(1, 0, 1, 1, MoveMode.SYNC)], (1,))
+    assert replay(plan, g, P) == replay(plan, g, P)
+
+
+# ---------------------------------------------------------------------- the rules
+def deadlocking() -> tuple[Graph, Plan]:
+    """The host order (late, first) makes late wait for first through the device: first
+    makes a, which the device needs to make c, which late reads."""
+    g = Graph(
+        "circle",
+        [t("y", Role.INPUT), t("a"), t("c"), t("d")],
+        [relu("first", "y", "a"), relu("dev", "a", "c"), relu("late", "c", "d")],
+    )
+    moves = [
+        IndexMove(1, HOST_TIER, DEVICE, 1, MoveMode.SYNC),
+        IndexMove(2, DEVICE, HOST_TIER, 2, MoveMode.SYNC),
+    ]
+    plan = planned(g, [1, 1, 0, 0, 1, 1], {0: (HOST_TIER,)}, moves, (0, 2))
+    return g, replace(plan, host_kernels=(2, 0))
+
+
+def test_a_host_order_that_deadlocks_is_refused() -> None:
+    g, plan = deadlocking()
+    check = validate(plan, g, P)
+    assert not check.ok and "can never start" in check.errors[0] and math.isnan(check.recomputed_s)
+    with pytest.raises(PlanError, match="can never start"):
+        replay(plan, g, P)
+
+
+def test_host_kernels_keep_their_own_plan_order_where_they_share_a_copy() -> None:
+    g = Graph(
+        "chain", [t("y", Role.INPUT), t("a"), t("b")], [relu("h0", "y", "a"), relu("h1", "a", "b")]
+    )
+    plan = planned(g, [1, 1, 1, 1], {0: (HOST_TIER,)}, [], (0, 1))
+    assert validate(plan, g, P).ok and plan.predicted_s == pytest.approx(20e-3)
+    check = validate(replace(plan, host_kernels=(1, 0)), g, P)
+    assert not check.ok and "the host order runs the later first" in check.errors[0]
+
+
+def test_the_validator_names_what_is_wrong_with_host_kernels() -> None:
+    g = Graph(
+        "after",
+        [t("x", Role.INPUT), t("a"), t("b")],
+        [relu("dev", "x", "a"), relu("cpu", "a", "b")],
+    )
+    plan = planned(g, [0, 0, 1, 1], {0: (DEVICE,)}, [IndexMove(1, 0, 1, 1, MoveMode.SYNC)], (1,))
+    bare = gpu3(10**9, 10**10, 10**11)
+    errors = validate(plan, g, bare).errors
+    assert any("platform 'gpu3' has no host compute" in e for e in errors)
+    twice = validate(replace(plan, host_kernels=(1, 1, 7)), g, P).errors
+    assert "host_kernels[1]: kernel 1 ('cpu') listed twice" in twice
+    assert "host_kernels[2]: kernel 7 outside [0, 1]" in twice
+    # the host kernel with its operands on the device: the host does not reach it
+    on_device = validate(replace(plan, operand_tiers=(("device",) * 2,) * 2), g, P).errors
+    assert any("which the host compute cannot access (kernel tiers: host)" in e for e in on_device)
+
+
+def test_plan_files_keep_host_kernels_and_read_version_3() -> None:
+    g = Graph(
+        "after",
+        [t("x", Role.INPUT), t("a"), t("b")],
+        [relu("dev", "x", "a"), relu("cpu", "a", "b")],
+    )
+    plan = planned(g, [0, 0, 1, 1], {0: (DEVICE,)}, [IndexMove(1, 0, 1, 1, MoveMode.SYNC)], (1,))
+    doc = plan_to_dict(plan)
+    assert doc["version"] == 4 and doc["host_kernels"] == [1]
+    assert plan_from_dict(doc) == plan
+    del doc["host_kernels"]
+    doc["version"] = 3
+    assert plan_from_dict(doc).host_kernels == ()

@@ -1,0 +1,139 @@
+"""``tmsim import``: a PyTorch model's training step as a graph file.
+
+``tmsim import torchvision:resnet50 --batch 32 --input 3x224x224 --out resnet50.json``
+traces the model's forward pass, loss, backward pass and optimizer update on fake tensors
+(:func:`tmsim.import_torch`) and writes the graph, which ``tmsim graph --file``,
+``tmsim plan --file`` and sweeps then take. Needs the optional extra: ``pip install
+'tmsim[torch]'``. Building the parser imports neither torch nor numpy.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import tmsim
+from tmsim.cli.args import batch_arg, text_arg
+from tmsim.cli.catalog import DTYPES, IMPORT_LOSSES, IMPORT_MODEL_DTYPES, IMPORT_OPTIMIZERS
+
+DEFAULT_BATCH = 32
+#: The largest dimension ``--input`` and ``--target`` take (a tensor's dimension in torch is
+#: a 64-bit integer; the graph then refuses a step of 2**62 bytes or more).
+MAX_DIMENSION = 2**62
+
+Shape = tuple[tuple[int, ...], str | None]
+
+
+def shape_arg(text: str) -> Shape:
+    """An argparse type: ``DxDx...[:DTYPE]``, one sample's dimensions (the batch comes
+    first, from ``--batch``) and optionally a dtype of :data:`~tmsim.cli.catalog.DTYPES`;
+    no dimensions at all (``:int64``) is one value per sample."""
+    dims, sep, dtype = text.partition(":")
+    if not text.strip() or (sep and not dtype):
+        raise argparse.ArgumentTypeError(
+            f"give one sample's shape as DxDx...[:DTYPE], e.g. 3x224x224 or 128:int64, got {text!r}"
+        )
+    if sep and dtype not in DTYPES:
+        raise argparse.ArgumentTypeError(f"unknown dtype {dtype!r}; known: {', '.join(DTYPES)}")
+    shape: list[int] = []
+    for part in dims.split("x") if dims else []:
+        if not part.isdigit() or not part.isascii():
+            raise argparse.ArgumentTypeError(
+                f"dimensions are whole numbers joined by x, e.g. 3x224x224, got {text!r}"
+            )
+        value = int(part)
+        if not 1 <= value < MAX_DIMENSION:
+            raise argparse.ArgumentTypeError(
+                f"each dimension must be from 1 to below 2**62, got {part} in {text!r}"
+            )
+        shape.append(value)
+    return tuple(shape), (dtype or None)
+
+
+def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
+    """Register ``import`` on ``sub``."""
+    p = sub.add_parser(
+        "import",
+        help="trace a PyTorch model's training step into a graph file (needs tmsim[torch])",
+        description="Trace a PyTorch model's training step (forward, loss, backward, "
+        "optimizer update) on fake tensors and write it as a graph file.",
+    )
+    p.add_argument(
+        "model",
+        type=text_arg,
+        help="torchvision:NAME (e.g. torchvision:resnet50), package.module:ATTR or "
+        "file.py:ATTR, where ATTR is a torch.nn.Module or builds one with no arguments",
+    )
+    p.add_argument(
+        "--input",
+        type=shape_arg,
+        action="append",
+        required=True,
+        metavar="SHAPE[:DTYPE]",
+        help="one sample of an input of the model's forward, e.g. 3x224x224 or 128:int64 "
+        "(the batch is prepended; the model's dtype unless given); once per input, in order",
+    )
+    p.add_argument(
+        "--target",
+        type=shape_arg,
+        action="append",
+        metavar="SHAPE[:DTYPE]",
+        help="one sample of the loss's target, as --input (default: what the loss needs: "
+        "class indices for cross_entropy, the output's shape for mse)",
+    )
+    p.add_argument("--batch", type=batch_arg, help=f"samples per step, >= 1 ({DEFAULT_BATCH})")
+    p.add_argument(
+        "--loss",
+        choices=IMPORT_LOSSES,
+        default=IMPORT_LOSSES[0],
+        help="cross_entropy over the output's last dimension, mse, or the output's sum "
+        f"({IMPORT_LOSSES[0]})",
+    )
+    p.add_argument(
+        "--optimizer",
+        choices=IMPORT_OPTIMIZERS,
+        default=IMPORT_OPTIMIZERS[0],
+        help=f"the update that ends the step: sgd with momentum, adam or adamw "
+        f"({IMPORT_OPTIMIZERS[0]})",
+    )
+    p.add_argument(
+        "--dtype",
+        choices=IMPORT_MODEL_DTYPES,
+        help="cast the model's parameters, and inputs given without a dtype, to this type "
+        "(default: the model's own)",
+    )
+    p.add_argument("--name", type=text_arg, help="the graph's name (MODEL-bBATCH)")
+    p.add_argument(
+        "--out", type=text_arg, required=True, metavar="PATH", help="write the graph to PATH"
+    )
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=_import)
+
+
+def default_name(source: str, batch: int) -> str:
+    """``resnet50-b32`` for ``torchvision:resnet50`` at batch 32."""
+    attr = source.rpartition(":")[2].strip() or "model"
+    return f"{attr.rsplit('.', 1)[-1]}-b{batch}"
+
+
+def _import(args: argparse.Namespace) -> int:
+    from tmsim.api.torchimport import import_torch, torch_model
+    from tmsim.cli.graph import print_summary
+
+    batch = DEFAULT_BATCH if args.batch is None else args.batch
+    model = torch_model(args.model, args.dtype)
+
+    def batched(shapes: list[Shape]) -> list[object]:
+        return [(batch, *dims) if dt is None else ((batch, *dims), dt) for dims, dt in shapes]
+
+    graph = import_torch(
+        model,
+        batched(args.input),
+        targets=batched(args.target) if args.target else None,
+        loss=args.loss,
+        optimizer=args.optimizer,
+        name=args.name or default_name(args.model, batch),
+    )
+    tmsim.save(graph, args.out)
+    print_summary(graph, args.out, args.json)
+    return 0

@@ -1,0 +1,377 @@
+"""A step on two streams: the compute device's, in plan order, and the host CPU's, for the
+kernels a plan runs on the host (:attr:`~tmsim.plans.values.Plan.host_kernels`), in the
+plan's host order. What such a plan means in time, and its predicted step time.
+
+Every action has a plan position: kernel ``k`` is at ``k``, a move or a recompute at the
+kernel it is issued at. The rules of :mod:`tmsim.plans.values` (residency, validity) are about
+positions; this module says when things run once some kernels run on the host.
+
+- The device stream runs the positions in order, as in a plan without host kernels: the
+  synchronous moves at ``k`` one after another, the recomputes at ``k``, then kernel ``k``
+  with the asynchronous moves issued beside it (one after another, as the cost model charges
+  them), and position ``k + 1`` starts when all of these have ended. At a host kernel's
+  position the device runs no kernel: the asynchronous moves issued there each start when
+  the device stream reaches it (and what they wait for has ended), on their own, and do not
+  hold it; the device's next kernel, synchronous move or recompute, and the end of its
+  stream, wait for them.
+- The host stream runs the host kernels one at a time in the plan's host order, each for its
+  roofline time on the host compute (:func:`host_times`).
+- Across the streams, two accesses to one copy (a tensor on a tier) of which at least one
+  writes keep their plan order (:func:`stream_deps`): the later waits for the earlier to end.
+  A move or recompute at a host kernel's own position comes before it.
+- The step ends when both streams have ended.
+
+Without host kernels this is exactly :func:`tmsim.cost.step_time_s`, which
+:func:`plan_step_time_s` then returns; with them, the predicted time is the longest path
+through these waits (:func:`timeline`), which the replay without contention reproduces.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from hwmodels.compute import op_class
+from hwmodels.timing import MoveMode, roofline
+from tmsim.cost import BesideCosts, CostModel, IndexMove, IndexRecompute, kernel_dtype, step_time_s
+from tmsim.errors import TmsimError
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+class StreamDeadlock(TmsimError):
+    """The host order makes a host kernel wait, through the device stream, for itself."""
+
+
+@dataclass(frozen=True)
+class StreamDeps:
+    """Who waits for whom across the streams (see the module documentation).
+
+    Device-side actions are numbered: kernel ``k`` is ``k``, move ``i`` is ``K + i``,
+    recompute ``i`` is ``K + M + i``. ``host_waits[h]``: the device-side actions host kernel
+    ``h`` waits for; ``device_waits[a]``: the host kernels device-side action ``a`` waits
+    for; ``clashes``: pairs of host kernels ``(earlier, later)`` in plan order whose accesses
+    conflict, which the host order must keep.
+    """
+
+    host_waits: Mapping[int, tuple[int, ...]]
+    device_waits: Mapping[int, tuple[int, ...]]
+    clashes: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class HostTimes:
+    """Kernels on the host compute (:func:`host_times`), indexed like ``kernels``: ``time_s``
+    (``inf`` where an operand is on a tier the host does not reach), ``compute_s``,
+    ``memory_s``, and the bytes each reads and writes per tier [n, tiers]."""
+
+    kernels: tuple[int, ...]
+    time_s: FloatArray
+    compute_s: FloatArray
+    memory_s: FloatArray
+    read_bytes: FloatArray
+    write_bytes: FloatArray
+    launch_s: float
+
+
+def host_times(cost: CostModel, kernels: Sequence[int], op_tiers: npt.ArrayLike) -> HostTimes:
+    """The roofline times of ``kernels`` on the host compute of ``cost``'s platform, with
+    operand ``j`` on tier ``op_tiers[j]`` (measured tables do not apply on the host).
+
+    Raises :class:`hwmodels.errors.HardwareModelError` if the platform has no host compute
+    or it has no peak for a dtype one of the kernels computes in.
+    """
+    platform, graph = cost.platform, cost.graph
+    tiers = np.asarray(op_tiers, dtype=np.int64)
+    n_t, ks = len(platform.tiers), tuple(int(k) for k in kernels)
+    reads, writes = np.zeros((len(ks), n_t)), np.zeros((len(ks), n_t))
+    for i, k in enumerate(ks):
+        lo, hi = int(cost.op_ptr[k]), int(cost.op_ptr[k + 1])
+        np.add.at(reads[i], tiers[lo:hi], cost.op_read_bytes[lo:hi])
+        np.add.at(writes[i], tiers[lo:hi], cost.op_write_bytes[lo:hi])
+    reach = np.array(platform.host_kernel_tier_mask())
+    bad = (((reads > 0) | (writes > 0)) & ~reach[None, :]).any(axis=1)
+    ok = np.where(bad[:, None], 0.0, 1.0)
+    times = roofline(
+        platform,
+        [graph.kernels[k].flops for k in ks],
+        [op_class(graph.kernels[k].op) for k in ks],
+        reads * ok,
+        writes * ok,
+        dtype=[kernel_dtype(graph, k) for k in ks],
+        overlap=cost.overlap,
+        host=True,
+    )
+    time_s = np.where(bad, np.inf, times.time_s)
+    return HostTimes(
+        ks, time_s, times.compute_s, times.memory_s, reads, writes, float(times.launch_s)
+    )
+
+
+def stream_deps(
+    cost: CostModel,
+    op_tiers: npt.ArrayLike,
+    moves: Sequence[IndexMove],
+    recomputes: Sequence[IndexRecompute],
+    host_kernels: Sequence[int],
+) -> StreamDeps:
+    """The waits across the streams of a plan (see the module documentation): for every
+    copy a host kernel reads or writes, its conflicting accesses on the device side and by
+    other host kernels. Accesses of no bytes conflict with nothing."""
+    graph = cost.graph
+    n_k, n_t, n_m = len(graph.kernels), len(cost.platform.tiers), len(moves)
+    host = set(int(h) for h in host_kernels)
+    tiers = np.asarray(op_tiers, dtype=np.int64)
+    sizes = graph.sizes_bytes
+    # accesses: (copy key, position, action, writes, by a host kernel)
+    acc: list[tuple[int, int, int, bool, bool]] = []
+    for j in range(cost.op_kernel.size):
+        rd, wr = cost.op_read_bytes[j] > 0, cost.op_write_bytes[j] > 0
+        if rd or wr:
+            k = int(cost.op_kernel[j])
+            key = int(cost.op_tensor[j]) * n_t + int(tiers[j])
+            acc.append((key, k, k, bool(wr), k in host))
+    for i, m in enumerate(moves):
+        if sizes[m.tensor] > 0:
+            acc.append((m.tensor * n_t + m.src, m.kernel, n_k + i, False, False))
+            acc.append((m.tensor * n_t + m.dst, m.kernel, n_k + i, True, False))
+    for i, r in enumerate(recomputes):
+        lo = int(cost.op_ptr[r.producer])
+        for j, tier in enumerate(r.tiers):
+            t = int(cost.op_tensor[lo + j])
+            if t == r.tensor and sizes[t] > 0:
+                acc.append((t * n_t + tier, r.kernel, n_k + n_m + i, True, False))
+            elif cost.op_read_bytes[lo + j] > 0 and cost.op_write_bytes[lo + j] == 0:
+                acc.append((t * n_t + tier, r.kernel, n_k + n_m + i, False, False))
+    touched = {a[0] for a in acc if a[4]}
+    by_key: dict[int, list[tuple[int, int, int, bool, bool]]] = {}
+    for a in acc:
+        if a[0] in touched:
+            by_key.setdefault(a[0], []).append(a)
+    host_waits: dict[int, set[int]] = {}
+    device_waits: dict[int, set[int]] = {}
+    clashes: set[tuple[int, int]] = set()
+    for group in by_key.values():
+        on_host = [a for a in group if a[4]]
+        for _, h, _, h_writes, _ in on_host:
+            for _, pos, action, writes, by_host in group:
+                if not (h_writes or writes) or action == h:
+                    continue
+                if by_host:
+                    clashes.add((min(h, pos), max(h, pos)))
+                elif pos <= h:
+                    host_waits.setdefault(h, set()).add(action)
+                else:
+                    device_waits.setdefault(action, set()).add(h)
+    return StreamDeps(
+        {h: tuple(sorted(v)) for h, v in host_waits.items()},
+        {a: tuple(sorted(v)) for a, v in device_waits.items()},
+        tuple(sorted(clashes)),
+    )
+
+
+def host_order_clashes(deps: StreamDeps, host_order: Sequence[int]) -> list[tuple[int, int]]:
+    """The pairs of :attr:`StreamDeps.clashes` the host order runs the wrong way round."""
+    rank = {h: i for i, h in enumerate(host_order)}
+    return [(a, b) for a, b in deps.clashes if rank[a] > rank[b]]
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """When a plan's step ends on its two streams: ``total_s`` (both ended),
+    ``device_s`` and ``host_s`` (each stream's end), ``per_kernel_s`` [K + 1]: the device
+    stream's advance at each position, the last entry also holding what the step waits past
+    its last position (pending copies, the host), so that the entries sum to ``total_s``."""
+
+    total_s: float
+    device_s: float
+    host_s: float
+    per_kernel_s: FloatArray
+
+
+def timeline(
+    n_kernels: int,
+    kernel_s: FloatArray,
+    host_order: Sequence[int],
+    host_s: Mapping[int, float],
+    moves: Sequence[IndexMove],
+    move_s: Sequence[float],
+    recomputes: Sequence[IndexRecompute],
+    recompute_s: Sequence[float],
+    deps: StreamDeps,
+) -> Timeline:
+    """The step's times by the rules of the module documentation, without contention:
+    every action for its own time (``kernel_s`` [K] for kernels on the device, ``host_s`` for
+    host kernels, ``move_s`` and ``recompute_s`` for moves and recomputes, in their order).
+
+    Raises :class:`StreamDeadlock` naming a host kernel that can never start (the host order
+    makes it wait for itself through the device stream).
+    """
+    graph = _Waits()
+    n_m = len(moves)
+    host = set(host_order)
+    sync_at: list[list[int]] = [[] for _ in range(n_kernels + 1)]
+    async_at: list[list[int]] = [[] for _ in range(n_kernels)]
+    for i, m in enumerate(moves):
+        (async_at if m.mode is MoveMode.ASYNC else sync_at)[m.kernel].append(i)
+    rerun_at: dict[int, list[int]] = {}
+    for i, r in enumerate(recomputes):
+        rerun_at.setdefault(r.kernel, []).append(i)
+    node_of: dict[int, int] = {}  # device-side action -> node
+    host_node = {h: graph.node(float(host_s[h])) for h in host_order}
+
+    def action(a: int, dur: float, after: list[int]) -> int:
+        n = graph.node(dur, after + [host_node[h] for h in deps.device_waits.get(a, ())])
+        node_of[a] = n
+        return n
+
+    clock, pending = -1, list[int]()
+    marks: list[int] = []  # the device clock after each position
+    for k in range(n_kernels + 1):
+        for i in sync_at[k]:
+            clock = action(n_kernels + i, move_s[i], [clock, *pending])
+            pending = []
+        if k < n_kernels:
+            for i in rerun_at.get(k, ()):
+                clock = action(n_kernels + n_m + i, recompute_s[i], [clock, *pending])
+                pending = []
+            if k in host:  # copies on their own, not holding the device
+                pending += [action(n_kernels + i, move_s[i], [clock]) for i in async_at[k]]
+            else:
+                gate = graph.node(0.0, [clock, *pending])
+                chain = gate
+                for i in async_at[k]:
+                    chain = action(n_kernels + i, move_s[i], [chain])
+                pending = []
+                kernel = action(k, float(kernel_s[k]), [gate])
+                clock = graph.node(0.0, [kernel, chain])
+        marks.append(clock)
+    device_end = graph.node(0.0, [clock, *pending])
+    prev = -1
+    for h in host_order:
+        graph.add(host_node[h], [prev, *(node_of[a] for a in deps.host_waits.get(h, ()))])
+        prev = host_node[h]
+    end = graph.solve()
+    if end is None:
+        stuck = next((h for h in host_order if graph.end[host_node[h]] is None), -1)
+        raise StreamDeadlock(
+            f"host kernel {stuck} can never start: through the device stream it waits for a "
+            "host kernel that the host order runs after it"
+        )
+    at = [end[m] if m >= 0 else 0.0 for m in marks]
+    device_s, host_end = end[device_end], end[prev] if prev >= 0 else 0.0
+    total = max(device_s, host_end)
+    per = np.diff(np.asarray([0.0, *at]))
+    per[-1] += total - at[-1]
+    return Timeline(total, device_s, host_end, per)
+
+
+class _Waits:
+    """A graph of nodes, each ending its duration after the last of its predecessors ends;
+    solved by one pass in topological order (Kahn's algorithm)."""
+
+    def __init__(self) -> None:
+        self.dur: list[float] = []
+        self.before: list[list[int]] = []
+        self.end: list[float | None] = []
+
+    def node(self, dur: float, after: Iterable[int] = ()) -> int:
+        self.dur.append(dur)
+        self.before.append([])
+        self.end.append(None)
+        n = len(self.dur) - 1
+        self.add(n, after)
+        return n
+
+    def add(self, n: int, after: Iterable[int]) -> None:
+        self.before[n] += [a for a in after if a >= 0]
+
+    def solve(self) -> list[float] | None:
+        """Every node's end, or None if some wait in a circle (their ends stay None)."""
+        users: list[list[int]] = [[] for _ in self.dur]
+        left = [len(b) for b in self.before]
+        for n, before in enumerate(self.before):
+            for b in before:
+                users[b].append(n)
+        ready = deque(n for n, c in enumerate(left) if c == 0)
+        start = [0.0] * len(self.dur)
+        while ready:
+            n = ready.popleft()
+            end = start[n] + self.dur[n]
+            self.end[n] = end
+            for u in users[n]:
+                start[u] = max(start[u], end)
+                left[u] -= 1
+                if left[u] == 0:
+                    ready.append(u)
+        if any(e is None for e in self.end):
+            return None
+        return [float(e) for e in self.end if e is not None]
+
+
+def plan_step_time_s(
+    cost: CostModel,
+    op_tiers: npt.ArrayLike,
+    moves: Iterable[IndexMove],
+    beside: BesideCosts | None = None,
+    recomputes: Iterable[IndexRecompute] = (),
+    host_kernels: Sequence[int] = (),
+) -> tuple[float, FloatArray]:
+    """The predicted step time of a plan in indices and each position's share, as
+    :func:`tmsim.cost.step_time_s` gives it; with ``host_kernels`` (in host order), by
+    :func:`timeline`, kernels on the device at their cost-model times, host kernels at their
+    :func:`host_times`, moves and recomputes as the cost model times them.
+
+    Raises :class:`TmsimError` for ``beside`` costs with host kernels (interference-aware
+    copies are the MILP's, which runs nothing on the host), :class:`StreamDeadlock` as
+    :func:`timeline`, and :class:`hwmodels.errors.HardwareModelError` as :func:`host_times`.
+    """
+    move_list, reruns = list(moves), list(recomputes)
+    if not host_kernels:
+        return step_time_s(cost, op_tiers, move_list, beside, reruns)
+    if beside is not None:
+        raise TmsimError("interference-aware copy costs do not apply to plans with host kernels")
+    tiers = np.asarray(op_tiers, dtype=np.int64)
+    order = [int(h) for h in host_kernels]
+    on_host = host_times(cost, order, tiers)
+    seconds: dict[tuple[int, int, MoveMode], FloatArray] = {}
+    move_s = []
+    for m in move_list:
+        key = (m.src, m.dst, m.mode)
+        if key not in seconds:
+            seconds[key] = cost.move_s(m.src, m.dst, m.mode)
+        move_s.append(float(seconds[key][m.tensor]))
+    run_s = [cost.recompute_s(r.producer, r.tiers) for r in reruns]
+    kernel_s = cost.kernel_times_s(tiers)
+    kernel_s[order] = 0.0  # the device runs no kernel at a host kernel's position
+    deps = stream_deps(cost, tiers, move_list, reruns, order)
+    line = timeline(
+        len(cost.graph.kernels),
+        kernel_s,
+        order,
+        dict(zip(order, (float(x) for x in on_host.time_s), strict=True)),
+        move_list,
+        move_s,
+        reruns,
+        run_s,
+        deps,
+    )
+    return line.total_s, line.per_kernel_s
+
+
+__all__ = [
+    "HostTimes",
+    "StreamDeadlock",
+    "StreamDeps",
+    "Timeline",
+    "host_order_clashes",
+    "host_times",
+    "plan_step_time_s",
+    "stream_deps",
+    "timeline",
+]

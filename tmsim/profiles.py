@@ -1,0 +1,190 @@
+"""Measured kernel times: profile files, what a plan records of them, the cost model they make.
+
+A *profile* is a CSV file of kernel times someone measured (with ``torch.profiler``, or by
+timing their own runs), one row per kernel and placement, with the header
+``kernel,placement,seconds``:
+
+- ``kernel``: a kernel's name in the graph;
+- ``placement``: the tier of every operand of the kernel, in operand order
+  (:attr:`~tmsim.workload.graph.Graph.operand_csr`: its distinct inputs, outputs and in-place
+  updates), by tier name, joined by ``|`` (``DRAM|PMM|DRAM``);
+- ``seconds``: the kernel's time under that placement, launch included (> 0).
+
+Spaces around a field are dropped. Wherever a plan puts a kernel's operands on a placement
+the profile lists, that time replaces the roofline's: in every planner (the heuristics and
+the MILP formulations), in the validator's predicted time and in the replay
+(:class:`~tmsim.cost.CostModel`'s ``measured`` table). Placements it does not list keep the
+roofline.
+
+:func:`read_profile` reads a file once, at the edge, into a :class:`Profile` (its path, the
+sha256 of its bytes and its rows by name); :meth:`Profile.table` resolves it against a graph
+and platform; :func:`cost_model` builds the cost model a run plans, checks and replays with.
+A plan made with a profile records :meth:`Profile.record` (path, sha256, entries) in its
+options, so that replaying it later can find the same times again.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from hwmodels.platform import Platform
+from hwmodels.timing import Overlap
+from tmsim.cost import CostModel, MeasuredTable
+from tmsim.errors import TmsimError, shown_path
+from tmsim.workload.graph import Graph
+
+#: The columns a profile must have.
+COLUMNS = ("kernel", "placement", "seconds")
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileEntry:
+    """One row of a profile: kernel ``kernel`` with its operands on the tiers named by
+    ``placement`` took ``seconds``; ``line`` is its line in the file (for messages)."""
+
+    line: int
+    kernel: str
+    placement: tuple[str, ...]
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A profile as read from ``path`` (kept as given), the sha256 of the file's bytes, and
+    its ``entries`` in file order (no two for one kernel and placement)."""
+
+    path: str
+    sha256: str
+    entries: tuple[ProfileEntry, ...] = field(repr=False)
+
+    def table(self, graph: Graph, platform: Platform) -> MeasuredTable:
+        """The entries for ``graph`` on ``platform``: ``(kernel index, tier index of every
+        operand) -> seconds``.
+
+        Raises :class:`TmsimError` naming the file and line for an unknown kernel, a
+        placement whose length is not the kernel's operand count, an unknown tier and a
+        tier kernels cannot access on ``platform``.
+        """
+        kernels = {k.name: i for i, k in enumerate(graph.kernels)}
+        tiers = {name: i for i, name in enumerate(platform.tier_names)}
+        reach = platform.kernel_tier_mask()
+        ptr, _ = graph.operand_csr
+        out: dict[tuple[int, tuple[int, ...]], float] = {}
+        for e in self.entries:
+            where = f"{shown_path(self.path)}:{e.line}"
+            k = kernels.get(e.kernel)
+            if k is None:
+                raise TmsimError(f"{where}: unknown kernel {e.kernel!r} in graph {graph.name!r}")
+            count = int(ptr[k + 1] - ptr[k])
+            if len(e.placement) != count:
+                raise TmsimError(
+                    f"{where}: kernel {e.kernel!r} has {count} operands, placement lists "
+                    f"{len(e.placement)}"
+                )
+            unknown = [n for n in e.placement if n not in tiers]
+            if unknown:
+                raise TmsimError(
+                    f"{where}: unknown tier {unknown[0]!r}; platform {platform.name!r} has "
+                    f"{', '.join(tiers)}"
+                )
+            away = [n for n in e.placement if not reach[tiers[n]]]
+            if away:
+                raise TmsimError(
+                    f"{where}: kernels on platform {platform.name!r} cannot access tier "
+                    f"{away[0]!r} (kernel tiers: {', '.join(platform.kernel_tiers)})"
+                )
+            out[(k, tuple(tiers[n] for n in e.placement))] = e.seconds
+        return out
+
+    def record(self) -> dict[str, Any]:
+        """What a plan records of the profile it was made with: ``path``, ``sha256`` and the
+        number of ``entries``."""
+        return {"path": self.path, "sha256": self.sha256, "entries": len(self.entries)}
+
+
+def read_profile(path: str | os.PathLike[str]) -> Profile:
+    """Read the profile at ``path`` (see the module documentation).
+
+    Raises :class:`TmsimError` naming the file (and line) for a file that cannot be read or
+    is not UTF-8 text, a missing column, a row with more or fewer fields than the header, a
+    kernel or placement left empty, seconds that are not a finite number > 0, a kernel and
+    placement listed twice, and a file without rows.
+    """
+    shown = shown_path(os.fspath(path))
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise TmsimError(f"profile {shown}: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise TmsimError(f"profile {shown}: not UTF-8 text") from None
+    entries: list[ProfileEntry] = []
+    seen: dict[tuple[str, tuple[str, ...]], int] = {}
+    try:
+        reader = csv.reader(io.StringIO(text, newline=""))
+        header = [h.strip() for h in next(reader, [])]
+        missing = [c for c in COLUMNS if c not in header]
+        if missing:
+            raise TmsimError(f"{shown}: missing column(s) {', '.join(missing)}")
+        col = {c: header.index(c) for c in COLUMNS}
+        for row in reader:
+            line = reader.line_num
+            if not any(cell.strip() for cell in row):
+                continue  # a blank line
+            entry = _entry(row, col, len(header), f"{shown}:{line}", line)
+            key = (entry.kernel, entry.placement)
+            if key in seen:
+                raise TmsimError(
+                    f"{shown}:{line}: kernel {entry.kernel!r} at placement "
+                    f"{'|'.join(entry.placement)} is listed on line {seen[key]} already"
+                )
+            seen[key] = line
+            entries.append(entry)
+    except csv.Error as exc:
+        raise TmsimError(f"{shown}: not a CSV file: {exc}") from None
+    if not entries:
+        raise TmsimError(f"{shown}: no measured kernel times (a header and no rows)")
+    return Profile(os.fspath(path), hashlib.sha256(data).hexdigest(), tuple(entries))
+
+
+def _entry(row: list[str], col: dict[str, int], width: int, where: str, line: int) -> ProfileEntry:
+    """One data row of a profile; raises :class:`TmsimError` (``where``: file and line)."""
+    if len(row) != width:
+        raise TmsimError(f"{where}: {len(row)} fields, the header has {width}")
+    kernel = row[col["kernel"]].strip()
+    text = row[col["placement"]].strip()
+    if not kernel or not text:
+        raise TmsimError(f"{where}: the {'kernel' if not kernel else 'placement'} is empty")
+    placement = tuple(name.strip() for name in text.split("|"))
+    raw = row[col["seconds"]].strip()
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise TmsimError(f"{where}: seconds must be a positive number, got {raw!r}")
+    return ProfileEntry(line, kernel, placement, seconds)
+
+
+def cost_model(
+    graph: Graph,
+    platform: Platform,
+    profile: Profile | None = None,
+    overlap: Overlap = Overlap.MAX,
+) -> CostModel:
+    """The cost model of ``graph`` on ``platform``: the roofline, with ``profile``'s measured
+    times where it lists a kernel's placement. Raises as :meth:`Profile.table` and
+    :class:`~tmsim.cost.CostModel`."""
+    measured = profile.table(graph, platform) if profile is not None else None
+    return CostModel(graph, platform, overlap=overlap, measured=measured)
+
+
+__all__ = ["COLUMNS", "Profile", "ProfileEntry", "cost_model", "read_profile"]

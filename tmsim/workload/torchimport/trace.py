@@ -1,0 +1,343 @@
+"""Tracing a PyTorch training step with fake tensors, and reducing it to storages and ops.
+
+How (PyTorch 2.x, on the CPU, with no memory for parameters or activations):
+
+1. The module is copied with every parameter and buffer replaced by a *fake* tensor of the
+   same shape, strides and dtype (:class:`torch._subclasses.fake_tensor.FakeTensorMode`):
+   fake tensors carry metadata only, so a model of any size traces in a few seconds, and
+   the caller's module, real or on the ``meta`` device, is never touched. The copy is put
+   in training mode.
+2. A wrapper computes the loss from the model's output (the first tensor it returns) and
+   the targets, and :func:`torch._functorch.aot_autograd.aot_export_module` with
+   ``trace_joint=True`` records the *joint* graph: forward, loss and backward as one
+   functional ATen FX graph, every value's fake tensor in ``node.meta["val"]``, and a
+   signature saying which placeholders are parameters, buffers and user inputs, which
+   outputs are the parameters' gradients and which are buffers' new values.
+3. Each distinct storage of those fake tensors becomes one storage of the step: views and
+   aliases (``view``, ``t``, ``alias``, ``getitem``, ``_unsafe_view``...) share their
+   base's storage, so they hold no memory of their own and are no ops of the step. An op
+   that creates a storage is an op; what it reads is every storage under its arguments. A
+   buffer's new value (batch-norm running statistics, ``num_batches_tracked``) is written
+   in place: its op updates the buffer. A storage of zero bytes is left out.
+
+The joint graph lists the forward pass and the loss first, then the backward pass, in the
+order PyTorch's tracer ran them; that order is the step's. Ops up to the one creating the
+loss are forward.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import operator
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch._functorch.aot_autograd import aot_export_module
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.multiprocessing.reductions import StorageWeakRef
+
+from tmsim.errors import one_line
+from tmsim.workload.torchimport.errors import TorchImportError
+from tmsim.workload.torchimport.flops import Operand, aten_flops
+from tmsim.workload.torchimport.specs import TMSIM_DTYPES, Spec
+from tmsim.workload.torchimport.step import Kind, Storage, TracedOp, TracedStep
+
+#: The name of the model inside the wrapper (stripped from parameter names).
+_MODEL = "model"
+#: The tmsim dtype of storages whose torch dtype tmsim has no name for (bytes only).
+_BYTES_DTYPE = "uint8"
+
+
+class _Step(torch.nn.Module):  # type: ignore[misc]
+    """The model and its loss: ``forward(*inputs, *targets) -> (loss,)``."""
+
+    def __init__(self, model: Any, loss: str, n_inputs: int) -> None:
+        super().__init__()
+        self.model = model
+        self.loss = loss
+        self.n_inputs = n_inputs
+
+    def forward(self, *args: Any) -> tuple[Any]:
+        out = first_tensor(self.model(*args[: self.n_inputs]))
+        targets = args[self.n_inputs :]
+        if self.loss == "cross_entropy":
+            logits = out.reshape(-1, out.shape[-1]) if out.dim() != 2 else out
+            return (F.cross_entropy(logits, targets[0].reshape(-1)),)
+        if self.loss == "mse":
+            return (F.mse_loss(out, targets[0]),)
+        return (out.sum(),)
+
+
+def first_tensor(out: object) -> Any:
+    """The model's output tensor: ``out`` itself, or the first item of a tuple or list (as
+    torchvision's GoogLeNet returns with its auxiliary heads); raises
+    :class:`TorchImportError` otherwise."""
+    if isinstance(out, tuple | list) and out:
+        out = out[0]
+    if not isinstance(out, torch.Tensor):
+        raise TorchImportError(
+            f"the model's forward returned {type(out).__name__}; it must return a tensor, or a "
+            "tuple whose first item is one"
+        )
+    return out
+
+
+def fake_copy(module: Any, mode: FakeTensorMode) -> Any:
+    """A copy of ``module`` in training mode whose parameters and buffers are fake tensors
+    of ``mode`` (same shapes, strides, dtypes, ``requires_grad``; on the CPU)."""
+    memo: dict[int, Any] = {}
+    with mode:
+        for t in itertools.chain(module.parameters(), module.buffers()):
+            if id(t) in memo:
+                continue
+            fake = torch.empty_strided(tuple(t.shape), t.stride(), dtype=t.dtype, device="cpu")
+            if isinstance(t, torch.nn.Parameter):
+                fake = torch.nn.Parameter(fake, requires_grad=t.requires_grad)
+            memo[id(t)] = fake
+    copied = copy.deepcopy(module, memo)
+    return copied.train()
+
+
+def default_targets(
+    model: Any, inputs: Sequence[Spec], loss: str, mode: FakeTensorMode
+) -> list[Spec]:
+    """The targets ``loss`` needs for the model's output, found by a forward pass on fake
+    tensors: class indices (int64) of the output's shape less its last dimension (the
+    classes) for cross entropy, the output's shape and dtype for MSE, none for a sum."""
+    if loss == "sum":
+        return []
+    with mode, torch.no_grad():
+        out = first_tensor(model(*(s.empty() for s in inputs)))
+    shape = tuple(int(d) for d in out.shape)
+    if loss == "mse":
+        return [Spec(shape, out.dtype)]
+    if not shape:
+        raise TorchImportError("cross entropy needs an output with a class dimension, got a scalar")
+    return [Spec(shape[:-1], torch.int64)]
+
+
+def trace(
+    module: Any, inputs: Sequence[Spec], targets: Sequence[Spec] | None, loss: str, name: str
+) -> TracedStep:
+    """The training step of ``module`` on ``inputs`` (and ``targets``, by default those of
+    :func:`default_targets`) with ``loss``, as a :class:`TracedStep` named ``name`` (module
+    documentation). Raises :class:`TorchImportError` with PyTorch's message on one line when
+    the model cannot be traced (a shape the model refuses, data-dependent control flow, a
+    trainable parameter that receives no gradient...)."""
+    mode = FakeTensorMode()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            model = fake_copy(module, mode)
+            if targets is None:
+                targets = default_targets(model, inputs, loss, mode)
+            step = _Step(model, loss, len(inputs))
+            with mode:
+                args = tuple(s.empty() for s in (*inputs, *targets))
+                gm, sig = aot_export_module(step, args, trace_joint=True, output_loss_index=0)
+        except TorchImportError:
+            raise
+        except Exception as exc:
+            text = str(exc).strip().splitlines()
+            reason = f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+            if "did not receive a gradient" in reason:
+                reason += " (freeze what the loss does not reach: requires_grad_(False))"
+            raise TorchImportError(one_line(f"cannot trace {name}: {reason}")) from None
+    return _Reduction(gm, sig, len(inputs), len(targets)).step(name)
+
+
+def _tensors(value: object) -> list[tuple[int, Any]]:
+    """The tensors of a node's value, with their positions in it."""
+    if isinstance(value, tuple | list):
+        return [(i, v) for i, v in enumerate(value) if isinstance(v, torch.Tensor)]
+    return [(0, value)] if isinstance(value, torch.Tensor) else []
+
+
+def _key(t: Any) -> StorageWeakRef:
+    return StorageWeakRef(t.untyped_storage())
+
+
+def _op_name(target: object) -> str:
+    """``aten.addmm`` for ``torch.ops.aten.addmm.default``; other callables by name."""
+    schema = getattr(target, "_schema", None)
+    if schema is not None:
+        return str(schema.name).replace("::", ".")
+    return str(getattr(target, "__name__", target))
+
+
+def _arg(a: object) -> object:
+    """An argument for :func:`aten_flops`: tensors as :class:`Operand`."""
+    if isinstance(a, torch.fx.Node):
+        v = a.meta.get("val")
+        return Operand(tuple(int(d) for d in v.shape)) if isinstance(v, torch.Tensor) else v
+    if isinstance(a, tuple | list):
+        return [_arg(x) for x in a]
+    return a
+
+
+class _Reduction:
+    """One walk over a joint graph, building the storages and ops of :class:`TracedStep`."""
+
+    def __init__(self, gm: Any, sig: Any, n_inputs: int, n_targets: int) -> None:
+        self.gm, self.sig = gm, sig
+        self.nodes = {n.name: n for n in gm.graph.nodes}
+        self.names: set[str] = set()
+        self.of: dict[StorageWeakRef, str] = {}  # storage -> its name
+        self.kind: dict[str, Kind] = {}
+        self.storages: list[Storage] = []
+        self.empty: set[StorageWeakRef] = set()
+        user = list(sig.user_inputs)
+        self.input_names = {
+            p: ("input" if n_inputs == 1 else f"input{i}") for i, p in enumerate(user[:n_inputs])
+        }
+        self.input_names.update(
+            {
+                p: ("target" if n_targets == 1 else f"target{i}")
+                for i, p in enumerate(user[n_inputs:])
+            }
+        )
+
+    def _val(self, name: str) -> Any:
+        return self.nodes[name].meta.get("val")
+
+    def _take(self, wanted: str) -> str:
+        chosen, n = wanted, 1
+        while chosen in self.names:
+            n += 1
+            chosen = f"{wanted}#{n}"
+        self.names.add(chosen)
+        return chosen
+
+    def _register(self, t: Any, wanted: str, kind: Kind) -> str | None:
+        """Name the storage of ``t`` (``None`` when it holds no byte)."""
+        key = _key(t)
+        nbytes = int(t.untyped_storage().nbytes())
+        if nbytes == 0:
+            self.empty.add(key)
+            return None
+        name = self._take(wanted)
+        dtype = TMSIM_DTYPES.get(t.dtype)
+        whole = dtype is not None and t.dim() > 0 and t.numel() * t.element_size() == nbytes
+        shape = tuple(int(d) for d in t.shape) if whole else ()
+        self.of[key] = name
+        self.kind[name] = kind
+        self.storages.append(Storage(name, nbytes, dtype or _BYTES_DTYPE, shape, kind))
+        return name
+
+    def step(self, name: str) -> TracedStep:
+        """Walk the graph once: placeholders, then ops (module documentation)."""
+        sig = self.sig
+        by_fqn = self._placeholders()
+        redirect = {
+            _key(self._val(out)): by_fqn[fqn]
+            for out, fqn in sig.buffers_to_mutate.items()
+            if fqn in by_fqn and isinstance(self._val(out), torch.Tensor)
+        }
+        grads = {
+            out: fqn
+            for out, fqn in sig.backward_signature.gradients_to_parameters.items()
+            if fqn in by_fqn and isinstance(self._val(out), torch.Tensor)
+        }
+        grad_names: dict[StorageWeakRef, str] = {}
+        for out, fqn in grads.items():
+            grad_names.setdefault(_key(self._val(out)), f"{by_fqn[fqn]}.grad")
+        ops = self._ops(redirect, grad_names)
+        loss = self.of.get(_key(self._val(sig.user_outputs[0])))
+        forward = next((i + 1 for i, op in enumerate(ops) if loss in op.creates), len(ops))
+        gradients: dict[str, str] = {}
+        for out, fqn in grads.items():
+            grad = self.of.get(_key(self._val(out)))
+            if grad is not None and self.kind.get(grad) is Kind.VALUE:
+                gradients.setdefault(by_fqn[fqn], grad)
+        return TracedStep(name, tuple(self.storages), tuple(ops), forward, gradients)
+
+    def _placeholders(self) -> dict[str, str]:
+        """Register the parameters, buffers and inputs; return the storage name of each
+        parameter and buffer by its name in the signature."""
+        sig = self.sig
+        persistent = {**sig.inputs_to_parameters, **sig.inputs_to_buffers}
+        for node in self.gm.graph.nodes:
+            value = node.meta.get("val")
+            if node.op != "placeholder" or not isinstance(value, torch.Tensor):
+                continue
+            if _key(value) in self.of:
+                continue  # a parameter tied to one registered already
+            if node.name in persistent:
+                kind = Kind.PARAMETER if node.name in sig.inputs_to_parameters else Kind.BUFFER
+                label = persistent[node.name].removeprefix(f"{_MODEL}.")
+            else:
+                kind, label = Kind.INPUT, self.input_names.get(node.name, node.name)
+            self._register(value, label, kind)
+        found = {fqn: self.of.get(_key(self._val(p))) for p, fqn in persistent.items()}
+        return {fqn: name for fqn, name in found.items() if name is not None}
+
+    def _ops(
+        self, redirect: dict[StorageWeakRef, str], grad_names: dict[StorageWeakRef, str]
+    ) -> list[TracedOp]:
+        ops: list[TracedOp] = []
+        for node in self.gm.graph.nodes:
+            if node.op != "call_function" or node.target is operator.getitem:
+                continue
+            value = node.meta.get("val")
+            outs = _tensors(value)
+            reads = [
+                self.of[k]
+                for inp in node.all_input_nodes
+                for _, t in _tensors(inp.meta.get("val"))
+                if (k := _key(t)) in self.of
+            ]
+            written = self._written(node)
+            creates: list[str] = []
+            updates: list[str] = []
+            for i, t in outs:
+                k = _key(t)
+                if k in self.empty:
+                    continue
+                if k in self.of:  # a view or alias, or an in-place write
+                    held = self.of[k]
+                    if k in written and self.kind[held] in (Kind.PARAMETER, Kind.BUFFER):
+                        updates.append(held)
+                    continue
+                if k in redirect:  # a buffer's new value: written over the buffer
+                    self.of[k] = redirect[k]
+                    updates.append(redirect[k])
+                    continue
+                wanted = grad_names.get(k) or (
+                    f"{node.name}.{i}" if isinstance(value, tuple | list) else node.name
+                )
+                made = self._register(t, wanted, Kind.VALUE)
+                if made is not None:
+                    creates.append(made)
+            if not creates and not updates:
+                continue
+            op = _op_name(node.target)
+            args = [_arg(a) for a in node.args]
+            shapes = [tuple(int(d) for d in t.shape) for _, t in outs]
+            flops = aten_flops(op.rpartition(".")[2], args, shapes)
+            ops.append(
+                TracedOp(
+                    node.name,
+                    op,
+                    tuple(dict.fromkeys(reads)),
+                    tuple(creates),
+                    tuple(updates),
+                    flops,
+                )
+            )
+        return ops
+
+    def _written(self, node: Any) -> set[StorageWeakRef]:
+        """Storages of the arguments the op's schema marks as written in place."""
+        schema = getattr(node.target, "_schema", None)
+        if schema is None:
+            return set()
+        out: set[StorageWeakRef] = set()
+        for formal, actual in zip(schema.arguments, node.args, strict=False):
+            info = formal.alias_info
+            if info is not None and info.is_write and isinstance(actual, torch.fx.Node):
+                out.update(_key(t) for _, t in _tensors(actual.meta.get("val")))
+        return out
