@@ -60,7 +60,7 @@ from tmsim.sweeps.jobs import nan_to_none
 from tmsim.sweeps.pool import check_options, run_tasks
 from tmsim.sweeps.spec import MILP_STRATEGIES, Point, Sweep
 from tmsim.sweeps.store import RERUN_STOPS, Counts, PointStore, SweepError
-from tmsim.workload.zoo import training_graph_of
+from tmsim.sweeps.workloads import workload_graph
 
 #: Table formats :func:`run_sweep` writes.
 FORMATS = ("parquet", "csv")
@@ -111,7 +111,7 @@ def evaluate_task(task: Task) -> list[Outcome]:
     first = task.points[0]
     start = time.perf_counter()
     try:
-        graph = training_graph_of(first.model, first.batch, first.dtype)
+        graph = workload_graph(first.model, first.batch, first.dtype, first.graph_sha256)
         platform = platform_from_dict(first.platform_si, f"platform {first.platform}")
         settings = CompareSettings(
             plan=_plan_settings(first),

@@ -40,13 +40,14 @@ from tmsim.profiles import Profile, read_profile
 from tmsim.strategies import STRATEGIES, Kind, applicable, names
 from tmsim.sweeps.overrides import Fail, PlatformDocs, read_toml
 from tmsim.sweeps.settings import SweepSettings, check_solver, only, read_settings, table, typed
+from tmsim.sweeps.workloads import is_graph_file, workloads
 from tmsim.workload.tensors import DTYPE_BYTES, show_int
 from tmsim.workload.zoo import NAMES
 
 #: Strategies whose points carry the solver settings (solved together as one MILP chain).
 MILP_STRATEGIES = names(Kind.MILP)
 _AXES = ("model", "batch", "dtype", "platform", "ratio", "fast_bytes", "strategy")
-_REQUIRED = ("model", "batch", "platform", "strategy")
+_REQUIRED = ("model", "platform", "strategy")  # batch too, where a zoo model is named
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -84,6 +85,7 @@ class Point:
     level: str = DEFAULT_LEVEL.value
     profile: str | None = None
     profile_sha256: str | None = None
+    graph_sha256: str | None = None
 
     def config(self) -> dict[str, Any]:
         """The point's configuration as flat columns (each override its own column)."""
@@ -99,7 +101,9 @@ class Point:
         ``30.0``, GBps and bytes_per_s) make the same point."""
         ident = {k: v for k, v in asdict(self).items() if k not in ("overrides", "role")}
         del ident["profile"]  # the times it holds, not where it lies
-        for key in ("node_limit", "profile_sha256"):
+        if self.graph_sha256 is not None:
+            del ident["model"]  # a graph file: the graph it holds, not where it lies
+        for key in ("node_limit", "profile_sha256", "graph_sha256"):
             if ident[key] is None:
                 del ident[key]  # the keys of points from before node limits and profiles
         if not self.contention or self.level == InterferenceLevel.BANDWIDTH.value:
@@ -259,20 +263,19 @@ def _expand(
         for v in axes.get("fast_bytes", [])
     ] or [("ratio", None)]
     out = []
-    for model, batch, dtype, label, *combo, cap, strategy in itertools.product(
-        axes["model"],
-        axes["batch"],
-        axes.get("dtype", ["fp32"]),
-        axes["platform"],
-        *over_values,
-        capacity,
-        axes["strategy"],
+    loads = workloads(
+        axes["model"], axes.get("batch"), axes.get("dtype", ["fp32"]), docs.base_dir, where, fail
+    )
+    for work, label, *combo, cap, strategy in itertools.product(
+        loads, axes["platform"], *over_values, capacity, axes["strategy"]
     ):
+        model, batch, dtype = work.model, work.batch, work.dtype
         chosen = tuple(sorted(zip(overrides, combo, strict=True), key=lambda o: o[0]))
         platform, si = docs.resolve(label, chosen, where)
-        if dtype not in dict(platform.compute.peak_flop_per_s):
+        if dtype and dtype not in dict(platform.compute.peak_flop_per_s):
             fail(f"{where}.dtype", f"platform {label!r} has no peak rate for {dtype!r}")
         point = Point(
+            graph_sha256=work.graph_sha256,
             model=model,
             batch=batch,
             dtype=dtype,
@@ -325,6 +328,8 @@ def _check_axis(axis: str, value: Any, where: str, fail: Fail) -> None:
         return
     if not isinstance(value, str):
         fail(where, f"must be a string, got {value!r}")
+    if axis == "model" and is_graph_file(value):
+        return  # read with the other workloads (tmsim.sweeps.workloads)
     known: dict[str, Sequence[str]] = {
         "model": NAMES,
         "dtype": tuple(DTYPE_BYTES),
