@@ -129,9 +129,11 @@ def _find(record: Mapping[str, Any], near: str | os.PathLike[str] | None) -> Pro
 
 __all__ = [
     "PlanCosts",
+    "Profile",
     "ProfileLike",
     "plan_costs",
     "profile_note",
     "profile_of",
+    "read_profile",
     "recorded_profile",
 ]

@@ -303,7 +303,7 @@ def settings_from_args(args: argparse.Namespace) -> PlanSettings:
     """The planner settings the parsed arguments ask for. Raises :class:`TmsimError` naming
     the option for a value out of range."""
     from tmsim import PlanSettings
-    from tmsim.profiles import read_profile
+    from tmsim.api.measured import read_profile
 
     profile = read_profile(args.profile) if args.profile is not None else None
     try:

@@ -20,12 +20,11 @@ import tmsim
 from tmsim import Graph, InterferenceLevel, Plan, Platform, Run, TmsimError
 from tmsim.api.cache import CacheRun
 from tmsim.api.graphs import graph_of, match_graph
-from tmsim.api.measured import PlanCosts, plan_costs
+from tmsim.api.measured import PlanCosts, plan_costs, read_profile
 from tmsim.api.runs import check_plan
 from tmsim.cli.args import add_interference_argument, add_profile_argument, check_output
 from tmsim.cli.catalog import DTYPES, ZOO_NAMES
 from tmsim.errors import one_line
-from tmsim.profiles import read_profile
 
 #: Batch size when neither ``--batch``, the plan's zoo arguments nor its graph name
 #: (``MODEL-bN``) give one.
