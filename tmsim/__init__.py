@@ -21,7 +21,10 @@ np.float64(1.0)
 - :func:`plan` (a :class:`Plan`; strategies in :data:`STRATEGIES`), :func:`plan_chain`
   (AutoTM's MILP formulations solved as one chain), :func:`simulate` (a :class:`Run`),
   :func:`fast_limit` (the fast tier's bytes at a capacity), :func:`validate` (the
-  independent validator's :class:`Validation`);
+  independent validator's :class:`Validation`); a run's ``energy`` is a
+  :class:`StepEnergy` where the platform prices bytes and FLOPs;
+- :func:`read_profile` reads measured kernel times (a :class:`Profile`), which ``plan``,
+  ``compare``, ``simulate`` and ``validate`` take as ``profile=``;
 - :func:`compare`, :func:`plan_table` (the same rows for plans made already), :func:`sweep`:
   DataFrames with units in the column names and the
   provenance in ``DataFrame.attrs``;
@@ -79,6 +82,9 @@ _SOURCES: dict[str, str] = {
     "TmsimError": "tmsim.errors",
     "memory_reuse": "tmsim.api.memory",
     "MemoryReuse": "tmsim.plans.reuse",
+    "read_profile": "tmsim.api.measured",
+    "Profile": "tmsim.api.measured",
+    "StepEnergy": "tmsim.energy",
 }
 
 __all__ = [
@@ -93,7 +99,9 @@ __all__ = [
     "Plan",
     "PlanSettings",
     "Platform",
+    "Profile",
     "Run",
+    "StepEnergy",
     "Strategy",
     "TmsimError",
     "Validation",
@@ -112,6 +120,7 @@ __all__ = [
     "plan_chain",
     "plan_table",
     "platform",
+    "read_profile",
     "read_table",
     "save",
     "simulate",
@@ -128,12 +137,14 @@ if TYPE_CHECKING:
     from tmsim.api.files import load_plan, save
     from tmsim.api.graphs import graph_of
     from tmsim.api.inputs import MODELS, PRESETS, graph, load_graph, platform
+    from tmsim.api.measured import Profile, read_profile
     from tmsim.api.memory import memory_reuse
     from tmsim.api.runs import Run, fast_limit, plan, plan_chain, simulate, validate
     from tmsim.api.sweeps import sweep
     from tmsim.api.tables import compare, plan_table
     from tmsim.api.torchimport import import_torch
     from tmsim.capacity import Capacity
+    from tmsim.energy import StepEnergy
     from tmsim.errors import TmsimError
     from tmsim.levels import InterferenceLevel
     from tmsim.planners.settings import PlanSettings
