@@ -90,8 +90,13 @@ class PlanDefaults:
 
 PLAN_DEFAULTS = PlanDefaults()
 
+#: Batch size of a command that builds a zoo model or imports one, when ``--batch`` is not
+#: given (as :data:`tmsim.api.inputs.DEFAULT_BATCH`).
+DEFAULT_BATCH = 32
+
 __all__ = [
     "ATTENTIONS",
+    "DEFAULT_BATCH",
     "DTYPES",
     "IMPORT_LOSSES",
     "IMPORT_MODEL_DTYPES",

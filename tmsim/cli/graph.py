@@ -13,12 +13,11 @@ from typing import TYPE_CHECKING, Any
 import tmsim
 from tmsim import TmsimError
 from tmsim.cli.args import batch_arg, text_arg, whole_number
-from tmsim.cli.catalog import ATTENTIONS, DTYPES, TRANSFORMER_NAMES, ZOO_NAMES
+from tmsim.cli.catalog import ATTENTIONS, DEFAULT_BATCH, DTYPES, TRANSFORMER_NAMES, ZOO_NAMES
 
 if TYPE_CHECKING:
     from tmsim import Graph
 
-DEFAULT_BATCH = 32
 DEFAULT_DTYPE = "fp32"
 #: The transformers' element type when none is given (fp32 master weights beside it).
 DEFAULT_TRANSFORMER_DTYPE = "fp16"

@@ -14,9 +14,14 @@ from typing import Any
 
 import tmsim
 from tmsim.cli.args import batch_arg, text_arg
-from tmsim.cli.catalog import DTYPES, IMPORT_LOSSES, IMPORT_MODEL_DTYPES, IMPORT_OPTIMIZERS
+from tmsim.cli.catalog import (
+    DEFAULT_BATCH,
+    DTYPES,
+    IMPORT_LOSSES,
+    IMPORT_MODEL_DTYPES,
+    IMPORT_OPTIMIZERS,
+)
 
-DEFAULT_BATCH = 32
 #: The largest dimension ``--input`` and ``--target`` take (a tensor's dimension in torch is
 #: a 64-bit integer; the graph then refuses a step of 2**62 bytes or more).
 MAX_DIMENSION = 2**62
