@@ -315,3 +315,19 @@ def test_a_runs_summary_carries_its_energy_and_wear(mlp: Graph) -> None:
     bare = _platform(None)
     plain = tmsim.simulate(plan("all-slow", mlp, bare, PlanSettings()), mlp, bare)
     assert plain.energy is None and "energy_j" not in plain.summary()
+
+
+def test_recomputes_pay_their_producers_flops() -> None:
+    """A checkpointed step runs producers again: each recompute record costs its producer's
+    FLOPs once more (ResNet-50 b2 on the Optane preset's fp32 price, 44.8 pJ/FLOP)."""
+    g = tmsim.graph("resnet50", batch=2)
+    p = tmsim.platform()
+    made = tmsim.plan(g, p, "checkpoint")
+    trace = replay(made, g, p)
+    again = [r for r in trace.records if r.kind == "recompute"]
+    assert again  # the plan recomputes, or the check below checks nothing
+    producer = {t.name: int(k) for t, k in zip(g.tensors, g.producers, strict=True)}
+    flops = g.flops + sum(g.kernels[producer[r.name]].flops for r in again)
+    assert p.energy is not None
+    e = step_energy(trace, g, p)
+    assert e.compute_j == pytest.approx(flops * p.energy.j_per_flop("fp32"))

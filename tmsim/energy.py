@@ -197,9 +197,10 @@ def _kernel_of(kind: str, kernel: int, name: str, graph: Graph) -> int:
         if not 0 <= kernel < len(graph.kernels):
             raise TmsimError(f"the trace runs kernel {kernel}; the graph has {len(graph.kernels)}")
         return kernel
-    producer = -1
-    if name in {t.name for t in graph.tensors}:
+    try:
         producer = int(graph.producers[graph.tensor_index(name)])
+    except KeyError:
+        producer = -1
     if producer < 0:
         raise TmsimError(f"the trace recomputes {name!r}, which no kernel of the graph makes")
     return producer

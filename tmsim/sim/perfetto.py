@@ -150,8 +150,11 @@ def _meta(kind: str, pid: int, tid: int, value: object, key: str = "name") -> di
 
 def _complete(r: Record, pid: int, tid: int, trace: Trace) -> dict[str, Any]:
     """A record as a complete event, its bytes per tier and losses in ``args``."""
-    args: dict[str, Any] = {"kernel": r.kernel, "phase": r.phase, "uncontended_us": 0.0}
-    args["uncontended_us"] = r.uncontended_s * US_PER_S
+    args: dict[str, Any] = {
+        "kernel": r.kernel,
+        "phase": r.phase,
+        "uncontended_us": r.uncontended_s * US_PER_S,
+    }
     for j, tier in enumerate(trace.tier_names):
         if r.read_bytes[j]:
             args[f"read {tier} bytes"] = r.read_bytes[j]
