@@ -18,7 +18,8 @@ batch 64 on Optane at 4:1, so that solve time against kernel count can be read o
 Environment variables: ``TMSIM_BENCH_SETS`` (default ``conventional,gpu,scale``),
 ``TMSIM_BENCH_FORMULATIONS`` (default ``static,sync,async``; the chain stops at the last),
 ``TMSIM_BENCH_TIME_LIMIT_S`` (cap of one chain, default 120), ``TMSIM_BENCH_WINDOW``
-(async window, default AutoTM's 15).
+(async window, default AutoTM's 15), ``TMSIM_BENCH_WORKLOADS`` (graph names to keep, such as
+``densenet264-b512,resnet200-b64``; default all).
 """
 
 from __future__ import annotations
@@ -66,6 +67,10 @@ def _cases(sets: list[str]) -> list[tuple[str, Graph, str | None, str]]:
         for blocks in SCALE_BLOCKS:
             graph = training_graph(bottleneck_resnet(blocks, 64))
             out.append(("cascadelake-optane", graph, "4:1", "sync"))
+    keep = os.environ.get("TMSIM_BENCH_WORKLOADS")
+    if keep:
+        names = set(keep.split(","))
+        out = [case for case in out if case[1].name in names]
     return out
 
 

@@ -11,9 +11,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiny_graphs import tiny_graphs
 
+from hwmodels.presets import load_preset
+from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
+from tmsim.planners.milp.build import build_model
+from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.milp.highs import NODE_LIMIT, TIME_LIMIT, _status, run_highs
+from tmsim.workload.graph import Graph
 
 
 def _knapsack(values: list[int], weights: list[int], room: int) -> float:
@@ -28,13 +34,14 @@ def _knapsack(values: list[int], weights: list[int], room: int) -> float:
 items = st.lists(st.tuples(st.integers(1, 40), st.integers(1, 40)), min_size=1, max_size=9)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     items=items,
     share=st.floats(0.0, 1.0),
     maximise=st.booleans(),
     lp_first=st.sampled_from([None, 1, 10**6]),
     start=st.booleans(),
+    from_zero=st.booleans(),
 )
 def test_optimum_bound_and_trace_match_brute_force(
     items: list[tuple[int, int]],
@@ -42,6 +49,7 @@ def test_optimum_bound_and_trace_match_brute_force(
     maximise: bool,
     lp_first: int | None,
     start: bool,
+    from_zero: bool,
 ) -> None:
     values, weights = [v for v, _ in items], [w for _, w in items]
     room = int(share * sum(weights))
@@ -52,7 +60,7 @@ def test_optimum_bound_and_trace_match_brute_force(
     # nothing picked is a point of every instance: the LP, RINS and the whole MIP in turn
     point = {x: np.zeros(len(items))} if start else None
     options = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0}
-    outcome = run_highs(problem, options, False, point, lp_first)
+    outcome = run_highs(problem, options, False, point, lp_first, lp_from_zero=from_zero)
     best = sign * _knapsack(values, weights, room) + 7  # the constant term is kept
     assert outcome.status == cp.OPTIMAL and outcome.solved
     assert outcome.objective == pytest.approx(best, abs=1e-6)
@@ -264,7 +272,7 @@ def test_a_known_bound_ends_the_solve_once_a_point_is_within_its_gap(maximise: b
     assert outcome.objective == pytest.approx(exact.objective, rel=1e-12)
 
 
-def test_interior_point_gives_the_lp_and_the_optimum_simplex_gives(
+def test_an_interior_point_root_gives_the_optimum_simplex_gives(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import tmsim.planners.milp.highs as highs_run
@@ -276,11 +284,12 @@ def test_interior_point_gives_the_lp_and_the_optimum_simplex_gives(
     problem = cp.Problem(cp.Minimize(-(values @ x)), [weights @ x <= weights.sum(axis=1) // 3])
     options = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0}
     simplex = run_highs(problem, options, False, {x: np.zeros(80)}, 10**6)
-    monkeypatch.setattr(highs_run, "IPM_MIN_COLUMNS", 1)  # every LP and root by interior point
-    interior = run_highs(problem, options, False, {x: np.zeros(80)}, 10**6)
-    assert simplex.status == interior.status == cp.OPTIMAL
+    monkeypatch.setattr(highs_run, "IPM_MIN_COLUMNS", 1)  # every root by interior point
+    interior = run_highs(problem, options, False, {x: np.zeros(80)}, None)
+    cold = run_highs(problem, options, False, None, None)
+    assert simplex.status == interior.status == cold.status == cp.OPTIMAL
     assert interior.objective == pytest.approx(simplex.objective, rel=1e-9)
-    assert interior.lp_basis is not None  # crossover leaves a basis for the next round
+    assert cold.objective == pytest.approx(simplex.objective, rel=1e-9)
 
 
 def test_json_output_of_a_fresh_process_is_clean_json() -> None:
@@ -304,3 +313,36 @@ def test_json_output_of_a_fresh_process_is_clean_json() -> None:
     )
     rows = json.loads(done.stdout)
     assert [r["strategy"] for r in rows] == ["all-fast", "static"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(graph=tiny_graphs, share=st.floats(0.3, 1.0), window=st.integers(1, 3))
+def test_the_lp_from_the_zero_point_has_the_lps_optimum(
+    graph: Graph, share: float, window: int
+) -> None:
+    """The asynchronous formulations' LP starts at the zero point; its optimum is the LP's,
+    the one presolve and dual simplex find and the one cvxpy finds for the relaxed model."""
+    import highspy
+
+    from tmsim.planners.milp.highs import _run
+    from tmsim.planners.milp.highs_model import compile_problem, objective_shift
+
+    cost = CostModel(graph, load_preset("cascadelake-optane"))
+    limits = np.full(len(graph.kernels), max(1, int(graph.peak_live_bytes * share)))
+    model = build_model(cost, window, Formulation.ASYNC, limits.astype(np.int64), relax=False)
+    compiled = compile_problem(highspy, model.problem)
+    lp = compiled.lp
+    ends = [_run(highspy, lp, {}, False, None, True, from_zero=z) for z in (False, True)]
+    relaxed = build_model(cost, window, Formulation.ASYNC, limits.astype(np.int64), relax=True)
+    relaxed.problem.solve(solver="HIGHS")
+    statuses = [h.getModelStatus().name for h in ends]
+    if relaxed.problem.status != cp.OPTIMAL:
+        assert statuses == ["kInfeasible", "kInfeasible"]
+        return
+    assert statuses == ["kOptimal", "kOptimal"]
+    values = [h.getInfo().objective_function_value for h in ends]
+    assert values[1] == pytest.approx(values[0], rel=1e-7, abs=1e-12)
+    # HiGHS minimises c x; the relaxed problem's value adds the objective's constant
+    shift = objective_shift(compiled.data, 1.0)
+    assert shift is not None
+    assert float(relaxed.problem.value) == pytest.approx(values[1] + shift, rel=1e-6)

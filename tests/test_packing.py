@@ -258,6 +258,20 @@ def test_section_sums_maxima_and_minima(spans: list[tuple[int, int, int]]) -> No
     assert span_max(table, start, stop).tolist() == expected
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 2**63 - 1), min_size=1, max_size=20), st.integers(0, 62))
+def test_floor_log2_is_exact_on_either_side_of_float_precision(
+    values: list[int], shift: int
+) -> None:
+    from tmsim.plans.sections import _floor_log2
+
+    # around powers of two, where a rounded logarithm would be off by one
+    near = [max(1, (1 << shift) + d) for d in (-1, 0, 1)]
+    for group in (values, near, [v for v in values if v < 2**53] or [1]):
+        v = np.array(group, dtype=np.int64)
+        assert _floor_log2(v).tolist() == [int(x).bit_length() - 1 for x in group]
+
+
 def test_the_search_is_deterministic_and_counts_its_nodes() -> None:
     g = training_graph_of("vgg19", 16)
     peak = int(occupancy(g.live_first, g.live_last, g.sizes_bytes, len(g.kernels)).max())

@@ -19,11 +19,12 @@ from tmsim.profiles import Profile
 AUTOTM_WINDOW = 15
 #: The largest node limit: HiGHS holds it in a 32-bit integer.
 MAX_NODE_LIMIT = 2**31 - 1
-#: Default of ``lp_iterations``: above the 37k-42k iterations the async LPs of Inception v4
-#: b16 (Optane, 4:1) and ResNet-50 b64 (RTX 2080 Ti) took, below the 100k of Inception v4
-#: b128 on the 2080 Ti (106 s, about as long as the root LP inside HiGHS's branch and bound,
-#: which then goes on from it).
-DEFAULT_LP_ITERATIONS = 50_000
+#: Default of ``lp_iterations``: above the 25k-65k iterations the asynchronous LPs take from
+#: the zero point (:func:`~tmsim.planners.milp.solve.starts_lp_at_zero`; Inception v4 b16 at 4:1
+#: 25k in 2.8 s, DenseNet-264 b512 at 4:1 65k in 9.2 s, Optane; Inception v4 b128 on the RTX
+#: 2080 Ti 16k in 1.8 s, which took 100k and 106 s from HiGHS's own start), so that an LP that
+#: needs more than some 30 s is left to HiGHS's branch and bound.
+DEFAULT_LP_ITERATIONS = 200_000
 #: Default of ``recompute_depth``: see :mod:`tmsim.planners.milp.recompute`.
 DEFAULT_RECOMPUTE_DEPTH = 2
 

@@ -15,6 +15,8 @@ IntArray = npt.NDArray[np.int64]
 
 #: What :func:`cover_min` gives a section no span covers.
 NONE = np.iinfo(np.int64).max
+#: Integers below this are exact in float64.
+EXACT_FLOAT = 1 << 53
 
 
 def sections(first: IntArray, last: IntArray) -> tuple[IntArray, IntArray, int]:
@@ -77,6 +79,9 @@ def cover_min(start: IntArray, stop: IntArray, values: IntArray, length: int) ->
 
 def _floor_log2(values: IntArray) -> IntArray:
     """``floor(log2(v))`` of positive int64 values, exactly (no rounding of large values)."""
+    if values.size and int(values.max()) < EXACT_FLOAT:
+        # v = m * 2**e with m in [0.5, 1): floor(log2(v)) = e - 1, exact as v is in float64
+        return (np.frexp(values.astype(np.float64))[1] - 1).astype(np.int64)
     out = np.zeros(values.size, dtype=np.int64)
     v = values.copy()
     for shift in (32, 16, 8, 4, 2, 1):

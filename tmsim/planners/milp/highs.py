@@ -95,6 +95,7 @@ def run_highs(
     lp_iterations: int | None = None,
     lp_basis: LpBasis | None = None,
     known_bound: float | None = None,
+    lp_from_zero: bool = False,
 ) -> Outcome:
     """Solve the linear (mixed-integer) ``problem`` with HiGHS and write its solution into
     the problem's variables (left unset without one).
@@ -122,7 +123,8 @@ def run_highs(
 
     A phase whose point is within the gap of the LP's bound ends the solve (``optimal``).
     ``lp_basis`` (an earlier outcome's) starts phase 1 where its key is this problem's, and
-    is ignored otherwise. ``known_bound``: a bound on the optimum the caller has proven (in
+    is ignored otherwise; without one, ``lp_from_zero`` starts phase 1 at the zero point
+    (:func:`_run`). ``known_bound``: a bound on the optimum the caller has proven (in
     the problem's own sense, e.g. that of a relaxation solved before), kept beside the LP's:
     a phase ends the solve once its point is within the gap of the better of the two.
     Raises :class:`TmsimError` for an option HiGHS refuses or a problem that is not linear.
@@ -157,7 +159,15 @@ def run_highs(
         key = compiled.key
         offered = lp_basis.basis if lp_basis is not None and lp_basis.key == key else None
         relaxed = _run(
-            highspy, lp, options, verbose, None, True, lp_iterations=lp_iterations, basis=offered
+            highspy,
+            lp,
+            options,
+            verbose,
+            None,
+            True,
+            lp_iterations=lp_iterations,
+            basis=offered,
+            from_zero=lp_from_zero,
         )
         name = relaxed.getModelStatus().name
         iterations += max(int(relaxed.getInfo().simplex_iteration_count), 0)
@@ -245,11 +255,14 @@ def _run(
     record: Any = None,
     lp_iterations: int | None = None,
     basis: Any = None,
+    from_zero: bool = False,
 ) -> Any:
     """A HiGHS instance that has run on model ``lp`` with ``options`` (its time limit less
     ``spent_s``), from ``start`` (column values) or ``basis`` (a ``HighsBasis``); ``relax``:
-    without integrality, within ``lp_iterations`` simplex iterations; ``record``: a callback
-    of every improving solution and limit check."""
+    without integrality, by dual simplex within ``lp_iterations`` iterations, and with
+    ``from_zero`` and no ``basis`` from the basis HiGHS forms at the zero point (see
+    :func:`~tmsim.planners.milp.solve.starts_lp_at_zero`); ``record``: a callback of every
+    improving solution and limit check."""
     highs = new_highs(highspy, verbose)
     for name, value in options.items():
         if highs.setOptionValue(name, value) == highspy.HighsStatus.kError:
@@ -263,12 +276,14 @@ def _run(
         lp.integrality_ = integrality
         if lp_iterations is not None:
             highs.setOptionValue("simplex_iteration_limit", int(lp_iterations))
-        if basis is None and lp.num_col_ >= IPM_MIN_COLUMNS:
-            # a large LP from scratch: interior point, then crossover to a vertex (RENS and
-            # RINS fix what the LP leaves integral, which an interior point rarely is)
-            highs.setOptionValue("solver", "ipm")
-            highs.setOptionValue("run_crossover", "on")
-            highs.setOptionValue("ipm_iteration_limit", IPM_ITERATIONS)
+        if basis is None and from_zero:
+            # HiGHS makes the columns that zero leaves off their bounds (the free ones)
+            # basic and every other column nonbasic at 0: with no negative cost that basis is
+            # dual feasible, so dual simplex skips its phase 1 (and HiGHS its presolve)
+            zero = highspy.HighsSolution()
+            zero.col_value = [0.0] * lp.num_col_
+            zero.value_valid = True
+            highs.setSolution(zero)
     else:
         highs.passModel(lp)
         if lp.num_col_ >= IPM_MIN_COLUMNS:
@@ -297,13 +312,10 @@ def _run(
 #: LP 7 s against 76 s for the root LP inside the branch and bound; a 0.5% gap in 14 s after
 #: RINS against 0.4% in 126 s).
 LP_FIRST_MAX_COLUMNS = 600_000
-#: Smallest LP (columns) solved by interior point and crossover rather than dual simplex when
-#: no basis is offered: the asynchronous model of ResNet-200 b64 on the RTX 2080 Ti (window
-#: 15, 235k columns) took 19 s so and did not end within 300 s by dual simplex; that of
-#: ResNet-200 b512 at 4:1 on Optane (216k columns) 13.8 s against 16.3 s.
+#: Smallest MIP (columns) whose branch-and-bound root LP HiGHS solves by interior point: its
+#: dual simplex did not end the root of the asynchronous model of ResNet-200 b64 on the RTX
+#: 2080 Ti (window 15, 235k columns) within 170 s.
 IPM_MIN_COLUMNS = 100_000
-#: Most interior-point iterations of the LP first (a limit on work; 30 to 60 suffice here).
-IPM_ITERATIONS = 400
 #: Most RINS sub-MIPs in a row (each around the point the last one found).
 RINS_ROUNDS = 3
 #: The gap a RINS sub-MIP aims at, as a share of the solve's: it is small, and a point well
