@@ -82,7 +82,7 @@ class PlanDefaults:
     time_limit_s: float = 300.0
     gap: float = 0.01
     node_limit: int | None = None
-    lp_iterations: int | None = 50_000
+    lp_iterations: int | None = 200_000
     window: int = 15
     recompute_depth: int = 2
     energy_weight_s_per_j: float = 0.0
