@@ -32,6 +32,7 @@ from tmsim.levels import InterferenceLevel
 from tmsim.planners import PlanSettings, plan
 from tmsim.planners.milp import chain
 from tmsim.plans.validate import validate
+from tmsim.plans.values import Plan
 from tmsim.sim import replay
 from tmsim.sim.beside import beside_costs, beside_for
 from tmsim.strategies import STRATEGIES
@@ -205,3 +206,38 @@ def test_the_strategy_is_registered() -> None:
     assert plan("async-aware", spill_step(), load_preset("rtx2080ti-pcie3")).planner == (
         "milp-async-aware"
     )
+
+
+def test_compare_measures_the_copy_costs_once_and_counts_them_in_the_build(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The comparison measures the async-aware costs once and hands them to the chain and to
+    the row's validation; the plan's build seconds include the measurement, and a second
+    measurement gives the same costs."""
+    import tmsim.comparison as comparison
+    import tmsim.sim.beside as beside_module
+
+    graph, plat = spill_step(), load_preset("rtx2080ti-pcie3")
+    calls: list[BesideCosts] = []
+
+    def counted(cost: CostModel) -> BesideCosts:
+        calls.append(beside_costs(cost))
+        return calls[-1]
+
+    for module in (comparison, chain, beside_module):
+        monkeypatch.setattr(module, "beside_costs", counted)
+    settings_ = comparison.CompareSettings(
+        plan=PlanSettings(capacity=Capacity(size_bytes=250 * MB), gap=1e-6),
+        strategies=("sync", "async-aware"),
+    )
+    replays: dict[str, tuple[object, object]] = {}
+    rows = comparison.compare(graph, plat, settings_, replays=replays)
+    assert len(calls) == 1 and calls[0].measured_s > 0
+    row = next(r for r in rows if r.strategy == "async-aware")
+    assert row.valid and not row.error
+    aware_plan = replays["async-aware"][1]
+    assert isinstance(aware_plan, Plan) and aware_plan.stats is not None
+    assert aware_plan.stats.build_s >= calls[0].measured_s
+    again = beside_costs(CostModel(graph, plat))
+    assert np.array_equal(again.copy_s_per_byte, calls[0].copy_s_per_byte)
+    assert np.array_equal(again.slow_s_per_byte, calls[0].slow_s_per_byte)

@@ -36,7 +36,7 @@ import pandas as pd
 from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
 from tmsim.capacity import fast_limit_bytes
-from tmsim.cost import CostModel
+from tmsim.cost import BesideCosts, CostModel
 from tmsim.energy import energy_fields
 from tmsim.errors import TmsimError
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
@@ -47,7 +47,7 @@ from tmsim.plans.validate import validate
 from tmsim.plans.values import Plan
 from tmsim.profiles import cost_model
 from tmsim.sim import replay
-from tmsim.sim.beside import beside_for
+from tmsim.sim.beside import beside_costs, beside_for
 from tmsim.sim.firsttouch.pages import DEFAULT_PAGE_BYTES
 from tmsim.sim.trace import Trace
 from tmsim.strategies import STRATEGIES, Kind, applicable, compared_by_default, strategy
@@ -159,15 +159,18 @@ def compare(
     limit = fast_limit_bytes(graph, platform, s.plan.capacity)
     cost = cost_model(graph, platform, s.plan.profile)  # the planners' and the replays' times
     milp: dict[Formulation, Plan | TmsimError] = {}
+    aware: BesideCosts | None = None  # measured once, for the chain and the row's validation
     rows: list[Row] = []
     for i, name in enumerate(order):
         if progress is not None:
             progress(name, i, len(order))
         if STRATEGIES[name].kind is Kind.MILP and not milp:
             wanted_milp = [m for m in order if STRATEGIES[m].kind is Kind.MILP]
-            milp = _milp_plans(graph, platform, s.plan, wanted_milp)
+            if Formulation.ASYNC_AWARE.value in wanted_milp:
+                aware = beside_costs(cost)
+            milp = _milp_plans(graph, platform, s.plan, wanted_milp, aware)
         try:
-            rows.append(_run(name, graph, platform, s, cost, limit, milp, replays))
+            rows.append(_run(name, graph, platform, s, cost, limit, milp, replays, aware))
         except (TmsimError, HardwareModelError) as exc:
             rows.append(Row(name, "", "error", error=str(exc), fast_limit_bytes=limit))
     base = next((r.simulated_s for r in rows if r.strategy == "all-fast"), math.nan)
@@ -175,10 +178,14 @@ def compare(
 
 
 def _milp_plans(
-    graph: Graph, platform: Platform, ps: PlanSettings, names: Sequence[str]
+    graph: Graph,
+    platform: Platform,
+    ps: PlanSettings,
+    names: Sequence[str],
+    aware: BesideCosts | None = None,
 ) -> dict[Formulation, Plan | TmsimError]:
     try:
-        return plan_milp_chain(graph, platform, ps, [Formulation(n) for n in names])
+        return plan_milp_chain(graph, platform, ps, [Formulation(n) for n in names], aware)
     except TmsimError as exc:
         return {f: exc for f in Formulation}
 
@@ -192,6 +199,7 @@ def _run(
     limit: int,
     milp: dict[Formulation, Plan | TmsimError],
     replays: Replays | None = None,
+    aware: BesideCosts | None = None,
 ) -> Row:
     if name == "2lm":
         return _run_2lm(graph, platform, s, limit, replays)
@@ -210,7 +218,7 @@ def _run(
         if isinstance(got, TmsimError):
             raise got
         result = got
-    return plan_row(name, result, graph, platform, s.contention, cost, s.level, replays)
+    return plan_row(name, result, graph, platform, s.contention, cost, s.level, replays, aware)
 
 
 def _run_all_fast(
@@ -252,11 +260,14 @@ def plan_row(
     cost: CostModel | None = None,
     level: InterferenceLevel = DEFAULT_LEVEL,
     replays: Replays | None = None,
+    aware: BesideCosts | None = None,
 ) -> Row:
     """The row of a plan: validated, then replayed (with ``contention``, at ``level``); the
-    trace and plan go into ``replays`` under ``strategy`` when it is given."""
+    trace and plan go into ``replays`` under ``strategy`` when it is given. ``aware``: the
+    async-aware copy costs of ``cost`` where already measured (an async-aware plan is
+    validated against them; measured again otherwise)."""
     cost = cost if cost is not None else CostModel(graph, platform)
-    check = validate(result, graph, platform, cost, beside_for(result, cost))
+    check = validate(result, graph, platform, cost, beside_for(result, cost, aware))
     trace = replay(result, graph, platform, contention=contention, cost=cost, level=level)
     if replays is not None:
         replays[strategy] = (trace, result)

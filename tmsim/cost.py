@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -272,7 +272,9 @@ class BesideCosts:
     names the interference level they were computed at. ``compute_factor``: what every
     kernel's compute time is multiplied by once the plan copies beside any kernel on a path
     of ``stretching`` (a copy thread on a core of its own, taken from the kernels' pool:
-    ``cores / (cores - 1)``; 1 where copies take no core from the kernels).
+    ``cores / (cores - 1)``; 1 where copies take no core from the kernels). ``measured_s``:
+    the seconds measuring them took (not compared), which a plan built on them counts in its
+    build seconds wherever they were measured.
     """
 
     paths: tuple[tuple[int, int], ...]
@@ -281,6 +283,7 @@ class BesideCosts:
     level: str
     compute_factor: float = 1.0
     stretching: tuple[bool, ...] = ()
+    measured_s: float = field(default=0.0, compare=False)
 
     def path(self, src: int, dst: int) -> int:
         """The index of path ``src -> dst``; raises :class:`TmsimError` for one not listed."""

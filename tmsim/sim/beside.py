@@ -31,6 +31,7 @@ objective, and a plan it makes slower than the sync plan loses to that plan in t
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Generator
 from typing import Any
 
@@ -69,7 +70,8 @@ def beside_costs(
 ) -> BesideCosts:
     """The cost of a copy beside each kernel of ``cost``'s graph on each of its platform's
     copy paths, at ``level`` (see the module documentation). At ``none`` every copy runs at
-    its idle rate and slows nothing. Deterministic."""
+    its idle rate and slows nothing. Deterministic (but for ``measured_s``)."""
+    started = time.perf_counter()
     platform = cost.platform
     names = platform.tier_names
     paths = tuple((names.index(p.src), names.index(p.dst)) for p in platform.copy_paths)
@@ -88,7 +90,9 @@ def beside_costs(
                 copy[k, p] = max(copy[k, p], got[0])
                 slow[k, p] = max(slow[k, p], got[1])
     factor, stretching = _stretch(platform, level, paths)
-    return BesideCosts(paths, copy, slow, InterferenceLevel(level).value, factor, stretching)
+    seconds = time.perf_counter() - started
+    level_name = InterferenceLevel(level).value
+    return BesideCosts(paths, copy, slow, level_name, factor, stretching, seconds)
 
 
 def _stretch(
@@ -207,10 +211,15 @@ class _Bench:
         return out[0]
 
 
-def beside_for(plan: Plan, cost: CostModel) -> BesideCosts | None:
+def beside_for(
+    plan: Plan, cost: CostModel, measured: BesideCosts | None = None
+) -> BesideCosts | None:
     """The costs ``plan``'s predicted time charges its asynchronous copies: those of
-    :func:`beside_costs` for an ``async-aware`` plan, None (idle rates) for any other."""
-    return beside_costs(cost) if plan.planner == AWARE_PLANNER else None
+    :func:`beside_costs` for an ``async-aware`` plan (``measured``, when the caller already
+    has them for ``cost``), None (idle rates) for any other."""
+    if plan.planner != AWARE_PLANNER:
+        return None
+    return measured if measured is not None else beside_costs(cost)
 
 
 __all__ = ["AWARE_PLANNER", "LONG", "MIN_SHARE", "beside_costs", "beside_for"]

@@ -24,7 +24,7 @@ import numpy as np
 
 from hwmodels.platform import Platform
 from tmsim.capacity import fast_limit_bytes
-from tmsim.cost import CostModel
+from tmsim.cost import BesideCosts, CostModel
 from tmsim.errors import NoPlanError, TmsimError
 from tmsim.planners.assemble import check_operands_fit
 from tmsim.planners.milp.build import build_model, extract_plan
@@ -133,6 +133,7 @@ def plan_milp_chain(
     platform: Platform,
     settings: PlanSettings | None = None,
     formulation: Formulation | str | Sequence[Formulation | str] = Formulation.ASYNC,
+    beside: BesideCosts | None = None,
 ) -> dict[Formulation, Plan | TmsimError]:
     """The plans of ``formulation`` (one, or several) and of every formulation each contains,
     each solved once: static, then sync from it, then async (and async-aware) from that (what
@@ -144,6 +145,9 @@ def plan_milp_chain(
     chain of each formulation asked for (the formulations two chains share are solved once,
     within the first's). Raises :class:`TmsimError` for a platform the MILP cannot plan for and
     :class:`InfeasibleError` when a kernel's own operands do not fit, as :func:`plan_milp`.
+    ``beside``: the async-aware formulation's copy costs where the caller has measured them
+    (:func:`~tmsim.sim.beside.beside_costs` of this graph, platform and profile; their
+    ``measured_s`` count in that formulation's build seconds); measured here otherwise.
     """
     opts = replace(settings or PlanSettings(), lp_bound=False)
     wanted = [formulation] if isinstance(formulation, str) else list(formulation)
@@ -157,7 +161,7 @@ def plan_milp_chain(
             deadline = time.perf_counter() + opts.time_limit_s
         for f in chain_of(top):
             with contextlib.suppress(TmsimError):  # an error is recorded in memo
-                _plan(cost, opts, f, limit, gpu, deadline, memo)
+                _plan(cost, opts, f, limit, gpu, deadline, memo, beside)
     return {f: (v if isinstance(v, TmsimError) else v.plan) for f, v in memo.items()}
 
 
@@ -169,6 +173,7 @@ def _plan(
     gpu: bool,
     deadline: float | None,
     memo: dict[Formulation, Solved | TmsimError],
+    beside: BesideCosts | None = None,
 ) -> Solved:
     """Solve ``formulation`` with AutoTM's layout loop, warm-started from the formulation it
     contains (solved first, the same way). ``memo`` holds what each formulation already gave
@@ -176,7 +181,8 @@ def _plan(
 
     That smaller solution is also a solution of ``formulation``; when it is better than what
     the loop ends with (the loop lowers limits where layouts overflow, and a time limit can
-    cut a solve short) it is returned instead, under this formulation's name. Raises as
+    cut a solve short) it is returned instead, under this formulation's name. ``beside``:
+    the async-aware copy costs, as :func:`plan_milp_chain` takes them. Raises as
     :func:`plan_milp`.
     """
     known = memo.get(formulation)
@@ -185,7 +191,7 @@ def _plan(
     if known is not None:
         return known
     try:
-        solved = _solve_formulation(cost, opts, formulation, limit, gpu, deadline, memo)
+        solved = _solve_formulation(cost, opts, formulation, limit, gpu, deadline, memo, beside)
     except TmsimError as exc:
         memo[formulation] = exc
         raise
@@ -201,13 +207,14 @@ def _solve_formulation(
     gpu: bool,
     deadline: float | None,
     memo: dict[Formulation, Solved | TmsimError],
+    measured: BesideCosts | None = None,
 ) -> Solved:
-    """:func:`_plan` without the memo lookup."""
+    """:func:`_plan` without the memo lookup (``measured``: its ``beside``)."""
     smaller: list[Solved] = []
     if opts.warm_start:
         for f in CONTAINS.get(formulation, ()):
             with contextlib.suppress(TmsimError):  # e.g. nothing fits statically on a GPU
-                smaller.append(_plan(cost, opts, f, limit, gpu, deadline, memo))
+                smaller.append(_plan(cost, opts, f, limit, gpu, deadline, memo, measured))
     # the best plan this formulation contains, and the best it can start from
     base = min(smaller, key=lambda s: s.plan.predicted_s, default=None)
     starts = [
@@ -223,9 +230,8 @@ def _solve_formulation(
         return relabel(base, opts, formulation, (build_total, solve_total), status=proven)
     beside = None
     if formulation is Formulation.ASYNC_AWARE:
-        started = time.perf_counter()
-        beside = beside_costs(cost)
-        build_total += time.perf_counter() - started
+        beside = measured if measured is not None else beside_costs(cost)
+        build_total += beside.measured_s
     limits = np.full(len(cost.graph.kernels), limit, dtype=np.int64)
     previous: int | None = None  # the worst overflow of the last round
     result: Solved | None = None
