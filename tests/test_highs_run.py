@@ -227,11 +227,10 @@ def test_a_rens_point_within_the_gap_of_the_lp_ends_a_solve_without_a_start() ->
 
 
 def test_rens_leaves_a_neighbourhood_alone_that_frees_most_binaries() -> None:
-    from cvxpy import settings as cps
+    from tmsim.planners.milp.neighbourhood import RENS_MAX_FREE
+    from tmsim.planners.milp.neighbourhood import fixed_bounds as _fixed
 
-    from tmsim.planners.milp.highs import RENS_MAX_FREE, _fixed
-
-    data = {cps.BOOL_IDX: np.arange(4)}
+    data = np.arange(4)
     bounds = (np.zeros(5), np.ones(5))
     half = np.array([0.5, 0.5, 1.0, 0.0, 3.0])
     lower, upper = _fixed(half, None, data, bounds) or (None, None)

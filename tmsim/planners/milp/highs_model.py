@@ -38,14 +38,16 @@ FloatArray = npt.NDArray[np.float64]
 @dataclass(frozen=True)
 class Compiled:
     """A problem compiled for HiGHS: cvxpy's ``data``, the first column of each variable
-    (by variable id: ``columns``), the HiGHS model ``lp``, and its ``key``: a digest of the
-    matrix's shape and pattern and of the costs, under which an LP basis of it is kept
-    (values left out: a layout round scales its capacity rows anew)."""
+    (by variable id: ``columns``), the HiGHS model ``lp`` and its constraint ``matrix`` (by
+    columns), and its ``key``: a digest of the matrix's shape and pattern and of the costs,
+    under which an LP basis of it is kept (values left out: a layout round scales its
+    capacity rows anew)."""
 
     data: dict[str, Any] = field(repr=False)
     columns: Mapping[int, int] = field(repr=False)
     lp: Any = field(repr=False)
     key: str
+    matrix: sp.csc_matrix = field(repr=False)
 
 
 def check_cvxpy_version(found: str | None = None) -> None:
@@ -78,7 +80,7 @@ def compile_problem(highspy: Any, problem: cp.Problem) -> Compiled:
         raise TmsimError("HiGHS solves linear problems only")
     a = data[cps.A].tocsc()
     lp = _lp(highspy, data, a, dims.zero, dims.nonneg, highspy.kHighsInf)
-    return Compiled(data, data[cps.PARAM_PROB].var_id_to_col, lp, _key(a, data[cps.C]))
+    return Compiled(data, data[cps.PARAM_PROB].var_id_to_col, lp, _key(a, data[cps.C]), a)
 
 
 def objective_shift(data: Mapping[str, Any], sign: float) -> float | None:
