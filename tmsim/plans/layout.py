@@ -11,6 +11,8 @@ back to the solver for the heuristics' fragmentation alone.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import numpy.typing as npt
 
@@ -84,6 +86,27 @@ def overflow_bytes(
         span = slice(int(first[i]), int(last[i]) + 1)
         out[span] = np.maximum(out[span], top[i] - limit_bytes)
     return out
+
+
+def known_layout(
+    plan: Plan, graph: Graph, platform: Platform, known: Mapping[tuple[int, int, int], int]
+) -> Layout | None:
+    """The layout of the plan's fast-tier buffers (in :func:`fast_buffers` order) that
+    ``known`` gives, or None unless it holds an offset for every one of them. ``known`` maps
+    (tensor index, first kernel, last kernel) to the offset of a buffer of a valid layout, so
+    that the layout of a plan whose buffers are among those (a plan made from them, or one
+    that keeps fewer of them on the fast tier) is known without laying them out again."""
+    fast = platform.tiers[0].name
+    ranges = [r for r in plan.residency if r.tier == fast]
+    keys = [(graph.tensor_index(r.tensor), r.first, r.last) for r in ranges]
+    if not all(key in known for key in keys):
+        return None
+    sizes, first, last = fast_buffers(plan, graph, platform)
+    offsets = np.array([known[key] for key in keys], dtype=np.int64)
+    ends = offsets + sizes
+    pool = int(ends.max()) if ends.size else 0
+    peak = int(occupancy(first, last, sizes, len(graph.kernels)).max()) if sizes.size else 0
+    return Layout(offsets, sizes, pool, peak, Strategy.FIRST_FIT)
 
 
 def resident_bytes(plan: Plan, graph: Graph, platform: Platform) -> IntArray:

@@ -179,6 +179,27 @@ def fit_memory(
     return best
 
 
+def fit_below(
+    sizes_bytes: npt.ArrayLike, first: npt.ArrayLike, last: npt.ArrayLike, capacity_bytes: int
+) -> IntArray:
+    """Offsets that first fit gives the buffers (byte-exact, largest first, ties by first
+    kernel, as :attr:`Strategy.FIRST_FIT`), leaving out every buffer that would end above
+    ``capacity_bytes`` (offset -1): the buffers it keeps lay out below the capacity by
+    construction, and the ones left out leave their room to the rest. Raises as
+    :func:`plan_memory`."""
+    aligned, lo, hi = _checked(sizes_bytes, first, last, 1, 0)
+    n = aligned.size
+    offsets = np.full(n, -1, dtype=np.int64)
+    kept = np.zeros(n, dtype=bool)
+    for i in np.lexsort((np.arange(n), lo, -aligned)).tolist():
+        conflict = kept & (lo <= hi[i]) & (hi >= lo[i])
+        at = _place(offsets[conflict], aligned[conflict], int(aligned[i]), Strategy.FIRST_FIT, 1)
+        if at + int(aligned[i]) <= capacity_bytes:
+            offsets[i] = at
+            kept[i] = True
+    return offsets
+
+
 def _checked(
     sizes_bytes: npt.ArrayLike,
     first: npt.ArrayLike,

@@ -42,10 +42,15 @@ from tmsim.planners.milp.solve import (
     start_stats,
 )
 from tmsim.planners.milp.solved import Solved, against, at_floor, relabel
-from tmsim.planners.milp.starts import best_heuristic_tiers, static_start
+from tmsim.planners.milp.starts import static_start, static_tiers
 from tmsim.planners.milp.states import MAX_TIERS
 from tmsim.planners.settings import PlanSettings
-from tmsim.plans.layout import overflow_bytes, resident_bytes, resident_overflow_bytes
+from tmsim.plans.layout import (
+    known_layout,
+    overflow_bytes,
+    resident_bytes,
+    resident_overflow_bytes,
+)
 from tmsim.plans.values import Plan, SolverStats
 from tmsim.profiles import cost_model
 from tmsim.sim.beside import beside_costs
@@ -238,6 +243,9 @@ def _solve_formulation(
     failure: TmsimError | None = None
     own = "not solved"  # how this formulation's own last solve ended
     basis = None  # the last round's LP basis: the next round differs in its limits only
+    # offsets of fast-tier buffers of the round's start whose layout is known, by (tensor,
+    # first kernel, last kernel): a plan whose fast buffers are all among them lays out
+    known: dict[tuple[int, int, int], int] = {}
     # the first round's proven bound: a later round solves under lowered limits, so its bound
     # holds for that problem only, while every plan whose layout fits is a point of the first
     first_bound: float | None = None
@@ -264,16 +272,7 @@ def _solve_formulation(
                 start = lowered_start(cost, opts, start_from, model, formulation, limits, deadline)
             build_total += time.perf_counter() - started
         elif opts.warm_start and formulation.moves is Formulation.STATIC:
-            # on a GPU nothing moves in static: what kernels use stays on the device
-            used = np.zeros(len(cost.graph.tensors), dtype=np.int64)
-            used[cost.op_tensor] = 1
-            tiers: np.ndarray | None
-            if formulation.fast_only:  # every tensor in the fastest tier, none recomputed
-                tiers = np.zeros(len(cost.graph.tensors), dtype=np.int64)
-            elif gpu:
-                tiers = 1 - used
-            else:
-                tiers = best_heuristic_tiers(cost, int(limits.min()), opts.profile)
+            tiers, known = static_tiers(cost, formulation, gpu, int(limits.min()), opts)
             start = static_start(model, tiers) if tiers is not None else None
             if start is not None and formulation.recomputes:
                 start = retire_extended(cost, model, start)
@@ -318,7 +317,8 @@ def _solve_formulation(
         plan = extract_plan(cost, model, formulation, opts.to_dict(), limit, stats)
         graph, platform = cost.graph, cost.platform
         if opts.layout:
-            overflow = overflow_bytes(plan, graph, platform, limit)
+            layout = known_layout(plan, graph, platform, known) if known else None
+            overflow = overflow_bytes(plan, graph, platform, limit, layout)
         else:
             overflow = resident_overflow_bytes(plan, graph, platform, limit)
         if not overflow.any():

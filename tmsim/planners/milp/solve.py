@@ -48,7 +48,9 @@ def start_stats(
     """Set ``model``'s binaries to ``start`` and return its statistics: for a solve that a
     limit (``outcome``'s status) stopped before it had a solution of its own, so that its warm
     start is the plan; the bound is :func:`proven_bound`'s."""
-    model.x.value = start.astype(np.float64)
+    # as a solver's values are stored (the public setter rejects a value of an empty boolean
+    # variable: a graph without tensors)
+    model.x.save_value(start.astype(np.float64))
     status = outcome.status + FROM_START
     return _stats(model, solver, status, model.objective(start), outcome, seconds)
 

@@ -15,12 +15,14 @@ import numpy.typing as npt
 from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
+from tmsim.intervals import occupancy
 from tmsim.planners.heuristics import plan_first_touch, plan_greedy
 from tmsim.planners.milp.build import Model
-from tmsim.planners.milp.gadgets import GadgetKind
+from tmsim.planners.milp.gadgets import Formulation, GadgetKind
 from tmsim.planners.milp.network import Variables
 from tmsim.planners.milp.states import Catalogue, Kind
 from tmsim.planners.settings import PlanSettings
+from tmsim.plans.memory import fit_below
 from tmsim.profiles import Profile
 
 BoolArray = npt.NDArray[np.bool_]
@@ -113,6 +115,63 @@ def best_heuristic_tiers(
     for r in best.residency:
         tier[graph.tensor_index(r.tensor)] = index[r.tier]
     return tier
+
+
+def laid_out_tiers(
+    cost: CostModel, tier: IntArray, limit: int
+) -> tuple[IntArray, dict[tuple[int, int, int], int]] | None:
+    """``tier`` (each tensor's one tier for its whole life) with the fastest tier's tensors
+    laid out below ``limit`` by :func:`~tmsim.plans.memory.fit_below`: those it leaves out
+    move to the slowest tier kernels reach; and the offsets of those it keeps, keyed as
+    :func:`~tmsim.plans.layout.known_layout` reads them. None where that tier cannot take
+    the tensors moved there, or nothing would be left on the fastest tier."""
+    graph, platform = cost.graph, cost.platform
+    fast = np.flatnonzero(tier == 0)
+    if fast.size == 0:
+        return None
+    first, last = graph.live_first[fast], graph.live_last[fast]
+    offsets = fit_below(graph.sizes_bytes[fast], first, last, limit)
+    left = offsets < 0
+    out = tier.copy()
+    if left.any():
+        slowest = [i for i, ok in enumerate(platform.kernel_tier_mask()) if ok][-1]
+        if slowest == 0:
+            return None
+        out[fast[left]] = slowest
+        on = np.flatnonzero(out == slowest)
+        n_k = len(graph.kernels)
+        held = occupancy(graph.live_first[on], graph.live_last[on], graph.sizes_bytes[on], n_k)
+        if int(held.max(initial=0)) > platform.tiers[slowest].capacity_bytes:
+            return None
+    keep = ~left
+    known = {
+        (int(t), int(a), int(b)): int(o)
+        for t, a, b, o in zip(fast[keep], first[keep], last[keep], offsets[keep], strict=True)
+    }
+    return out, known
+
+
+def static_tiers(
+    cost: CostModel, formulation: Formulation, gpu: bool, limit: int, settings: PlanSettings
+) -> tuple[IntArray | None, dict[tuple[int, int, int], int]]:
+    """The tier of every tensor in the static start of ``formulation`` at a fastest-tier
+    ``limit`` (None: no heuristic found one), and the fast-tier offsets of a layout of it
+    where one is known (:func:`laid_out_tiers`, empty otherwise). On a GPU nothing moves in
+    static: what kernels use stays on the device; in a fast-only formulation everything is on
+    the fastest tier; otherwise the better heuristic's placement (:func:`best_heuristic_tiers`,
+    with ``settings.profile``), laid out below ``limit`` where ``settings.layout`` asks for
+    layouts (the heuristics fill the fast tier to the byte, and a search for their layout
+    can cost seconds, or find none)."""
+    n_t = len(cost.graph.tensors)
+    if formulation.fast_only:  # every tensor in the fastest tier, none recomputed
+        return np.zeros(n_t, dtype=np.int64), {}
+    if gpu:
+        used = np.zeros(n_t, dtype=np.int64)
+        used[cost.op_tensor] = 1
+        return 1 - used, {}
+    tiers = best_heuristic_tiers(cost, limit, settings.profile)
+    laid = laid_out_tiers(cost, tiers, limit) if tiers is not None and settings.layout else None
+    return (tiers, {}) if laid is None else laid
 
 
 def static_start(model: Model, tier: IntArray) -> BoolArray | None:
@@ -209,4 +268,11 @@ def _init_states(v: Variables, x: BoolArray) -> npt.NDArray[np.int64]:
     return out
 
 
-__all__ = ["best_heuristic_tiers", "lift", "offload_start", "static_start"]
+__all__ = [
+    "best_heuristic_tiers",
+    "laid_out_tiers",
+    "lift",
+    "offload_start",
+    "static_start",
+    "static_tiers",
+]
