@@ -8,7 +8,8 @@ the plan was returned (build and solve, the formulations it was started from inc
 gap proven at the end, the bound and the objective, and how the solve ended. A plan whose
 status is ``optimal`` reached the gap asked for (1%) in the time shown. ``first s`` is the
 time to the chain's first valid plan: its smallest formulation stopped at once, which returns
-its warm start (a heuristic's placement on CPUs, every tensor fetched for its uses on GPUs).
+its warm start (on CPUs a heuristic's placement laid out below the limit by first fit, on
+GPUs every tensor fetched for its uses).
 
 The ``scale`` set plans the synchronous formulation of ResNets of growing depth (bottleneck
 blocks per stage scaled from ResNet-200's 3, 24, 36, 3 up to about four times its kernels:
