@@ -19,7 +19,7 @@ from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.milp.starts import static_tiers
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.layout import fast_buffers, known_layout, overflow_bytes
-from tmsim.plans.memory import Layout, Strategy, check_layout, fit_below, plan_memory
+from tmsim.plans.memory import Layout, Strategy, check_layout, fit_below, fit_memory, plan_memory
 from tmsim.plans.validate import validate
 from tmsim.profiles import cost_model
 from tmsim.workload.graph import Graph
@@ -112,3 +112,22 @@ def test_a_known_layout_is_read_for_a_plan_whose_buffers_it_holds() -> None:
     # one buffer it does not hold: nothing is known
     known.pop(next(iter(known)))
     assert known_layout(plan, graph, CPU, known) is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(items=buffers, squeeze=st.floats(0.0, 1.0))
+def test_a_layout_that_misses_the_capacity_overflows_no_more_than_the_heuristics(
+    items: list[tuple[int, int, int]], squeeze: float
+) -> None:
+    sizes = np.array([s for s, _, _ in items], dtype=np.int64)
+    first = np.array([a for _, a, _ in items], dtype=np.int64)
+    last = first + np.array([w for _, _, w in items], dtype=np.int64)
+    heuristic = plan_memory(sizes, first, last, Strategy.SMALLEST, alignment_bytes=1)
+    # a capacity between the peak of live bytes and the heuristics' pool
+    peak = heuristic.peak_live_bytes
+    capacity = peak + int(squeeze * (heuristic.pool_bytes - peak))
+    # one node: the search in the capacity gives up at once, and the pools above it are tried
+    got = fit_memory(sizes, first, last, capacity, 1, node_limit=1)
+    check_layout(got, sizes, first, last)
+    assert got.pool_bytes <= heuristic.pool_bytes
+    assert got.pool_bytes == int((got.offsets_bytes + sizes).max())

@@ -40,6 +40,7 @@ from hwmodels.timing import MoveMode
 from tmsim.cost import BesideCosts, CostModel, IndexMove, IndexRecompute
 from tmsim.planners.assemble import assemble_plan
 from tmsim.planners.milp.candidates import DEFAULT_DEPTH, recomputable
+from tmsim.planners.milp.conflicts import conflict_rows
 from tmsim.planners.milp.copies import Copies, move_costs
 from tmsim.planners.milp.energy_terms import access_energy, copy_energy
 from tmsim.planners.milp.gadgets import Formulation, Gadgets, build_gadgets
@@ -70,7 +71,8 @@ class Model:
     ``energy_s``, ``energy_const_s``: the weighted energy the binaries decide, zero without
     an energy weight); ``a_eq @ x == b_eq`` and ``a_ub @ x <= b_ub`` are the flow (the
     second: the order of the compact form's events, ``gaps``, and what each recompute
-    reads) and
+    reads, and the last ``cliques`` rows: tensors too large to share the fastest tier,
+    :mod:`~tmsim.planners.milp.conflicts`) and
     ``0 <= u <= capacity`` the limit of each modelled tier (``tiers``) at each kernel, one
     block of ``n_kernels`` per tier (``u`` as :meth:`complete` gives it, in units of each
     tier's largest limit). ``op_state`` gives 1 + the state index of every operand.
@@ -100,6 +102,7 @@ class Model:
     b_ub: np.ndarray
     gaps: Gaps
     capacity: np.ndarray
+    cliques: int
     floor_s: np.ndarray
     energy_s: np.ndarray
     energy_const_s: float
@@ -257,6 +260,15 @@ def build_model(
         energy_s = energy_weight_s_per_j * (access_j + moves_j)
         energy_const_s = energy_weight_s_per_j * constant_j
     constraints = [flow.a_eq @ x == flow.b_eq, diff @ u == delta @ x, u >= 0, u <= capacity]
+    # tensors too large to share the fastest tier at a kernel: valid at every binary point,
+    # and what the LP relaxation misses where a few tensors fill most of it
+    cliques = conflict_rows(seg, graph.sizes_bytes, np.asarray(limits, dtype=np.int64), n)
+    if cliques.shape[0]:
+        flow = replace(
+            flow,
+            a_ub=sp.csr_matrix(sp.vstack([flow.a_ub, cliques])),
+            b_ub=np.concatenate((flow.b_ub, np.ones(cliques.shape[0]))),
+        )
     if flow.a_ub.shape[0]:
         constraints.append(flow.a_ub @ x <= flow.b_ub)
     rows, floor_s = time_rows(cost, seg.access, op_seg, floor_s)
@@ -313,6 +325,7 @@ def build_model(
         b_ub=flow.b_ub,
         gaps=gaps,
         capacity=capacity,
+        cliques=int(cliques.shape[0]),
         floor_s=floor_s,
         beside=beside,
         forbidden=forbidden,

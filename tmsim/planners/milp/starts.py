@@ -17,6 +17,7 @@ from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.intervals import occupancy
 from tmsim.planners.heuristics import plan_first_touch, plan_greedy
+from tmsim.planners.heuristics.placement import kernel_tiers
 from tmsim.planners.milp.build import Model
 from tmsim.planners.milp.gadgets import Formulation, GadgetKind
 from tmsim.planners.milp.network import Variables
@@ -134,7 +135,7 @@ def laid_out_tiers(
     left = offsets < 0
     out = tier.copy()
     if left.any():
-        slowest = [i for i, ok in enumerate(platform.kernel_tier_mask()) if ok][-1]
+        slowest = kernel_tiers(platform)[-1]
         if slowest == 0:
             return None
         out[fast[left]] = slowest
