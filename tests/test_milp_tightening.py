@@ -75,9 +75,9 @@ def test_floor_is_the_all_fast_step() -> None:
     assert model.lower_bound_s == pytest.approx(plan_all_fast(graph, platform).predicted_s)
 
 
-def _lp(model: Model, rows: int) -> float:
+def _lp(model: Model, rows: int, cliques: bool = True) -> float:
     """The LP relaxation of ``model`` rebuilt from its parts with only its first ``rows``
-    time rows (the copy cut is the last)."""
+    time rows (the copy cut is the last), and with its clique rows or without them."""
     n_k = model.n_kernels
     x = cp.Variable(model.vars.count)
     c = cp.Variable(n_k)
@@ -91,6 +91,10 @@ def _lp(model: Model, rows: int) -> float:
         x >= 0,
         x <= 1,
     ]
+    # the compact form's event order, then the clique rows
+    keep = model.a_ub.shape[0] - (0 if cliques else model.cliques)
+    if keep:
+        constraints.append(model.a_ub[:keep] @ x <= model.b_ub[:keep])
     for const, matrix in model.rows[:rows]:
         constraints.append(c >= const + (matrix @ x if matrix is not None else 0.0))
     problem = cp.Problem(cp.Minimize(cp.sum(c) + model.sync_s @ x), constraints)
@@ -109,11 +113,16 @@ def test_cut_tightens_the_lp_to_the_spill_step_optimum() -> None:
     model.problem.solve(solver="HIGHS")
     with_cut = float(model.problem.value)
     assert _lp(model, len(model.rows)) == pytest.approx(with_cut, rel=1e-6)  # rebuilt alike
-    without = _lp(model, len(model.rows) - 1)
     cost = CostModel(graph, load_preset("rtx2080ti-pcie3"))
     optimum = brute_force(cost, 250 * MB, "async", 1)
-    assert without < with_cut * (1 - 0.1)  # the cut binds in the LP (by 20% here)
-    assert with_cut <= optimum * (1 + 1e-9)  # and is valid
+    # without the clique rows (c, 200 MB, and a, 100 MB, cannot share the 250 MB device)
+    alone = _lp(model, len(model.rows), cliques=False)
+    without = _lp(model, len(model.rows) - 1, cliques=False)
+    assert without < alone * (1 - 0.1)  # the cut binds in the LP (by 20% here)
+    assert alone <= with_cut * (1 + 1e-9) and with_cut <= optimum * (1 + 1e-9)  # and is valid
+    # the clique rows alone give this LP the same bound
+    assert model.cliques > 0
+    assert _lp(model, len(model.rows) - 1) == pytest.approx(with_cut, rel=1e-6)
 
 
 @settings(max_examples=30, deadline=None)

@@ -19,7 +19,9 @@ once its point is within the gap of the first round's bound. It was recorded aga
 fast-tier layout learned an exact search (where the heuristics overflowed, the first round's
 plan now lays out: every changed plan is faster, by up to 9%, and needs one round) and when
 the compact form stopped letting a fetch read a slow copy a write-drop beside the same kernel
-was still making (the asynchronous problems changed).
+was still making (the asynchronous problems changed), and when the MILP gained clique rows
+for tensors too large to share the fastest tier (the problems of the VGG19 Optane case
+changed; none of its plans or times did).
 Each record holds, by the same measurements as :func:`measure`, for each
 case of :data:`CASES`: the AutoTM paper's conventional and GPU models at batch 2, on the
 Optane preset at 4:1 (PMM:DRAM) and on the RTX 2080 Ti with device memory at three quarters
