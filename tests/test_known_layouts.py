@@ -32,14 +32,19 @@ buffers = st.lists(
 )
 
 
+def _arrays(items: list[tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sizes, first and last kernels of ``buffers`` drawn as (size, first, width)."""
+    sizes = np.array([s for s, _, _ in items], dtype=np.int64)
+    first = np.array([a for _, a, _ in items], dtype=np.int64)
+    return sizes, first, first + np.array([w for _, _, w in items], dtype=np.int64)
+
+
 @settings(max_examples=150, deadline=None)
 @given(items=buffers, share=st.floats(0.0, 1.2))
 def test_first_fit_below_a_capacity_keeps_a_layout_that_fits(
     items: list[tuple[int, int, int]], share: float
 ) -> None:
-    sizes = np.array([s for s, _, _ in items], dtype=np.int64)
-    first = np.array([a for _, a, _ in items], dtype=np.int64)
-    last = first + np.array([w for _, _, w in items], dtype=np.int64)
+    sizes, first, last = _arrays(items)
     ff = plan_memory(sizes, first, last, Strategy.FIRST_FIT, alignment_bytes=1)
     capacity = int(share * ff.pool_bytes)
     offsets = fit_below(sizes, first, last, capacity)
@@ -119,9 +124,7 @@ def test_a_known_layout_is_read_for_a_plan_whose_buffers_it_holds() -> None:
 def test_a_layout_that_misses_the_capacity_overflows_no_more_than_the_heuristics(
     items: list[tuple[int, int, int]], squeeze: float
 ) -> None:
-    sizes = np.array([s for s, _, _ in items], dtype=np.int64)
-    first = np.array([a for _, a, _ in items], dtype=np.int64)
-    last = first + np.array([w for _, _, w in items], dtype=np.int64)
+    sizes, first, last = _arrays(items)
     heuristic = plan_memory(sizes, first, last, Strategy.SMALLEST, alignment_bytes=1)
     # a capacity between the peak of live bytes and the heuristics' pool
     peak = heuristic.peak_live_bytes
