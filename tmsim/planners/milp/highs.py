@@ -30,6 +30,7 @@ from tmsim.planners.milp.highs_model import (
     write_values,
 )
 from tmsim.planners.milp.neighbourhood import fixed_bounds, restrict
+from tmsim.planners.milp.presolved import Relaxed, presolved_relaxation, relaxation_of
 
 #: Status of a solve the wall-clock limit stopped: where it stops depends on the machine's load.
 TIME_LIMIT = "time_limit"
@@ -75,7 +76,8 @@ class Outcome:
     bound in the problem's own sense (a bound from above for a maximisation; nan where it
     gave none); ``nodes``: branch-and-bound nodes; ``iterations``: simplex iterations (of
     every LP the solve ran); ``trace``: the progress points, in time order; ``lp_basis``:
-    the optimal basis of its LP relaxation where the solve ran one to its optimum.
+    the optimal basis of its LP relaxation where the solve ran one to its optimum (none
+    after HiGHS's MIP presolve, whose reduced problem's basis does not carry over).
     """
 
     status: str
@@ -97,6 +99,7 @@ def run_highs(
     lp_basis: LpBasis | None = None,
     known_bound: float | None = None,
     lp_from_zero: bool = False,
+    lp_presolve: bool = False,
 ) -> Outcome:
     """Solve the linear (mixed-integer) ``problem`` with HiGHS and write its solution into
     the problem's variables (left unset without one).
@@ -111,7 +114,10 @@ def run_highs(
 
     1. its LP relaxation, within that many simplex iterations (where it needs more, the
        solve goes on to phase 4 at once); the LP's optimum is a bound every later phase
-       keeps;
+       keeps. With ``lp_presolve``, a problem of :data:`PRESOLVE_MIN_COLUMNS` columns or
+       more offered no basis goes through HiGHS's MIP presolve first, and the bound is then
+       the reduced problem's LP optimum, a bound on the mixed-integer optimum often above
+       the LP's (:mod:`~tmsim.planners.milp.presolved`);
     2. the MIP restricted to the binaries the LP leaves fractional, the rest fixed as the LP
        has them (RENS, Berthold, Math. Prog. Comp. 2014), where at most
        :data:`~tmsim.planners.milp.neighbourhood.RENS_MAX_FREE` of them are fractional;
@@ -156,32 +162,42 @@ def run_highs(
     def within(x: FloatArray | None) -> bool:
         return x is not None and float(cost @ x) - lp_bound <= gap * abs(float(cost @ x)) + 1e-12
 
-    relaxed = None
+    relaxed: Relaxed | None = None
     if lp_iterations is not None and mip and lp.num_col_ <= LP_FIRST_MAX_COLUMNS:
         key = compiled.key
         offered = lp_basis.basis if lp_basis is not None and lp_basis.key == key else None
-        relaxed = _run(
-            highspy,
-            lp,
-            options,
-            verbose,
-            None,
-            True,
-            lp_iterations=lp_iterations,
-            basis=offered,
-            from_zero=lp_from_zero,
-        )
-        name = relaxed.getModelStatus().name
-        iterations += max(int(relaxed.getInfo().simplex_iteration_count), 0)
-        spent_s += float(relaxed.getRunTime())
-        if name not in ("kOptimal", "kIterationLimit"):
-            return Outcome(_status(name, 0, None), solved=False, iterations=iterations)
-    if relaxed is not None and name == "kOptimal":
-        lp_bound = max(lp_bound, float(relaxed.getInfo().objective_function_value))
-        basis = LpBasis(key, relaxed.getBasis())
+
+        def relax(model: Any, used: float, offered: Any = None) -> Any:
+            return _run(
+                highspy,
+                model,
+                options,
+                verbose,
+                None,
+                True,
+                spent_s=spent_s + used,
+                lp_iterations=lp_iterations,
+                basis=offered,
+                from_zero=lp_from_zero,
+            )
+
+        if offered is None and lp_presolve and lp.num_col_ >= PRESOLVE_MIN_COLUMNS:
+            relaxed = presolved_relaxation(
+                highspy, lp, lambda: _configured(highspy, options, verbose, spent_s), relax
+            )
+        if relaxed is None:
+            relaxed = relaxation_of(relax(lp, 0.0, offered))
+        iterations += relaxed.iterations
+        spent_s += relaxed.seconds
+        if relaxed.status not in ("kOptimal", "kIterationLimit"):
+            return Outcome(_status(relaxed.status, 0, None), solved=False, iterations=iterations)
+    if relaxed is not None and relaxed.status == "kOptimal":
+        lp_bound = max(lp_bound, relaxed.objective)
+        basis = None if relaxed.basis is None else LpBasis(key, relaxed.basis)
         if best is not None and within(best):
             return done(best, lp_bound)
-        x_lp = np.asarray(relaxed.getSolution().col_value)
+    x_lp = None if relaxed is None else relaxed.point
+    if x_lp is not None:
         sub_options = {**options, "mip_rel_gap": gap * RINS_GAP_SHARE}
         # a sub-MIP's point within the gap of the LP's bound ends the whole solve, so the
         # sub-MIP need not prove its own smaller gap first: it stops at such a point
@@ -254,6 +270,18 @@ def run_highs(
     return Outcome(status, solved, objective, bound, nodes, iterations, points, basis)
 
 
+def _configured(highspy: Any, options: Mapping[str, Any], verbose: bool, spent_s: float) -> Any:
+    """A fresh HiGHS instance with ``options`` set (its time limit less ``spent_s``); raises
+    :class:`TmsimError` for an option HiGHS refuses."""
+    highs = new_highs(highspy, verbose)
+    for name, value in options.items():
+        if highs.setOptionValue(name, value) == highspy.HighsStatus.kError:
+            raise TmsimError(f"HiGHS refused option {name} = {value!r}")
+    if "time_limit" in options:
+        highs.setOptionValue("time_limit", max(float(options["time_limit"]) - spent_s, 1e-3))
+    return highs
+
+
 def _run(
     highspy: Any,
     lp: Any,
@@ -273,12 +301,7 @@ def _run(
     ``from_zero`` and no ``basis`` from the basis HiGHS forms at the zero point (see
     :func:`~tmsim.planners.milp.solve.starts_lp_at_zero`); ``record``: a callback of every
     improving solution and limit check."""
-    highs = new_highs(highspy, verbose)
-    for name, value in options.items():
-        if highs.setOptionValue(name, value) == highspy.HighsStatus.kError:
-            raise TmsimError(f"HiGHS refused option {name} = {value!r}")
-    if "time_limit" in options:
-        highs.setOptionValue("time_limit", max(float(options["time_limit"]) - spent_s, 1e-3))
+    highs = _configured(highspy, options, verbose, spent_s)
     if relax:
         integrality = lp.integrality_
         lp.integrality_ = []
@@ -326,6 +349,13 @@ LP_FIRST_MAX_COLUMNS = 600_000
 #: dual simplex did not end the root of the asynchronous model of ResNet-200 b64 on the RTX
 #: 2080 Ti (window 15, 235k columns) within 170 s.
 IPM_MIN_COLUMNS = 100_000
+#: Smallest MIP (columns) whose LP relaxation is solved after HiGHS's MIP presolve where
+#: that is asked for (``lp_presolve``) and no basis is offered. Measured on the bench's
+#: synchronous chains (seconds, LP alone / after MIP presolve): ResNet-200 b512 on Optane
+#: (82k columns) 9.3, 5.9, 5.3 / 3.6, 3.0, 3.5 at 1:1, 4:1, 8:1; ResNet-380, -560, -752 b64
+#: at 4:1 (156k to 307k) 14.9, 27.3, 44.0 / 8.1, 12.1, 16.8; below it presolve cost more
+#: than it saved: Inception v4 b1024 (40k) 0.9 / 1.7 s at 1:1 and 4:1.
+PRESOLVE_MIN_COLUMNS = 60_000
 #: Most RINS sub-MIPs in a row (each around the point the last one found).
 RINS_ROUNDS = 3
 #: The gap a RENS or RINS sub-MIP aims at, as a share of the solve's. A sub-MIP is also

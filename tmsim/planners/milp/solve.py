@@ -139,6 +139,7 @@ def solve(
     lp_basis: LpBasis | None = None,
     known_bound: float | None = None,
     lp_from_zero: bool = False,
+    lp_presolve: bool = False,
 ) -> Outcome:
     """Solve ``model.problem`` in place (its variables hold the solution), from incumbent
     ``start`` when the solver is HiGHS, and say how it ended.
@@ -146,8 +147,8 @@ def solve(
     ``options`` are :func:`solver_options`'. With a ``deadline`` (a ``time.perf_counter()``
     reading) HiGHS gets what is left of it once cvxpy has compiled the problem (seconds on a
     million variables) as its time limit; ``lp_iterations``, ``lp_basis`` and
-    ``known_bound`` and ``lp_from_zero`` are :func:`~tmsim.planners.milp.highs.run_highs`'
-    (HiGHS only). A
+    ``known_bound``, ``lp_from_zero`` and ``lp_presolve`` are
+    :func:`~tmsim.planners.milp.highs.run_highs`' (HiGHS only). A
     warm-started solve HiGHS calls optimal whose solution is not within the gap of its
     bound is not trusted (HiGHS 1.16 can score a start wrongly in its presolved space and
     stop): it is solved again without the start. Raises :class:`TmsimError` if the solver fails.
@@ -173,6 +174,7 @@ def solve(
         lp_basis,
         known_bound,
         lp_from_zero,
+        lp_presolve,
     )
     gap = float(options.get("mip_rel_gap", 0.0))
     if start is not None and outcome.status == cp.OPTIMAL and not _gap_holds(outcome, gap):
@@ -186,6 +188,7 @@ def solve(
             basis,
             known_bound,
             lp_from_zero,
+            lp_presolve,
         )
     return outcome
 
@@ -294,6 +297,7 @@ def solve_within(
         lp_basis,
         known_bound,
         starts_lp_at_zero(formulation),
+        presolves_lp(formulation),
     )
     if outcome.solved:
         return outcome
@@ -330,6 +334,21 @@ def starts_lp_at_zero(formulation: str) -> bool:
       from 101 to 70 s, with other work on the second core.
     """
     return Formulation(formulation).asynchronous
+
+
+def presolves_lp(formulation: str) -> bool:
+    """Whether the LP first of ``formulation``'s MILP goes through HiGHS's MIP presolve
+    (:mod:`~tmsim.planners.milp.presolved`, above
+    :data:`~tmsim.planners.milp.highs.PRESOLVE_MIN_COLUMNS` columns): the synchronous
+    formulations'. Measured on the bench's asynchronous chains (seconds, LP alone / after MIP
+    presolve), it lost more often than it won: on the RTX 2080 Ti Inception v4 b128 4.0 /
+    29.6 (the postsolved point led RENS to a plan 1.1% above the bound, where the LP's optimum
+    led it to one within 0.7%, and HiGHS's branch and bound had to close the rest), DenseNet-264
+    b64 14.4 / 45.4, ResNet-200 b512 on Optane at 4:1 54 / 62, against DenseNet-264 b512 at
+    4:1 and 8:1 81 / 37 and at the cap / 28. A static model is small and its MIP presolve
+    barely raises the bound (Inception v4 b1024 at 8:1: 60.919 -> 60.947).
+    """
+    return Formulation(formulation).moves == Formulation.SYNC
 
 
 def _gap_holds(outcome: Outcome, gap: float) -> bool:
