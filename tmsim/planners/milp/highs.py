@@ -167,7 +167,7 @@ def run_highs(
         key = compiled.key
         offered = lp_basis.basis if lp_basis is not None and lp_basis.key == key else None
 
-        def relax(model: Any, used: float, offered: Any = None) -> Any:
+        def relax(model: Any, used: float, start_basis: Any = None) -> Any:
             return _run(
                 highspy,
                 model,
@@ -177,7 +177,7 @@ def run_highs(
                 True,
                 spent_s=spent_s + used,
                 lp_iterations=lp_iterations,
-                basis=offered,
+                basis=start_basis,
                 from_zero=lp_from_zero,
             )
 
