@@ -274,7 +274,7 @@ def test_a_known_bound_ends_the_solve_once_a_point_is_within_its_gap(maximise: b
 def test_an_interior_point_root_gives_the_optimum_simplex_gives(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import tmsim.planners.milp.highs as highs_run
+    import tmsim.planners.milp.highs_run as highs_run
 
     rng = np.random.default_rng(13)
     weights = rng.integers(10, 60, (3, 80))
@@ -323,15 +323,15 @@ def test_the_lp_from_the_zero_point_has_the_lps_optimum(
     the one presolve and dual simplex find and the one cvxpy finds for the relaxed model."""
     import highspy
 
-    from tmsim.planners.milp.highs import _run
     from tmsim.planners.milp.highs_model import compile_problem, objective_shift
+    from tmsim.planners.milp.highs_run import run_model
 
     cost = CostModel(graph, load_preset("cascadelake-optane"))
     limits = np.full(len(graph.kernels), max(1, int(graph.peak_live_bytes * share)))
     model = build_model(cost, window, Formulation.ASYNC, limits.astype(np.int64), relax=False)
     compiled = compile_problem(highspy, model.problem)
     lp = compiled.lp
-    ends = [_run(highspy, lp, {}, False, None, True, from_zero=z) for z in (False, True)]
+    ends = [run_model(highspy, lp, {}, False, None, True, from_zero=z) for z in (False, True)]
     relaxed = build_model(cost, window, Formulation.ASYNC, limits.astype(np.int64), relax=True)
     relaxed.problem.solve(solver="HIGHS")
     statuses = [h.getModelStatus().name for h in ends]

@@ -24,8 +24,9 @@ from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
 from tmsim.errors import InfeasibleError
 from tmsim.planners.milp.chain import plan_milp
-from tmsim.planners.milp.highs import _configured, _run, run_highs
+from tmsim.planners.milp.highs import run_highs
 from tmsim.planners.milp.highs_model import compile_problem
+from tmsim.planners.milp.highs_run import configured, run_model
 from tmsim.planners.milp.presolved import presolved_relaxation
 from tmsim.planners.milp.solve import presolves_lp
 from tmsim.planners.settings import PlanSettings
@@ -38,8 +39,8 @@ def _relaxed(problem: cp.Problem) -> Any:
     out = presolved_relaxation(
         highspy,
         lp,
-        lambda: _configured(highspy, {}, False, 0.0),
-        lambda reduced, used: _run(highspy, reduced, {}, False, None, True, spent_s=used),
+        lambda: configured(highspy, {}, False, 0.0),
+        lambda reduced, used: run_model(highspy, reduced, {}, False, None, True, spent_s=used),
     )
     return out, lp
 

@@ -1,4 +1,5 @@
-"""The placement MILP as a cvxpy problem, and reading a plan back from its solution.
+"""The placement MILP as a cvxpy problem (:mod:`~tmsim.planners.milp.readback` reads a plan
+back from its solution).
 
 Constraints, as a few sparse-matrix blocks (no per-row cvxpy objects):
 
@@ -30,15 +31,12 @@ that cannot run beside ``k`` is not offered there (its binary is fixed at 0).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from hwmodels.timing import MoveMode
-from tmsim.cost import BesideCosts, CostModel, IndexMove, IndexRecompute
-from tmsim.planners.assemble import assemble_plan
+from tmsim.cost import BesideCosts, CostModel
 from tmsim.planners.milp.candidates import DEFAULT_DEPTH, recomputable
 from tmsim.planners.milp.conflicts import conflict_rows
 from tmsim.planners.milp.copies import Copies, move_costs
@@ -56,7 +54,6 @@ from tmsim.planners.milp.prune import prune_windows
 from tmsim.planners.milp.recompute import recompute_rows, recompute_seconds
 from tmsim.planners.milp.rows import beside_costs, copy_rows, time_rows
 from tmsim.planners.milp.states import Catalogue, Kind, build_catalogue
-from tmsim.plans.values import Plan, SolverStats
 
 
 @dataclass(frozen=True)
@@ -341,67 +338,3 @@ def _steps(tensor: np.ndarray, start: np.ndarray, end: np.ndarray, n_k: int) -> 
     arrive = sp.csr_matrix((np.ones(n), (start, cols)), shape=(n_k + 1, n))
     leave = sp.csr_matrix((np.ones(n), (end + 1, cols)), shape=(n_k + 1, n))
     return sp.csr_matrix(arrive - leave)
-
-
-def extract_plan(
-    cost: CostModel,
-    model: Model,
-    formulation: Formulation,
-    options: dict[str, Any],
-    limit: int,
-    stats: SolverStats,
-) -> Plan:
-    """The plan a solved ``model`` describes (binaries rounded), through ``assemble_plan``.
-
-    Copies an edge frees (evictions, and the stale copies an in-place update leaves behind on
-    modelled tiers) are freed after the gadget's kernel; other copies stay to the end of the
-    tensor's life.
-    """
-    x = np.asarray(model.x.value) > 0.5
-    cat, gad, var, copies = model.catalogue, model.gadgets, model.vars, model.copies
-    n_edges = var.edge_gadget.size
-    on = np.flatnonzero(x[:n_edges])
-    codes = np.rint(np.asarray(model.op_state @ x.astype(np.float64)).ravel()).astype(np.int64)
-    op_tiers = cat.access[codes - 1]
-    moves: list[IndexMove] = []
-    runs: list[IndexRecompute] = []
-    drops: dict[tuple[int, int], list[int]] = {}
-    producers, ptr = cost.graph.producers, cost.op_ptr
-    for i in on:
-        edge = cat.edges[int(var.edge_type[i])]
-        g = int(var.edge_gadget[i])
-        t = int(gad.tensor[g])
-        if edge.add >= 0:
-            mode = MoveMode.ASYNC if copies.asynchronous[i] else MoveMode.SYNC
-            src = int(copies.source[i])
-            moves.append(IndexMove(t, src, edge.add, int(copies.kernel[i]), mode))
-        if edge.kind is Kind.RECOMPUTE:
-            p = int(producers[t])
-            runs.append(IndexRecompute(t, int(gad.kernel[g]), p, (0,) * int(ptr[p + 1] - ptr[p])))
-        for tier in sorted(edge.frees):
-            drops.setdefault((t, tier), []).append(int(gad.kernel[g]))
-    # a network a support gadget extends past the tensor's last use ends at its last gadget
-    live_last = cost.graph.live_last
-    ends = np.flatnonzero(gad.last & (gad.kernel > live_last[gad.tensor]))
-    for g in ends.tolist():
-        for tier in range(len(cat.tier_names)):
-            drops.setdefault((int(gad.tensor[g]), tier), []).append(int(gad.kernel[g]))
-    runs.sort(key=lambda r: (r.kernel, r.producer))
-    states = x[n_edges:]
-    initial = {
-        int(t): tuple(sorted(cat.states[int(s)]))
-        for t, s in zip(var.init_tensor[states], var.init_state[states], strict=True)
-    }
-    return assemble_plan(
-        cost,
-        f"milp-{formulation.value}",
-        limit,
-        op_tiers,
-        initial,
-        moves,
-        drops,
-        options,
-        stats,
-        beside=model.beside,
-        recomputes=runs,
-    )

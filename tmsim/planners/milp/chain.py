@@ -27,11 +27,12 @@ from tmsim.capacity import fast_limit_bytes
 from tmsim.cost import BesideCosts, CostModel
 from tmsim.errors import NoPlanError, TmsimError
 from tmsim.planners.assemble import check_operands_fit
-from tmsim.planners.milp.build import build_model, extract_plan
+from tmsim.planners.milp.build import build_model
 from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.milp.gpu import offload_plan_start, static_misfit
 from tmsim.planners.milp.handover import lifted_start, lowered_start, retire_extended
 from tmsim.planners.milp.nesting import CONTAINS, STARTS, chain_of, heuristic_plans, planners_of
+from tmsim.planners.milp.readback import extract_plan
 from tmsim.planners.milp.solve import (
     SolveStopped,
     fits,

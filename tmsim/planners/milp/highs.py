@@ -20,15 +20,14 @@ import cvxpy as cp
 import numpy as np
 from cvxpy import settings as cps
 
-from tmsim.errors import TmsimError
 from tmsim.planners.milp.highs_model import (
     FloatArray,
     column_vector,
     compile_problem,
-    new_highs,
     objective_shift,
     write_values,
 )
+from tmsim.planners.milp.highs_run import configured, run_model
 from tmsim.planners.milp.neighbourhood import fixed_bounds, restrict
 from tmsim.planners.milp.presolved import Relaxed, presolved_relaxation, relaxation_of
 
@@ -132,9 +131,10 @@ def run_highs(
     sub-MIP of phase 2 or 3 is interrupted as soon as it has such a point.
     ``lp_basis`` (an earlier outcome's) starts phase 1 where its key is this problem's, and
     is ignored otherwise; without one, ``lp_from_zero`` starts phase 1 at the zero point
-    (:func:`_run`). ``known_bound``: a bound on the optimum the caller has proven (in
-    the problem's own sense, e.g. that of a relaxation solved before), kept beside the LP's:
-    a phase ends the solve once its point is within the gap of the better of the two.
+    (:func:`~tmsim.planners.milp.highs_run.run_model`). ``known_bound``: a bound on the
+    optimum the caller has proven (in the problem's own sense, e.g. that of a relaxation
+    solved before), kept beside the LP's: a phase ends the solve once its point is within the
+    gap of the better of the two.
     Raises :class:`TmsimError` for an option HiGHS refuses or a problem that is not linear.
     """
     import highspy
@@ -168,7 +168,7 @@ def run_highs(
         offered = lp_basis.basis if lp_basis is not None and lp_basis.key == key else None
 
         def relax(model: Any, used: float, start_basis: Any = None) -> Any:
-            return _run(
+            return run_model(
                 highspy,
                 model,
                 options,
@@ -183,7 +183,7 @@ def run_highs(
 
         if offered is None and lp_presolve and lp.num_col_ >= PRESOLVE_MIN_COLUMNS:
             relaxed = presolved_relaxation(
-                highspy, lp, lambda: _configured(highspy, options, verbose, spent_s), relax
+                highspy, lp, lambda: configured(highspy, options, verbose, spent_s), relax
             )
         if relaxed is None:
             relaxed = relaxation_of(relax(lp, 0.0, offered))
@@ -249,7 +249,7 @@ def run_highs(
         if int(event.callback_type) == checks and known and primal - dual <= gap * abs(primal):
             event.data_in.user_interrupt = True
 
-    highs = _run(highspy, lp, options, verbose, best, spent_s=spent_s, record=record)
+    highs = run_model(highspy, lp, options, verbose, best, spent_s=spent_s, record=record)
     info = highs.getInfo()
     nodes = max(int(info.mip_node_count), 0)
     iterations += max(int(info.simplex_iteration_count), 0)
@@ -270,73 +270,6 @@ def run_highs(
     return Outcome(status, solved, objective, bound, nodes, iterations, points, basis)
 
 
-def _configured(highspy: Any, options: Mapping[str, Any], verbose: bool, spent_s: float) -> Any:
-    """A fresh HiGHS instance with ``options`` set (its time limit less ``spent_s``); raises
-    :class:`TmsimError` for an option HiGHS refuses."""
-    highs = new_highs(highspy, verbose)
-    for name, value in options.items():
-        if highs.setOptionValue(name, value) == highspy.HighsStatus.kError:
-            raise TmsimError(f"HiGHS refused option {name} = {value!r}")
-    if "time_limit" in options:
-        highs.setOptionValue("time_limit", max(float(options["time_limit"]) - spent_s, 1e-3))
-    return highs
-
-
-def _run(
-    highspy: Any,
-    lp: Any,
-    options: Mapping[str, Any],
-    verbose: bool,
-    start: FloatArray | None,
-    relax: bool = False,
-    spent_s: float = 0.0,
-    record: Any = None,
-    lp_iterations: int | None = None,
-    basis: Any = None,
-    from_zero: bool = False,
-) -> Any:
-    """A HiGHS instance that has run on model ``lp`` with ``options`` (its time limit less
-    ``spent_s``), from ``start`` (column values) or ``basis`` (a ``HighsBasis``); ``relax``:
-    without integrality, by dual simplex within ``lp_iterations`` iterations, and with
-    ``from_zero`` and no ``basis`` from the basis HiGHS forms at the zero point (see
-    :func:`~tmsim.planners.milp.solve.starts_lp_at_zero`); ``record``: a callback of every
-    improving solution and limit check."""
-    highs = _configured(highspy, options, verbose, spent_s)
-    if relax:
-        integrality = lp.integrality_
-        lp.integrality_ = []
-        highs.passModel(lp)
-        lp.integrality_ = integrality
-        if lp_iterations is not None:
-            highs.setOptionValue("simplex_iteration_limit", int(lp_iterations))
-        if basis is None and from_zero:
-            # HiGHS makes the columns that zero leaves off their bounds (the free ones)
-            # basic and every other column nonbasic at 0: with no negative cost that basis is
-            # dual feasible, so dual simplex skips its phase 1 (and HiGHS its presolve)
-            zero = highspy.HighsSolution()
-            zero.col_value = [0.0] * lp.num_col_
-            zero.value_valid = True
-            highs.setSolution(zero)
-    else:
-        highs.passModel(lp)
-        if lp.num_col_ >= IPM_MIN_COLUMNS:
-            # the root LP of a large MIP by interior point: HiGHS's dual simplex did not end
-            # it within 170 s on the asynchronous model of ResNet-200 b64 on the RTX 2080 Ti
-            highs.setOptionValue("mip_lp_solver", "ipm")
-    if basis is not None:
-        highs.setBasis(basis)
-    if start is not None:
-        solution = highspy.HighsSolution()
-        solution.col_value = start.tolist()
-        solution.value_valid = True
-        highs.setSolution(solution)
-    if record is not None:
-        highs.cbMipImprovingSolution.subscribe(record)
-        highs.cbMipInterrupt.subscribe(record)
-    highs.run()
-    return highs
-
-
 #: Largest model (columns) solved LP first. Above it HiGHS's own branch and bound goes
 #: first: its root LP, after its MIP presolve, beat the standalone LP there (DenseNet-264
 #: b512 at 1:1 on Optane, async window 15, 1.0M columns: dual simplex 172 s and 228k
@@ -345,10 +278,6 @@ def _run(
 #: LP 7 s against 76 s for the root LP inside the branch and bound; a 0.5% gap in 14 s after
 #: RINS against 0.4% in 126 s).
 LP_FIRST_MAX_COLUMNS = 600_000
-#: Smallest MIP (columns) whose branch-and-bound root LP HiGHS solves by interior point: its
-#: dual simplex did not end the root of the asynchronous model of ResNet-200 b64 on the RTX
-#: 2080 Ti (window 15, 235k columns) within 170 s.
-IPM_MIN_COLUMNS = 100_000
 #: Smallest MIP (columns) whose LP relaxation is solved after HiGHS's MIP presolve where
 #: that is asked for (``lp_presolve``) and no basis is offered. Measured on the bench's
 #: synchronous chains (seconds, LP alone / after MIP presolve): ResNet-200 b512 on Optane
@@ -391,7 +320,7 @@ def _neighbourhood(
             event.data_in.user_interrupt = True
 
     sub_start = None if start is None else start[restricted.free]
-    sub = _run(
+    sub = run_model(
         highspy, restricted.lp, options, verbose, sub_start, spent_s=spent_s, record=stop_at_enough
     )
     work = (max(int(sub.getInfo().simplex_iteration_count), 0), float(sub.getRunTime()))
