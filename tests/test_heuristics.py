@@ -21,6 +21,7 @@ from tmsim.planners.heuristics import (
     plan_all_fast,
     plan_all_slow,
     plan_first_touch,
+    plan_greedy,
     plan_vdnn,
 )
 from tmsim.planners.settings import PlanSettings
@@ -327,3 +328,30 @@ def test_every_residency_of_a_static_plan_is_needed(g: Graph, data: st.DataObjec
     drop = data.draw(st.integers(0, len(plan.residency) - 1))
     broken = plan.residency[:drop] + plan.residency[drop + 1 :]
     assert not validate(replace(plan, residency=broken), g, CPU).ok
+
+
+@settings(max_examples=60, deadline=None)
+@given(training_graphs(), st.floats(0.01, 1.2))
+def test_milp_start_placement_is_the_better_heuristic_plan(g: Graph, fraction: float) -> None:
+    # the MILP's static start places tensors by index, without building the two plans;
+    # it must be the placement of whichever plan predicts less time (greedy on a tie)
+    from tmsim.planners.milp.starts import best_heuristic_tiers
+
+    limit = max(1, int(g.peak_live_bytes * fraction))
+    opts = PlanSettings(capacity=Capacity.of_bytes(limit))
+    plans = []
+    for planner in (plan_greedy, plan_first_touch):
+        try:
+            plans.append(planner(g, CPU, opts))
+        except NoPlanError:
+            continue
+    tiers = best_heuristic_tiers(CostModel(g, CPU), limit)
+    if not plans:
+        assert tiers is None
+        return
+    best = min(plans, key=lambda p: p.predicted_s)
+    index = {name: i for i, name in enumerate(CPU.tier_names)}
+    expected = np.zeros(len(g.tensors), dtype=np.int64)
+    for r in best.residency:
+        expected[g.tensor_index(r.tensor)] = index[r.tier]
+    assert tiers is not None and tiers.tolist() == expected.tolist()

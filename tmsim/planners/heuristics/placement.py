@@ -27,6 +27,7 @@ from hwmodels.timing import Overlap
 from tmsim.capacity import fast_limit_bytes, tier_limits_bytes
 from tmsim.cost import CostModel
 from tmsim.errors import NoPlanError, TmsimError
+from tmsim.intervals import occupancy
 from tmsim.planners.assemble import assemble_plan
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import Plan
@@ -96,22 +97,30 @@ class _Fill:
         self.occ = np.zeros((len(limits), len(graph.kernels)), dtype=np.int64)
         self.tier = np.full(len(graph.tensors), home, dtype=np.int64)
         self.placed = np.zeros(len(graph.tensors), dtype=bool)
+        # plain ints: read once per placement, where numpy scalars and properties cost more
+        self._lo = graph.live_first.tolist()
+        self._end = (graph.live_last + 1).tolist()
+        self._size = graph.sizes_bytes.tolist()
 
     def fits(self, t: int, tier: int) -> bool:
-        a, b = int(self.graph.live_first[t]), int(self.graph.live_last[t]) + 1
-        return int(self.occ[tier, a:b].max()) + int(self.graph.sizes_bytes[t]) <= self.limits[tier]
+        held = int(self.occ[tier, self._lo[t] : self._end[t]].max())
+        return bool(held + self._size[t] <= self.limits[tier])
 
     def put(self, t: int, tier: int) -> None:
-        a, b = int(self.graph.live_first[t]), int(self.graph.live_last[t]) + 1
-        self.occ[tier, a:b] += int(self.graph.sizes_bytes[t])
+        self.occ[tier, self._lo[t] : self._end[t]] += self._size[t]
         self.tier[t] = tier
         self.placed[t] = True
 
     def rest_to(self, tier: int, platform: Platform, planner: str) -> IntArray:
         """Every tensor not placed yet goes to ``tier``; raises :class:`NoPlanError` naming
         the tier, the kernel and the bytes if they do not fit there."""
-        for t in np.flatnonzero(~self.placed).tolist():
-            self.put(t, tier)
+        rest = np.flatnonzero(~self.placed)
+        g = self.graph
+        self.occ[tier] += occupancy(
+            g.live_first[rest], g.live_last[rest], g.sizes_bytes[rest], len(g.kernels)
+        )
+        self.tier[rest] = tier
+        self.placed[rest] = True
         over = np.flatnonzero(self.occ[tier] > self.limits[tier])
         if over.size:
             k = int(over[np.argmax(self.occ[tier, over])])
@@ -178,9 +187,16 @@ def plan_first_touch(
     overflows.
     """
     opts = settings or PlanSettings()
-    tiers = _slower_kernel_tiers(platform, "first-touch")
     cost = cost_model(graph, platform, opts.profile)
     limits = tier_limits_bytes(graph, platform, opts.capacity)
+    return _static_plan(cost, "first-touch", limits[0], first_touch_tiers(cost, limits), opts)
+
+
+def first_touch_tiers(cost: CostModel, limits: list[int]) -> IntArray:
+    """The tier of every tensor in :func:`plan_first_touch`'s placement at tier limits
+    ``limits`` (bytes, one per platform tier); raises as that function does."""
+    graph, platform = cost.graph, cost.platform
+    tiers = _slower_kernel_tiers(platform, "first-touch")
     pre = [t for t, x in enumerate(graph.tensors) if x.role in PREEXISTING_ROLES]
     made = [graph.tensor_index(name) for k in graph.kernels for name in k.outputs]
     fill = _Fill(graph, limits, tiers[-1])
@@ -188,8 +204,7 @@ def plan_first_touch(
         tier = next((i for i in tiers[:-1] if fill.fits(t, i)), None)
         if tier is not None:
             fill.put(t, tier)
-    tensor_tier = fill.rest_to(tiers[-1], platform, "first-touch")
-    return _static_plan(cost, "first-touch", limits[0], tensor_tier, opts)
+    return fill.rest_to(tiers[-1], platform, "first-touch")
 
 
 def tensor_benefit_s(cost: CostModel, tier: int = 0, base: int | None = None) -> FloatArray:
@@ -244,9 +259,16 @@ def plan_greedy(graph: Graph, platform: Platform, settings: PlanSettings | None 
     tier beyond the fastest, :class:`NoPlanError` if the slowest kernel tier overflows.
     """
     opts = settings or PlanSettings()
-    tiers = _slower_kernel_tiers(platform, "greedy")
     cost = cost_model(graph, platform, opts.profile)
     limits = tier_limits_bytes(graph, platform, opts.capacity)
+    return _static_plan(cost, "greedy", limits[0], greedy_tiers(cost, limits), opts)
+
+
+def greedy_tiers(cost: CostModel, limits: list[int]) -> IntArray:
+    """The tier of every tensor in :func:`plan_greedy`'s placement at tier limits ``limits``
+    (bytes, one per platform tier); raises as that function does."""
+    graph, platform = cost.graph, cost.platform
+    tiers = _slower_kernel_tiers(platform, "greedy")
     size = graph.sizes_bytes
     benefits = {i: tensor_benefit_s(cost, i, tiers[-1]) for i in tiers[:-1]}
     best: tuple[float, IntArray] | None = None
@@ -264,10 +286,12 @@ def plan_greedy(graph: Graph, platform: Platform, settings: PlanSettings | None 
         if best is None or seconds < best[0]:
             best = (seconds, tier)
     assert best is not None
-    return _static_plan(cost, "greedy", limits[0], best[1], opts)
+    return best[1]
 
 
 __all__ = [
+    "first_touch_tiers",
+    "greedy_tiers",
     "kernel_tiers",
     "plan_all_fast",
     "plan_all_slow",

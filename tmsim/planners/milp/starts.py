@@ -12,19 +12,17 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from tmsim.capacity import Capacity
-from tmsim.cost import CostModel
+from tmsim.capacity import Capacity, tier_limits_bytes
+from tmsim.cost import CostModel, step_time_s
 from tmsim.errors import TmsimError
 from tmsim.intervals import occupancy
-from tmsim.planners.heuristics import plan_first_touch, plan_greedy
-from tmsim.planners.heuristics.placement import kernel_tiers
+from tmsim.planners.heuristics.placement import first_touch_tiers, greedy_tiers, kernel_tiers
 from tmsim.planners.milp.build import Model
 from tmsim.planners.milp.gadgets import Formulation, GadgetKind
 from tmsim.planners.milp.network import Variables
 from tmsim.planners.milp.states import Catalogue, Kind
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.memory import fit_below
-from tmsim.profiles import Profile
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -93,29 +91,25 @@ def lift(small: Model, x_small: BoolArray, large: Model) -> BoolArray | None:
     return out
 
 
-def best_heuristic_tiers(
-    cost: CostModel, limit: int, profile: Profile | None = None
-) -> IntArray | None:
-    """The tier of every tensor in the better of the greedy and first-touch plans at a
-    fastest-tier ``limit`` (both place each tensor in one tier for its whole life), timed
-    with ``profile``'s measured times (those ``cost`` was built with), or None if neither
-    finds a plan (e.g. a slower tier too small for what they leave to it)."""
-    graph, platform = cost.graph, cost.platform
-    options = PlanSettings(capacity=Capacity.of_bytes(max(limit, 1)), profile=profile)
-    plans = []
-    for heuristic in (plan_greedy, plan_first_touch):
+def best_heuristic_tiers(cost: CostModel, limit: int) -> IntArray | None:
+    """The tier of every tensor in the better of the greedy and first-touch placements at a
+    fastest-tier ``limit`` (both place each tensor in one tier for its whole life; the
+    greedy one on a tie), each timed by ``cost`` as the plan of
+    :func:`~tmsim.planners.heuristics.plan_greedy` or
+    :func:`~tmsim.planners.heuristics.plan_first_touch` with the same profile would be, or
+    None if neither finds a placement (e.g. a slower tier too small for what they leave
+    to it)."""
+    limits = tier_limits_bytes(cost.graph, cost.platform, Capacity.of_bytes(max(limit, 1)))
+    best: tuple[float, IntArray] | None = None
+    for heuristic in (greedy_tiers, first_touch_tiers):
         try:
-            plans.append(heuristic(graph, platform, options))
+            tier = heuristic(cost, limits)
         except TmsimError:
             continue
-    if not plans:
-        return None
-    best = min(plans, key=lambda p: p.predicted_s)
-    tier = np.zeros(len(graph.tensors), dtype=np.int64)
-    index = {name: i for i, name in enumerate(platform.tier_names)}
-    for r in best.residency:
-        tier[graph.tensor_index(r.tensor)] = index[r.tier]
-    return tier
+        seconds, _ = step_time_s(cost, tier[cost.op_tensor], ())
+        if best is None or seconds < best[0]:
+            best = (seconds, tier)
+    return None if best is None else best[1]
 
 
 def laid_out_tiers(
@@ -159,10 +153,10 @@ def static_tiers(
     ``limit`` (None: no heuristic found one), and the fast-tier offsets of a layout of it
     where one is known (:func:`laid_out_tiers`, empty otherwise). On a GPU nothing moves in
     static: what kernels use stays on the device; in a fast-only formulation everything is on
-    the fastest tier; otherwise the better heuristic's placement (:func:`best_heuristic_tiers`,
-    with ``settings.profile``), laid out below ``limit`` where ``settings.layout`` asks for
-    layouts (the heuristics fill the fast tier to the byte, and a search for their layout
-    can cost seconds, or find none)."""
+    the fastest tier; otherwise the better heuristic's placement
+    (:func:`best_heuristic_tiers`), laid out below ``limit`` where ``settings.layout`` asks
+    for layouts (the heuristics fill the fast tier to the byte, and a search for their
+    layout can cost seconds, or find none)."""
     n_t = len(cost.graph.tensors)
     if formulation.fast_only:  # every tensor in the fastest tier, none recomputed
         return np.zeros(n_t, dtype=np.int64), {}
@@ -170,7 +164,7 @@ def static_tiers(
         used = np.zeros(n_t, dtype=np.int64)
         used[cost.op_tensor] = 1
         return 1 - used, {}
-    tiers = best_heuristic_tiers(cost, limit, settings.profile)
+    tiers = best_heuristic_tiers(cost, limit)
     laid = laid_out_tiers(cost, tiers, limit) if tiers is not None and settings.layout else None
     return (tiers, {}) if laid is None else laid
 
