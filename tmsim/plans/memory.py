@@ -110,6 +110,10 @@ class Layout:
 SMALLEST_OF = (Strategy.FIRST_FIT, Strategy.BEST_FIT, Strategy.FIRST_FIT_START)
 
 
+#: Above every offset: the end of the gap on top of all placed buffers.
+_TOP = np.iinfo(np.int64).max
+
+
 def _align(values: IntArray, alignment: int) -> IntArray:
     return -(-values // alignment) * alignment
 
@@ -300,8 +304,9 @@ def _gap(starts: IntArray, ends: IntArray, need: int, strategy: Strategy, alignm
     # Free gaps lie between the running maximum end of earlier ranges and the next start.
     ends_so_far = np.maximum.accumulate(ends)
     gap_lo = np.concatenate(([0], ends_so_far))
-    gap_hi = np.concatenate((starts, [np.iinfo(np.int64).max]))
-    gap_lo = _align(gap_lo, alignment)
+    gap_hi = np.concatenate((starts, [_TOP]))
+    if alignment != 1:
+        gap_lo = _align(gap_lo, alignment)
     fits = gap_hi - gap_lo >= need
     candidates = np.flatnonzero(fits[:-1])  # gaps below the top of the occupied ranges
     if candidates.size == 0:

@@ -35,23 +35,35 @@ def extract_plan(
     on = np.flatnonzero(x[:n_edges])
     codes = np.rint(np.asarray(model.op_state @ x.astype(np.float64)).ravel()).astype(np.int64)
     op_tiers = cat.access[codes - 1]
-    moves: list[IndexMove] = []
-    runs: list[IndexRecompute] = []
-    drops: dict[tuple[int, int], list[int]] = {}
     producers, ptr = cost.graph.producers, cost.op_ptr
-    for i in on:
-        edge = cat.edges[int(var.edge_type[i])]
-        g = int(var.edge_gadget[i])
-        t = int(gad.tensor[g])
-        if edge.add >= 0:
-            mode = MoveMode.ASYNC if copies.asynchronous[i] else MoveMode.SYNC
-            src = int(copies.source[i])
-            moves.append(IndexMove(t, src, edge.add, int(copies.kernel[i]), mode))
-        if edge.kind is Kind.RECOMPUTE:
-            p = int(producers[t])
-            runs.append(IndexRecompute(t, int(gad.kernel[g]), p, (0,) * int(ptr[p + 1] - ptr[p])))
-        for tier in sorted(edge.frees):
-            drops.setdefault((t, tier), []).append(int(gad.kernel[g]))
+    types = var.edge_type[on]
+    kernel = gad.kernel[var.edge_gadget[on]]
+    tensor = gad.tensor[var.edge_gadget[on]]
+    copying = cat.edge_add[types] >= 0
+    moves = [
+        IndexMove(t, src, dst, k, MoveMode.ASYNC if overlapped else MoveMode.SYNC)
+        for t, src, dst, k, overlapped in zip(
+            tensor[copying].tolist(),
+            copies.source[on[copying]].tolist(),
+            cat.edge_add[types[copying]].tolist(),
+            copies.kernel[on[copying]].tolist(),
+            copies.asynchronous[on[copying]].tolist(),
+            strict=True,
+        )
+    ]
+    runs: list[IndexRecompute] = []
+    rerun = cat.edge_kind[types] == int(Kind.RECOMPUTE)
+    for t, k in zip(tensor[rerun].tolist(), kernel[rerun].tolist(), strict=True):
+        p = int(producers[t])
+        runs.append(IndexRecompute(t, k, p, (0,) * int(ptr[p + 1] - ptr[p])))
+    drops: dict[tuple[int, int], list[int]] = {}
+    frees = [sorted(e.frees) for e in cat.edges]
+    freeing = np.array([bool(f) for f in frees], dtype=bool)[types]
+    for e, t, k in zip(
+        types[freeing].tolist(), tensor[freeing].tolist(), kernel[freeing].tolist(), strict=True
+    ):
+        for tier in frees[e]:
+            drops.setdefault((t, tier), []).append(k)
     # a network a support gadget extends past the tensor's last use ends at its last gadget
     live_last = cost.graph.live_last
     ends = np.flatnonzero(gad.last & (gad.kernel > live_last[gad.tensor]))
