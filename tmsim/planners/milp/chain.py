@@ -80,8 +80,13 @@ def plan_milp(
     """
     opts = settings or PlanSettings()
     top = _formulation(formulation)
-    cost, limit, gpu, deadline = _setup(graph, platform, opts, top)
-    solved = _plan(cost, opts, top, limit, gpu, deadline, _first_memo(graph, limit, gpu))
+    limit, gpu, deadline = _setup(graph, platform, opts, top)
+    memo = _first_memo(graph, limit, gpu)
+    known = memo.get(top)
+    if isinstance(known, TmsimError):
+        raise known  # before the cost model is built: nothing to plan
+    cost = cost_model(graph, platform, opts.profile)
+    solved = _plan(cost, opts, top, limit, gpu, deadline, memo)
     plan = solved.plan
     if opts.lp_bound and plan.stats is not None:
         relaxed = build_model(
@@ -115,9 +120,9 @@ def _formulation(value: Formulation | str) -> Formulation:
 
 def _setup(
     graph: Graph, platform: Platform, opts: PlanSettings, formulation: Formulation
-) -> tuple[CostModel, int, bool, float | None]:
-    """The cost model, capacity, whether kernels reach only the fast tier (a GPU), and the
-    solve deadline. Raises :class:`TmsimError` for a platform the MILP cannot plan for and
+) -> tuple[int, bool, float | None]:
+    """The capacity, whether kernels reach only the fast tier (a GPU), and the solve
+    deadline. Raises :class:`TmsimError` for a platform the MILP cannot plan for and
     :class:`InfeasibleError` when a kernel's own operands do not fit on a GPU."""
     if len(platform.addressable_tiers) < 2 or platform.cache is not None:
         raise TmsimError(f"platform {platform.name!r}: the MILP needs two addressable tiers")
@@ -131,7 +136,7 @@ def _setup(
     if gpu:
         check_operands_fit(graph, platform, limit, f"milp-{formulation.value}")
     deadline = None if opts.time_limit_s is None else time.perf_counter() + opts.time_limit_s
-    return cost_model(graph, platform, opts.profile), limit, gpu, deadline
+    return limit, gpu, deadline
 
 
 def plan_milp_chain(
@@ -160,8 +165,9 @@ def plan_milp_chain(
     tops = [_formulation(f) for f in wanted]
     if not tops:
         raise TmsimError("no MILP formulation asked for")
-    cost, limit, gpu, deadline = _setup(graph, platform, opts, tops[0])
+    limit, gpu, deadline = _setup(graph, platform, opts, tops[0])
     memo = _first_memo(graph, limit, gpu)
+    cost = cost_model(graph, platform, opts.profile)
     for i, top in enumerate(tops):
         if i > 0 and opts.time_limit_s is not None:
             deadline = time.perf_counter() + opts.time_limit_s
