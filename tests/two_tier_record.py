@@ -21,7 +21,9 @@ plan now lays out: every changed plan is faster, by up to 9%, and needs one roun
 the compact form stopped letting a fetch read a slow copy a write-drop beside the same kernel
 was still making (the asynchronous problems changed), and when the MILP gained clique rows
 for tensors too large to share the fastest tier (the problems of the VGG19 Optane case
-changed; none of its plans or times did).
+changed; none of its plans or times did), and when every kernel gained the roofline's cut
+(:func:`tmsim.planners.milp.rows.memory_cut_rows`: every MILP problem changed, its optimum not,
+as exhaustive search checks; a solve stopped at the gap may pick another plan within it).
 Each record holds, by the same measurements as :func:`measure`, for each
 case of :data:`CASES`: the AutoTM paper's conventional and GPU models at batch 2, on the
 Optane preset at 4:1 (PMM:DRAM) and on the RTX 2080 Ti with device memory at three quarters

@@ -10,8 +10,10 @@ Constraints, as a few sparse-matrix blocks (no per-row cvxpy objects):
   tolerance). The fastest tier is always modelled, at the per-kernel limits the layout loop
   sets; a slower tier only where its capacity is below the bytes of all tensors together;
 - kernel cost ``c_k >= compute_k + launch``, ``c_k >= memory_k(x) + launch`` (the roofline;
-  ``c_k >=`` their sum with the ``sum`` overlap rule), ``c_k >=`` the asynchronous copies
-  beside kernel ``k``. The memory time is the time with every operand on the slowest tier
+  ``c_k >=`` their sum with the ``sum`` overlap rule), the roofline's cut (valid at every
+  binary point, it makes the LP pay for slow operands an integer placement's compute would
+  not hide: :func:`~tmsim.planners.milp.rows.memory_cut_rows`), ``c_k >=`` the asynchronous
+  copies beside kernel ``k``. The memory time is the time with every operand on the slowest tier
   kernels reach, plus, per faster kernel tier, the difference where an operand is accessed
   there;
 - objective: ``sum_k c_k +`` the synchronous copies.
@@ -52,7 +54,7 @@ from tmsim.planners.milp.network import (
 )
 from tmsim.planners.milp.prune import prune_windows
 from tmsim.planners.milp.recompute import recompute_rows, recompute_seconds
-from tmsim.planners.milp.rows import beside_costs, copy_rows, time_rows
+from tmsim.planners.milp.rows import beside_costs, copy_rows, memory_cut_rows, time_rows
 from tmsim.planners.milp.states import Catalogue, Kind, build_catalogue
 
 
@@ -182,6 +184,7 @@ def build_model(
     compact: bool = True,
     depth: int = DEFAULT_DEPTH,
     energy_weight_s_per_j: float = 0.0,
+    roofline_cut: bool = True,
 ) -> Model:
     """The MILP (or, with ``relax``, its LP relaxation) and what reading it back needs.
 
@@ -194,7 +197,9 @@ def build_model(
     kernel, in a formulation that recomputes (:mod:`~tmsim.planners.milp.recompute`).
     ``energy_weight_s_per_j`` > 0 adds that many seconds per joule of the energy the plan
     decides (:mod:`~tmsim.planners.milp.energy_terms`) to the objective; raises
-    :class:`TmsimError` if the platform has no energy model.
+    :class:`TmsimError` if the platform has no energy model. ``roofline_cut``: add the
+    roofline's cut (:func:`~tmsim.planners.milp.rows.memory_cut_rows`; the optimum is the
+    same without it, the LP relaxation lower).
     """
     graph = cost.graph
     n_k = len(graph.kernels)
@@ -279,6 +284,8 @@ def build_model(
     if rec is not None:  # a recompute runs alone, before its kernel
         is_rc = cat.edge_kind[var.edge_type] == Kind.RECOMPUTE
         sync_cost[: is_rc.size] += recompute_seconds(cost, gad, var.edge_gadget, is_rc)
+    if roofline_cut:  # after the time rows: measured terms shift those alone
+        rows += memory_cut_rows(cost, seg.access, op_seg, floor_s)
     if copies.asynchronous.any():
         rows += copy_rows(copies, floor_s, n)
     for i, (const, matrix) in enumerate(rows):

@@ -117,6 +117,50 @@ def time_rows(
     return [(base_s + mem0, gain)], floor_s
 
 
+def memory_cut_rows(
+    cost: CostModel, access: dict[int, sp.csr_matrix], op_seg: np.ndarray, floor_s: np.ndarray
+) -> Rows:
+    """The roofline's cut: for each kernel ``k`` under the ``max`` overlap rule,
+
+    ``c_k >= L_k + sum_j sum_t max(0, F_k + d_jt - L_k) z_jt``
+
+    with ``L_k`` = ``floor_s`` (its least time), ``F_k`` its memory time with every operand
+    on the tier it is accessed fastest plus the launch overhead, ``d_jt`` what operand ``j``
+    adds to the memory time on tier ``t`` instead, and ``z_jt`` whether it is accessed there
+    (the slowest kernel tier's ``z`` is one less the faster tiers'). Valid at every binary
+    point: with ``P`` the operands whose term is positive, the right side is ``L_k`` when
+    ``P`` is empty and else ``F_k + d(P) - (|P| - 1)(L_k - F_k) <= F_k + d(all)``, the
+    memory row, as ``L_k >= F_k``. The LP relaxation, which holds a fraction of an operand on
+    a slower tier for free while the kernel's compute hides it, must now pay for the part of
+    each slow operand that the compute of an integer placement would not hide. Kernels with
+    measured times keep ``c_k >= L_k`` (their time is not the roofline's); none where
+    kernels reach one tier or the overlap rule adds compute and memory (then the memory row
+    is exact in the LP already)."""
+    n_k = len(cost.graph.kernels)
+    reach = [i for i, ok in enumerate(cost.platform.kernel_tier_mask()) if ok]
+    if len(reach) == 1 or cost.overlap is not Overlap.MAX:
+        return []
+    k = cost.op_kernel
+    per_tier = np.stack([cost.operand_s(np.full(k.size, t, dtype=np.int64)) for t in reach])
+    fastest = per_tier.min(axis=0)
+    lead = np.bincount(k, weights=fastest, minlength=n_k) + cost.launch_s  # F_k
+    excess = np.maximum(lead[k] + (per_tier - fastest) - floor_s[k], 0.0)  # [tiers, ops]
+    measured = np.zeros(n_k, dtype=bool)
+    measured[[kern for kern, _ in cost.measured]] = True
+    excess[:, measured[k]] = 0.0
+    ref = excess[-1]
+    const = floor_s + np.bincount(k, weights=ref, minlength=n_k)
+    to_kernel = sp.csr_matrix((np.ones(k.size), (k, np.arange(k.size))), shape=(n_k, k.size))
+    parts = [
+        to_kernel @ sp.diags(excess[i] - ref) @ access[tier][op_seg]
+        for i, tier in enumerate(reach[:-1])
+    ]
+    matrix = sp.csr_matrix(parts[0] if len(parts) == 1 else sum(parts[1:], parts[0]))
+    if not (ref.any() or matrix.nnz):
+        return []
+    return [(const, matrix)]
+
+
 def time_row_values(cost: CostModel, kernel: int, tiers: tuple[int, ...]) -> list[float]:
     """The right sides of the rows :func:`time_rows` gives kernel ``kernel`` (where kernels
     reach more than one tier), in their order, with its ``j``-th operand on tier
@@ -129,4 +173,11 @@ def time_row_values(cost: CostModel, kernel: int, tiers: tuple[int, ...]) -> lis
     return [compute_s + memory_s + cost.launch_s]
 
 
-__all__ = ["Rows", "beside_costs", "copy_rows", "time_row_values", "time_rows"]
+__all__ = [
+    "Rows",
+    "beside_costs",
+    "copy_rows",
+    "memory_cut_rows",
+    "time_row_values",
+    "time_rows",
+]
