@@ -23,15 +23,14 @@ from dataclasses import replace
 import numpy as np
 
 from hwmodels.platform import Platform
-from tmsim.capacity import fast_limit_bytes
 from tmsim.cost import BesideCosts, CostModel
 from tmsim.errors import NoPlanError, TmsimError
-from tmsim.planners.assemble import check_operands_fit
 from tmsim.planners.milp.build import build_model
 from tmsim.planners.milp.gadgets import Formulation
-from tmsim.planners.milp.gpu import offload_plan_start, static_misfit
+from tmsim.planners.milp.gpu import offload_plan_start
 from tmsim.planners.milp.handover import lifted_start, lowered_start, retire_extended
 from tmsim.planners.milp.nesting import CONTAINS, STARTS, chain_of, heuristic_plans, planners_of
+from tmsim.planners.milp.preflight import first_memo, formulation_of, setup
 from tmsim.planners.milp.readback import extract_plan
 from tmsim.planners.milp.solve import (
     SolveStopped,
@@ -44,7 +43,6 @@ from tmsim.planners.milp.solve import (
 )
 from tmsim.planners.milp.solved import Solved, against, at_floor, relabel
 from tmsim.planners.milp.starts import static_start, static_tiers
-from tmsim.planners.milp.states import MAX_TIERS
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.layout import (
     known_layout,
@@ -55,7 +53,6 @@ from tmsim.plans.layout import (
 from tmsim.plans.values import Plan, SolverStats
 from tmsim.profiles import cost_model
 from tmsim.sim.beside import beside_costs
-from tmsim.strategies import kernels_reach_slow
 from tmsim.workload.graph import Graph
 
 GB = 1e9
@@ -79,9 +76,9 @@ def plan_milp(
     the platform has fewer than two addressable tiers.
     """
     opts = settings or PlanSettings()
-    top = _formulation(formulation)
-    limit, gpu, deadline = _setup(graph, platform, opts, top)
-    memo = _first_memo(graph, limit, gpu)
+    top = formulation_of(formulation)
+    limit, gpu, deadline = setup(graph, platform, opts, top)
+    memo = first_memo(graph, limit, gpu)
     known = memo.get(top)
     if isinstance(known, TmsimError):
         raise known  # before the cost model is built: nothing to plan
@@ -110,35 +107,6 @@ def plan_milp(
     return plan
 
 
-def _formulation(value: Formulation | str) -> Formulation:
-    try:
-        return Formulation(value)
-    except ValueError:
-        known = ", ".join(f.value for f in Formulation)
-        raise TmsimError(f"unknown MILP formulation {value!r}; known: {known}") from None
-
-
-def _setup(
-    graph: Graph, platform: Platform, opts: PlanSettings, formulation: Formulation
-) -> tuple[int, bool, float | None]:
-    """The capacity, whether kernels reach only the fast tier (a GPU), and the solve
-    deadline. Raises :class:`TmsimError` for a platform the MILP cannot plan for and
-    :class:`InfeasibleError` when a kernel's own operands do not fit on a GPU."""
-    if len(platform.addressable_tiers) < 2 or platform.cache is not None:
-        raise TmsimError(f"platform {platform.name!r}: the MILP needs two addressable tiers")
-    if len(platform.tiers) > MAX_TIERS:
-        raise TmsimError(
-            f"platform {platform.name!r}: the MILP plans over at most {MAX_TIERS} tiers "
-            f"(its states are sets of tiers), not {len(platform.tiers)}"
-        )
-    limit = fast_limit_bytes(graph, platform, opts.capacity)
-    gpu = not kernels_reach_slow(platform)
-    if gpu:
-        check_operands_fit(graph, platform, limit, f"milp-{formulation.value}")
-    deadline = None if opts.time_limit_s is None else time.perf_counter() + opts.time_limit_s
-    return limit, gpu, deadline
-
-
 def plan_milp_chain(
     graph: Graph,
     platform: Platform,
@@ -162,11 +130,11 @@ def plan_milp_chain(
     """
     opts = replace(settings or PlanSettings(), lp_bound=False)
     wanted = [formulation] if isinstance(formulation, str) else list(formulation)
-    tops = [_formulation(f) for f in wanted]
+    tops = [formulation_of(f) for f in wanted]
     if not tops:
         raise TmsimError("no MILP formulation asked for")
-    limit, gpu, deadline = _setup(graph, platform, opts, tops[0])
-    memo = _first_memo(graph, limit, gpu)
+    limit, gpu, deadline = setup(graph, platform, opts, tops[0])
+    memo = first_memo(graph, limit, gpu)
     cost = cost_model(graph, platform, opts.profile)
     for i, top in enumerate(tops):
         if i > 0 and opts.time_limit_s is not None:
@@ -370,15 +338,6 @@ def _solve_formulation(
         f"{what} still overflows {limit} bytes of fast memory after {opts.max_rounds} "
         "rounds of lowering the limit where it overflowed"
     )
-
-
-def _first_memo(graph: Graph, limit: int, gpu: bool) -> dict[Formulation, Solved | TmsimError]:
-    """What a solve knows before it starts: on a GPU where nothing fits statically, the static
-    formulation's error (:func:`~tmsim.planners.milp.gpu.static_misfit`), so that the static
-    formulation raises it at once and no other warms up from a static solve, whose start
-    would overflow every layout round (ten rounds of DenseNet-264 b64 took 11 s)."""
-    misfit = static_misfit(graph, limit) if gpu else None
-    return {} if misfit is None else {Formulation.STATIC: misfit}
 
 
 def plan_static(graph: Graph, platform: Platform, settings: PlanSettings | None = None) -> Plan:
