@@ -24,6 +24,7 @@ import scipy.sparse as sp
 
 from tmsim.cost import CostModel
 from tmsim.energy import byte_prices
+from tmsim.planners.heuristics.placement import kernel_tiers
 from tmsim.planners.milp.copies import Copies
 from tmsim.planners.milp.gadgets import Gadgets
 from tmsim.planners.milp.states import Catalogue
@@ -40,7 +41,7 @@ def access_energy(
     :class:`~tmsim.errors.TmsimError` when the platform has no energy model."""
     prices = byte_prices(cost.platform)
     read, write = prices.kernel_read, prices.kernel_write
-    reach = [i for i, ok in enumerate(cost.platform.kernel_tier_mask()) if ok]
+    reach = kernel_tiers(cost.platform)
     ref = reach[-1]
     rb, wb = cost.op_read_bytes, cost.op_write_bytes
     constant = float(rb @ np.full(rb.size, read[ref]) + wb @ np.full(wb.size, write[ref]))

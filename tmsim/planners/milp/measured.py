@@ -33,6 +33,7 @@ import numpy.typing as npt
 import scipy.sparse as sp
 
 from tmsim.cost import CostModel
+from tmsim.planners.heuristics.placement import kernel_tiers
 from tmsim.planners.milp.rows import time_row_values
 
 IntArray = npt.NDArray[np.int64]
@@ -86,7 +87,7 @@ def measured_terms(
     """The one-hot terms of ``cost``'s measured placements for a model with ``n`` binaries,
     operand ``j`` covered by segment ``op_seg[j]`` whose access expressions are ``access``;
     None where there are none to add (no measured times, or kernels reach one tier)."""
-    reach = [i for i, ok in enumerate(cost.platform.kernel_tier_mask()) if ok]
+    reach = kernel_tiers(cost.platform)
     entries = sorted(
         (k, placement, seconds)
         for (k, placement), seconds in cost.measured.items()

@@ -12,6 +12,7 @@ import scipy.sparse as sp
 
 from hwmodels.timing import Overlap
 from tmsim.cost import BesideCosts, CostModel
+from tmsim.planners.heuristics.placement import kernel_tiers
 from tmsim.planners.milp.copies import Copies
 from tmsim.planners.milp.gadgets import Gadgets
 from tmsim.planners.milp.network import Variables
@@ -95,7 +96,7 @@ def time_rows(
     one row itself (measured times included)."""
     n_k = len(cost.graph.kernels)
     k = cost.op_kernel
-    reach = [i for i, ok in enumerate(cost.platform.kernel_tier_mask()) if ok]
+    reach = kernel_tiers(cost.platform)
 
     def operand_s(tier: int) -> np.ndarray:
         return cost.operand_s(np.full(k.size, tier, dtype=np.int64))
@@ -137,7 +138,7 @@ def memory_cut_rows(
     kernels reach one tier or the overlap rule adds compute and memory (then the memory row
     is exact in the LP already)."""
     n_k = len(cost.graph.kernels)
-    reach = [i for i, ok in enumerate(cost.platform.kernel_tier_mask()) if ok]
+    reach = kernel_tiers(cost.platform)
     if len(reach) == 1 or cost.overlap is not Overlap.MAX:
         return []
     k = cost.op_kernel
