@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_graph_properties import graphs
 
+import tmsim.plans.layout as layout_module
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.errors import TmsimError
@@ -18,7 +19,13 @@ from tmsim.planners.milp.chain import plan_milp
 from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.milp.starts import static_tiers
 from tmsim.planners.settings import PlanSettings
-from tmsim.plans.layout import fast_buffers, known_layout, overflow_bytes
+from tmsim.plans.layout import (
+    fast_buffers,
+    known_layout,
+    laid_out_overflow_bytes,
+    layout_keys,
+    overflow_bytes,
+)
 from tmsim.plans.memory import Layout, Strategy, check_layout, fit_below, fit_memory, plan_memory
 from tmsim.plans.validate import validate
 from tmsim.profiles import cost_model
@@ -110,10 +117,15 @@ def test_a_known_layout_is_read_for_a_plan_whose_buffers_it_holds() -> None:
         (graph.tensor_index(r.tensor), r.first, r.last): int(o)
         for r, o in zip(fast, offsets.offsets_bytes, strict=True)
     }
+    assert layout_keys(plan, graph, CPU, offsets) == known  # its inverse
     layout = known_layout(plan, graph, CPU, known)
     assert layout is not None
     assert layout.offsets_bytes.tolist() == offsets.offsets_bytes.tolist()
     assert layout.pool_bytes == offsets.pool_bytes
+    with pytest.raises(ValueError, match="a layout of 1 buffers for a plan of"):
+        layout_keys(
+            plan, graph, CPU, Layout(np.zeros(1, np.int64), sizes[:1], 1, 1, offsets.strategy)
+        )
     # one buffer it does not hold: nothing is known
     known.pop(next(iter(known)))
     assert known_layout(plan, graph, CPU, known) is None
@@ -134,3 +146,44 @@ def test_a_layout_that_misses_the_capacity_overflows_no_more_than_the_heuristics
     check_layout(got, sizes, first, last)
     assert got.pool_bytes <= heuristic.pool_bytes
     assert got.pool_bytes == int((got.offsets_bytes + sizes).max())
+
+
+def test_a_plan_laid_out_by_a_known_layout_is_not_searched_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tmsim.workload.zoo import training_graph_of
+
+    graph = training_graph_of("vgg19", 2)
+    limit = graph.peak_live_bytes // 3
+    plan = plan_milp(graph, CPU, PlanSettings(capacity=Capacity.of_bytes(limit)), "static")
+    searched = fast_layout_of(plan, graph, limit)
+    keys = layout_keys(plan, graph, CPU, searched)
+    calls: list[int] = []
+    search = fit_memory
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return search(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(layout_module, "fit_memory", counted)
+    # the first known layout that holds every buffer is read, no search
+    lacking = dict(keys)
+    lacking.pop(next(iter(lacking)))
+    overflow, got = laid_out_overflow_bytes(plan, graph, CPU, limit, [{}, lacking, keys])
+    assert calls == [] and not overflow.any() and got == keys
+    # none holds them all: searched for, with the same verdict and a layout of its own
+    overflow, got = laid_out_overflow_bytes(plan, graph, CPU, limit, [lacking])
+    assert calls == [1]
+    assert overflow.tolist() == overflow_bytes(plan, graph, CPU, limit).tolist()
+    assert not overflow.any() and got.keys() == keys.keys()
+    check_layout(known_layout(plan, graph, CPU, got), *fast_buffers(plan, graph, CPU))  # type: ignore[arg-type]
+    # a limit the plan's buffers overflow: no layout handed on
+    tight = int(searched.peak_live_bytes) - 1  # more bytes live at once than it holds
+    overflow, got = laid_out_overflow_bytes(plan, graph, CPU, tight, [])
+    assert overflow.any() and got == {}
+
+
+def fast_layout_of(plan: object, graph: Graph, limit: int) -> Layout:
+    """The searched layout of the plan's fast buffers in ``limit``."""
+    sizes, first, last = fast_buffers(plan, graph, CPU)  # type: ignore[arg-type]
+    return fit_memory(sizes, first, last, limit, 1)

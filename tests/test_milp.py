@@ -327,13 +327,13 @@ def test_a_gpu_plan_does_not_warm_up_from_a_static_solve_that_cannot_fit(
     import tmsim.planners.milp.chain as chain
 
     laid_out: list[int] = []
-    original = chain.overflow_bytes
+    original = chain.laid_out_overflow_bytes
 
     def counting(*args: object, **kwargs: object) -> object:
         laid_out.append(1)
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(chain, "overflow_bytes", counting)
+    monkeypatch.setattr(chain, "laid_out_overflow_bytes", counting)
     gpu = load_preset("rtx2080ti-pcie3")
     opts = PlanSettings(capacity=Capacity.of_bytes(160 * MB), time_limit_s=1e-9, window=1)
     result = plan_milp(tiny_step(), gpu, opts, "sync")

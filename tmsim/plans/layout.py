@@ -11,7 +11,7 @@ back to the solver for the heuristics' fragmentation alone.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -88,6 +88,29 @@ def overflow_bytes(
     return out
 
 
+def laid_out_overflow_bytes(
+    plan: Plan,
+    graph: Graph,
+    platform: Platform,
+    limit_bytes: int,
+    known: Sequence[Mapping[tuple[int, int, int], int]] = (),
+) -> tuple[IntArray, dict[tuple[int, int, int], int]]:
+    """:func:`overflow_bytes` of the plan in ``limit_bytes``, laid out by the first of the
+    ``known`` layouts that holds all its fast buffers (:func:`known_layout`: each must be a
+    layout below ``limit_bytes``, as :func:`layout_keys` gives them) or else searched for as
+    there; and the layout's keys (:func:`layout_keys`) where nothing overflows (empty
+    otherwise), for later plans to reuse."""
+    layout = next(
+        (found for k in known if k and (found := known_layout(plan, graph, platform, k))), None
+    )
+    if layout is None:
+        sizes, first, last = fast_buffers(plan, graph, platform)
+        layout = fit_memory(sizes, first, last, limit_bytes, 1)
+    overflow = overflow_bytes(plan, graph, platform, limit_bytes, layout)
+    keys = {} if overflow.any() else layout_keys(plan, graph, platform, layout)
+    return overflow, keys
+
+
 def known_layout(
     plan: Plan, graph: Graph, platform: Platform, known: Mapping[tuple[int, int, int], int]
 ) -> Layout | None:
@@ -107,6 +130,25 @@ def known_layout(
     pool = int(ends.max()) if ends.size else 0
     peak = int(occupancy(first, last, sizes, len(graph.kernels)).max()) if sizes.size else 0
     return Layout(offsets, sizes, pool, peak, Strategy.FIRST_FIT)
+
+
+def layout_keys(
+    plan: Plan, graph: Graph, platform: Platform, layout: Layout
+) -> dict[tuple[int, int, int], int]:
+    """The offsets of ``layout`` (of the plan's fast-tier buffers, in :func:`fast_buffers`
+    order) keyed as :func:`known_layout` reads them: the inverse of that function, so that a
+    later plan whose fast buffers are among these lays out without a search. Raises
+    ValueError when ``layout`` has another number of buffers than the plan."""
+    fast = platform.tiers[0].name
+    ranges = [r for r in plan.residency if r.tier == fast]
+    if len(ranges) != layout.offsets_bytes.size:
+        raise ValueError(
+            f"a layout of {layout.offsets_bytes.size} buffers for a plan of {len(ranges)}"
+        )
+    return {
+        (graph.tensor_index(r.tensor), r.first, r.last): int(o)
+        for r, o in zip(ranges, layout.offsets_bytes, strict=True)
+    }
 
 
 def resident_bytes(plan: Plan, graph: Graph, platform: Platform) -> IntArray:

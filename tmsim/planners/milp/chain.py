@@ -44,12 +44,7 @@ from tmsim.planners.milp.solve import (
 from tmsim.planners.milp.solved import Solved, against, at_floor, relabel
 from tmsim.planners.milp.starts import static_start, static_tiers
 from tmsim.planners.settings import PlanSettings
-from tmsim.plans.layout import (
-    known_layout,
-    overflow_bytes,
-    resident_bytes,
-    resident_overflow_bytes,
-)
+from tmsim.plans.layout import laid_out_overflow_bytes, resident_bytes, resident_overflow_bytes
 from tmsim.plans.values import Plan, SolverStats
 from tmsim.profiles import cost_model
 from tmsim.sim.beside import beside_costs
@@ -291,13 +286,15 @@ def _solve_formulation(
             stats = replace(stats, status=f"optimal in layout round {rounds}")
         plan = extract_plan(cost, model, formulation, opts.to_dict(), limit, stats)
         graph, platform = cost.graph, cost.platform
+        laid: dict[tuple[int, int, int], int] = {}
         if opts.layout:
-            layout = known_layout(plan, graph, platform, known) if known else None
-            overflow = overflow_bytes(plan, graph, platform, limit, layout)
+            # the layouts the chain has made (all below ``limit``) before a search of its own
+            done = [v.layout for v in memo.values() if isinstance(v, Solved)]
+            overflow, laid = laid_out_overflow_bytes(plan, graph, platform, limit, [known, *done])
         else:
             overflow = resident_overflow_bytes(plan, graph, platform, limit)
         if not overflow.any():
-            result = Solved(plan, model, limits, build_total, solve_total)
+            result = Solved(plan, model, limits, build_total, solve_total, layout=laid)
             break
         # AutoTM's loop: take what the layout lost at each kernel off that kernel's limit
         # (or, without a layout, what the solver's tolerance let through), plus a slack so

@@ -5,7 +5,7 @@ the gap against a bound, and a smaller formulation's plan handed on as a larger 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -20,7 +20,9 @@ class Solved:
     """A formulation's plan, the solved model it came from, its per-kernel limits and the
     build and solve seconds spent on it (warm-up formulations included). ``lifts``: the
     model's solution is the plan (False for a heuristic's plan a formulation fell back to,
-    which a larger formulation must not start from)."""
+    which a larger formulation must not start from). ``layout``: offsets of a layout of the
+    plan's fast buffers below the chain's limit, keyed as
+    :func:`~tmsim.plans.layout.known_layout` reads them (empty where none was made)."""
 
     plan: Plan
     model: Model
@@ -28,6 +30,7 @@ class Solved:
     build_s: float
     solve_s: float
     lifts: bool = True
+    layout: dict[tuple[int, int, int], int] = field(default_factory=dict, repr=False)
 
 
 def at_floor(base: Solved, gap: float) -> bool:
@@ -79,7 +82,7 @@ def relabel(
         options=opts.to_dict(),
         stats=relabelled,
     )
-    return Solved(plan, base.model, base.limits, build_s, solve_s, base.lifts)
+    return Solved(plan, base.model, base.limits, build_s, solve_s, base.lifts, base.layout)
 
 
 __all__ = ["Solved", "against", "at_floor", "relabel"]
