@@ -5,6 +5,8 @@ lays out without a search."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -21,9 +23,10 @@ from tmsim.planners.milp.starts import static_tiers
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.layout import (
     fast_buffers,
+    fast_keys,
+    fast_layout,
     known_layout,
     laid_out_overflow_bytes,
-    layout_keys,
     overflow_bytes,
 )
 from tmsim.plans.memory import Layout, Strategy, check_layout, fit_below, fit_memory, plan_memory
@@ -117,15 +120,11 @@ def test_a_known_layout_is_read_for_a_plan_whose_buffers_it_holds() -> None:
         (graph.tensor_index(r.tensor), r.first, r.last): int(o)
         for r, o in zip(fast, offsets.offsets_bytes, strict=True)
     }
-    assert layout_keys(plan, graph, CPU, offsets) == known  # its inverse
+    assert fast_keys(plan, graph, CPU) == list(known)  # the keys, in fast_buffers order
     layout = known_layout(plan, graph, CPU, known)
     assert layout is not None
     assert layout.offsets_bytes.tolist() == offsets.offsets_bytes.tolist()
     assert layout.pool_bytes == offsets.pool_bytes
-    with pytest.raises(ValueError, match="a layout of 1 buffers for a plan of"):
-        layout_keys(
-            plan, graph, CPU, Layout(np.zeros(1, np.int64), sizes[:1], 1, 1, offsets.strategy)
-        )
     # one buffer it does not hold: nothing is known
     known.pop(next(iter(known)))
     assert known_layout(plan, graph, CPU, known) is None
@@ -156,14 +155,15 @@ def test_a_plan_laid_out_by_a_known_layout_is_not_searched_again(
     graph = training_graph_of("vgg19", 2)
     limit = graph.peak_live_bytes // 3
     plan = plan_milp(graph, CPU, PlanSettings(capacity=Capacity.of_bytes(limit)), "static")
-    searched = fast_layout_of(plan, graph, limit)
-    keys = layout_keys(plan, graph, CPU, searched)
+    assert plan.fast_limit_bytes == limit
+    searched = fast_layout(plan, graph, CPU)  # the search the check makes, in the limit
+    check_layout(searched, *fast_buffers(plan, graph, CPU))
+    keys = dict(zip(fast_keys(plan, graph, CPU), searched.offsets_bytes.tolist(), strict=True))
     calls: list[int] = []
-    search = fit_memory
 
-    def counted(*args: object, **kwargs: object) -> object:
+    def counted(*args: Any, **kwargs: Any) -> Layout:
         calls.append(1)
-        return search(*args, **kwargs)  # type: ignore[arg-type]
+        return fit_memory(*args, **kwargs)
 
     monkeypatch.setattr(layout_module, "fit_memory", counted)
     # the first known layout that holds every buffer is read, no search
@@ -171,19 +171,11 @@ def test_a_plan_laid_out_by_a_known_layout_is_not_searched_again(
     lacking.pop(next(iter(lacking)))
     overflow, got = laid_out_overflow_bytes(plan, graph, CPU, limit, [{}, lacking, keys])
     assert calls == [] and not overflow.any() and got == keys
-    # none holds them all: searched for, with the same verdict and a layout of its own
+    # none holds them all: searched for, the same search, verdict and layout as above
     overflow, got = laid_out_overflow_bytes(plan, graph, CPU, limit, [lacking])
     assert calls == [1]
-    assert overflow.tolist() == overflow_bytes(plan, graph, CPU, limit).tolist()
-    assert not overflow.any() and got.keys() == keys.keys()
-    check_layout(known_layout(plan, graph, CPU, got), *fast_buffers(plan, graph, CPU))  # type: ignore[arg-type]
+    assert not overflow.any() and got == keys
     # a limit the plan's buffers overflow: no layout handed on
     tight = int(searched.peak_live_bytes) - 1  # more bytes live at once than it holds
     overflow, got = laid_out_overflow_bytes(plan, graph, CPU, tight, [])
     assert overflow.any() and got == {}
-
-
-def fast_layout_of(plan: object, graph: Graph, limit: int) -> Layout:
-    """The searched layout of the plan's fast buffers in ``limit``."""
-    sizes, first, last = fast_buffers(plan, graph, CPU)  # type: ignore[arg-type]
-    return fit_memory(sizes, first, last, limit, 1)

@@ -3,30 +3,27 @@ and a plan that the heuristics' layout sent back to the solver."""
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Sequence
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hwmodels.platform import Platform
+import tmsim.plans.layout as layout_module
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.errors import TmsimError
 from tmsim.intervals import occupancy
 from tmsim.planners import PlanSettings
 from tmsim.planners.milp import chain
-from tmsim.plans.layout import fast_buffers, fast_layout, known_layout, overflow_bytes
+from tmsim.plans.layout import fast_buffers, fast_layout, overflow_bytes
 from tmsim.plans.memory import SMALLEST_OF, Strategy, check_layout, fit_memory, plan_memory
 from tmsim.plans.packing import fit
 from tmsim.plans.sections import NONE, cover_min, span_max, span_sums
-from tmsim.plans.values import Plan
 from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
 from tmsim.workload.zoo import training_graph_of
-
-Known = dict[tuple[int, int, int], int]
 
 MB = 1_000_000
 
@@ -234,16 +231,8 @@ def test_a_plan_whose_bytes_fit_is_not_sent_back_for_the_heuristics_layout(
     assert fast_layout(new, graph, platform).pool_bytes == 70 * MB
     old_overflow = overflow_bytes(new, graph, platform, 70 * MB, node_limit=0)
     assert old_overflow.max() == 10 * MB  # d ends at 80 MB, from kernel 1 to 6
-
-    def heuristics(
-        plan: Plan, graph: Graph, platform: Platform, limit: int, known: Sequence[Known] = ()
-    ) -> tuple[np.ndarray, Known]:
-        """The chain's check with the heuristics' layouts alone (after the known ones)."""
-        laid = (known_layout(plan, graph, platform, k) for k in known if k)
-        layout = next((found for found in laid if found is not None), None)
-        return overflow_bytes(plan, graph, platform, limit, layout, node_limit=0), {}
-
-    monkeypatch.setattr(chain, "laid_out_overflow_bytes", heuristics)
+    # the check with the heuristics' layouts alone, as before the search existed
+    monkeypatch.setattr(layout_module, "fit_memory", functools.partial(fit_memory, node_limit=0))
     old = chain.plan_milp(graph, platform, opts, "static")
     assert old.stats is not None and old.stats.rounds == 2
     assert old.predicted_s > 3 * new.predicted_s

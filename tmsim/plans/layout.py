@@ -19,18 +19,32 @@ import numpy.typing as npt
 from hwmodels.platform import Platform
 from tmsim.intervals import occupancy
 from tmsim.plans.memory import DEFAULT_NODE_LIMIT, Layout, Strategy, fit_memory, plan_memory
-from tmsim.plans.values import Plan
+from tmsim.plans.values import Plan, Residency
 from tmsim.workload.graph import Graph
 
 IntArray = npt.NDArray[np.int64]
+
+
+#: A fast-tier buffer of a plan, as known layouts key it: (tensor index, first kernel, last
+#: kernel).
+Key = tuple[int, int, int]
+
+
+def _fast_ranges(plan: Plan, platform: Platform) -> list[Residency]:
+    fast = platform.tiers[0].name
+    return [r for r in plan.residency if r.tier == fast]
+
+
+def fast_keys(plan: Plan, graph: Graph, platform: Platform) -> list[Key]:
+    """The :data:`Key` of every fast-tier buffer, in :func:`fast_buffers` order."""
+    return [(graph.tensor_index(r.tensor), r.first, r.last) for r in _fast_ranges(plan, platform)]
 
 
 def fast_buffers(
     plan: Plan, graph: Graph, platform: Platform
 ) -> tuple[IntArray, IntArray, IntArray]:
     """``(sizes, first, last)`` of every residency range on the fastest tier."""
-    fast = platform.tiers[0].name
-    ranges = [r for r in plan.residency if r.tier == fast]
+    ranges = _fast_ranges(plan, platform)
     sizes = np.array([graph.tensor(r.tensor).size_bytes for r in ranges], dtype=np.int64)
     first = np.array([r.first for r in ranges], dtype=np.int64)
     last = np.array([r.last for r in ranges], dtype=np.int64)
@@ -93,62 +107,50 @@ def laid_out_overflow_bytes(
     graph: Graph,
     platform: Platform,
     limit_bytes: int,
-    known: Sequence[Mapping[tuple[int, int, int], int]] = (),
-) -> tuple[IntArray, dict[tuple[int, int, int], int]]:
+    known: Sequence[Mapping[Key, int]] = (),
+) -> tuple[IntArray, dict[Key, int]]:
     """:func:`overflow_bytes` of the plan in ``limit_bytes``, laid out by the first of the
-    ``known`` layouts that holds all its fast buffers (:func:`known_layout`: each must be a
-    layout below ``limit_bytes``, as :func:`layout_keys` gives them) or else searched for as
-    there; and the layout's keys (:func:`layout_keys`) where nothing overflows (empty
-    otherwise), for later plans to reuse."""
-    layout = next(
-        (found for k in known if k and (found := known_layout(plan, graph, platform, k))), None
-    )
+    ``known`` layouts that holds all its fast buffers (as :func:`known_layout` reads one; each
+    must be a layout below ``limit_bytes``) or else searched for as there; and that layout's
+    offsets by :data:`Key` where nothing overflows (empty otherwise), for later plans."""
+    keys = fast_keys(plan, graph, platform)
+    layout = _read_layout(plan, graph, platform, keys, known)
     if layout is None:
         sizes, first, last = fast_buffers(plan, graph, platform)
         layout = fit_memory(sizes, first, last, limit_bytes, 1)
     overflow = overflow_bytes(plan, graph, platform, limit_bytes, layout)
-    keys = {} if overflow.any() else layout_keys(plan, graph, platform, layout)
-    return overflow, keys
+    laid = {} if overflow.any() else dict(zip(keys, layout.offsets_bytes.tolist(), strict=True))
+    return overflow, laid
 
 
 def known_layout(
-    plan: Plan, graph: Graph, platform: Platform, known: Mapping[tuple[int, int, int], int]
+    plan: Plan, graph: Graph, platform: Platform, known: Mapping[Key, int]
 ) -> Layout | None:
     """The layout of the plan's fast-tier buffers (in :func:`fast_buffers` order) that
     ``known`` gives, or None unless it holds an offset for every one of them. ``known`` maps
-    (tensor index, first kernel, last kernel) to the offset of a buffer of a valid layout, so
-    that the layout of a plan whose buffers are among those (a plan made from them, or one
-    that keeps fewer of them on the fast tier) is known without laying them out again."""
-    fast = platform.tiers[0].name
-    ranges = [r for r in plan.residency if r.tier == fast]
-    keys = [(graph.tensor_index(r.tensor), r.first, r.last) for r in ranges]
-    if not all(key in known for key in keys):
+    each buffer's :data:`Key` to its offset in a valid layout, so that the layout of a plan
+    whose buffers are among those (a plan made from them, or one that keeps fewer of them on
+    the fast tier) is known without laying them out again."""
+    return _read_layout(plan, graph, platform, fast_keys(plan, graph, platform), [known])
+
+
+def _read_layout(
+    plan: Plan,
+    graph: Graph,
+    platform: Platform,
+    keys: list[Key],
+    known: Sequence[Mapping[Key, int]],
+) -> Layout | None:
+    """:func:`known_layout` from the first of ``known`` that holds all ``keys`` (the plan's)."""
+    held = next((k for k in known if all(key in k for key in keys)), None)
+    if held is None:
         return None
     sizes, first, last = fast_buffers(plan, graph, platform)
-    offsets = np.array([known[key] for key in keys], dtype=np.int64)
+    offsets = np.array([held[key] for key in keys], dtype=np.int64)
     ends = offsets + sizes
     pool = int(ends.max()) if ends.size else 0
     peak = int(occupancy(first, last, sizes, len(graph.kernels)).max()) if sizes.size else 0
     return Layout(offsets, sizes, pool, peak, Strategy.FIRST_FIT)
-
-
-def layout_keys(
-    plan: Plan, graph: Graph, platform: Platform, layout: Layout
-) -> dict[tuple[int, int, int], int]:
-    """The offsets of ``layout`` (of the plan's fast-tier buffers, in :func:`fast_buffers`
-    order) keyed as :func:`known_layout` reads them: the inverse of that function, so that a
-    later plan whose fast buffers are among these lays out without a search. Raises
-    ValueError when ``layout`` has another number of buffers than the plan."""
-    fast = platform.tiers[0].name
-    ranges = [r for r in plan.residency if r.tier == fast]
-    if len(ranges) != layout.offsets_bytes.size:
-        raise ValueError(
-            f"a layout of {layout.offsets_bytes.size} buffers for a plan of {len(ranges)}"
-        )
-    return {
-        (graph.tensor_index(r.tensor), r.first, r.last): int(o)
-        for r, o in zip(ranges, layout.offsets_bytes, strict=True)
-    }
 
 
 def resident_bytes(plan: Plan, graph: Graph, platform: Platform) -> IntArray:
