@@ -280,6 +280,9 @@ def test_compare_refuses_bad_input(small: tuple[tmsim.Graph, tmsim.Platform]) ->
         tmsim.compare(g, p, ratio="4:1")
     with pytest.raises(tmsim.TmsimError, match="does not apply"):
         tmsim.compare(g, p, ["vdnn"])
+    for workers in (0, -1, 1.5, True, "2"):
+        with pytest.raises(tmsim.TmsimError, match="workers must be a whole number >= 1"):
+            tmsim.compare(g, p, ["all-fast"], workers=workers)  # type: ignore[arg-type]
 
 
 def test_sweep_from_a_dict_and_a_file_agree(tmp_path: Path) -> None:
@@ -366,6 +369,7 @@ def test_any_argument_gives_an_answer_or_a_one_line_error(
         # None (every strategy) is a valid answer tested above; here only what may be wrong
         lambda: tmsim.compare(TINY_GRAPH, OPTANE, value or ["x"], fast="4:1"),  # type: ignore[arg-type]
         lambda: tmsim.compare(TINY_GRAPH, OPTANE, ["all-fast"], fast=value),  # type: ignore[arg-type]
+        lambda: tmsim.compare(TINY_GRAPH, OPTANE, ["all-fast"], workers=value),  # type: ignore[arg-type]
         lambda: tmsim.sweep(value),  # type: ignore[arg-type]
         lambda: tmsim.read_table(value),  # type: ignore[arg-type]
     ):

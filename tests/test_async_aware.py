@@ -215,6 +215,7 @@ def test_compare_measures_the_copy_costs_once_and_counts_them_in_the_build(
     the row's validation; the plan's build seconds include the measurement, and a second
     measurement gives the same costs."""
     import tmsim.comparison as comparison
+    import tmsim.comparison.runner as runner
     import tmsim.sim.beside as beside_module
 
     graph, plat = spill_step(), load_preset("rtx2080ti-pcie3")
@@ -224,7 +225,7 @@ def test_compare_measures_the_copy_costs_once_and_counts_them_in_the_build(
         calls.append(beside_costs(cost))
         return calls[-1]
 
-    for module in (comparison, chain, beside_module):
+    for module in (runner, chain, beside_module):
         monkeypatch.setattr(module, "beside_costs", counted)
     settings_ = comparison.CompareSettings(
         plan=PlanSettings(capacity=Capacity(size_bytes=250 * MB), gap=1e-6),

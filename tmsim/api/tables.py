@@ -26,13 +26,14 @@ from tmsim.comparison import CompareSettings, Replays, Row, plan_row, rows_frame
 from tmsim.comparison import compare as compare_rows
 from tmsim.errors import TmsimError
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel, parse_level
+from tmsim.planners.milp.schedule import CHAIN_WORKERS
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import Plan
 from tmsim.results import provenance
 from tmsim.workload.graph import Graph
 
 #: Settings of :func:`compare` itself (beside the planner settings of :func:`tmsim.plan`).
-COMPARE_KEYWORDS = ("fast", "interference", "cache_block_bytes", "perfetto")
+COMPARE_KEYWORDS = ("fast", "interference", "cache_block_bytes", "perfetto", "workers")
 
 
 def compare(
@@ -46,6 +47,7 @@ def compare(
     settings: PlanSettings | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     perfetto: str | os.PathLike[str] | None = None,
+    workers: int = CHAIN_WORKERS,
     **options: Any,
 ) -> pd.DataFrame:
     """Every strategy of ``strategies`` (default: all that apply to ``platform`` but those
@@ -56,10 +58,13 @@ def compare(
     ``fast_limit_bytes``, ``solve_s``, ``gap``, ``valid``, ``hit_rate``. The MILP strategies
     are solved as one chain; ``settings`` gives every planner setting at once (its capacity
     included), or ``fast`` and the other keywords do (see :func:`tmsim.plan`).
-    ``progress(strategy, index, total)`` is called as each strategy starts. ``perfetto``: also
+    ``progress(strategy, index, total)`` is called as each strategy's row starts (the MILP
+    rows last: their chain runs beside the others). ``perfetto``: also
     write every replay that ran to that file as Chrome trace events, one group of tracks per
-    strategy (:mod:`tmsim.sim.perfetto`). A strategy that cannot run gives a row with its
-    ``error``; bad input raises :class:`TmsimError`.
+    strategy (:mod:`tmsim.sim.perfetto`). ``workers``: threads it runs on (1: one thing at a
+    time; the table does not depend on it, :attr:`tmsim.comparison.CompareSettings.workers`).
+    A strategy that cannot run gives a row with its ``error``; bad input raises
+    :class:`TmsimError`.
 
     >>> import tmsim
     >>> g, p = tmsim.graph("vgg19", batch=16), tmsim.platform()
@@ -86,6 +91,8 @@ def compare(
         raise TmsimError(
             f"progress must be a function of (strategy, index, total), got {progress!r}"
         )
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise TmsimError(f"workers must be a whole number >= 1, got {workers!r}")
     level = parse_level(interference)
     planner = plan_settings(settings, fast, options)
     try:
@@ -95,6 +102,7 @@ def compare(
             level=level,
             strategies=None if strategies is None else tuple(strategies),
             cache_block_bytes=cache_block_bytes,
+            workers=workers,
         )
     except TypeError as exc:
         raise TmsimError(f"bad compare setting: {exc}") from None

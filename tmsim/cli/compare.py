@@ -24,6 +24,7 @@ from tmsim.cli.args import (
     settings_from_args,
     size_arg,
     text_arg,
+    workers_arg,
 )
 from tmsim.cli.graph import add_graph_arguments, graph_from_args
 
@@ -57,6 +58,13 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
         help="simulate every kernel and copy at its own uncontended rate (--interference none)",
     )
     p.add_argument("--block-bytes", type=size_arg, help="2LM simulation block size in bytes")
+    p.add_argument(
+        "--workers",
+        type=workers_arg,
+        help="threads to run on: the MILP chain beside the other strategies, and its "
+        "formulations that do not contain each other at once (default: tmsim.compare's, 2; "
+        "1: one thing at a time; the table does not depend on it)",
+    )
     p.add_argument(
         "--out", type=text_arg, metavar="PATH", help="also write the table (.csv or .parquet)"
     )
@@ -116,6 +124,7 @@ def _compare(args: argparse.Namespace) -> int:
         settings=settings,
         progress=progress,
         perfetto=args.perfetto,
+        **({} if args.workers is None else {"workers": args.workers}),
     )
     if progress is not None:
         progress.done()

@@ -119,6 +119,7 @@ def evaluate_task(task: Task) -> list[Outcome]:
             level=InterferenceLevel(first.level),
             strategies=tuple(p.strategy for p in task.points),
             cache_block_bytes=first.cache_block_bytes,
+            workers=1,  # the sweep's processes already use the cores, a task each
         )
         started = time.perf_counter()
         rows = {r.strategy: r for r in compare(graph, platform, settings)}

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -29,9 +29,10 @@ from tmsim.planners.milp.build import build_model
 from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.milp.gpu import offload_plan_start
 from tmsim.planners.milp.handover import lifted_start, lowered_start, retire_extended
-from tmsim.planners.milp.nesting import CONTAINS, STARTS, chain_of, heuristic_plans, planners_of
+from tmsim.planners.milp.nesting import CONTAINS, STARTS, heuristic_plans, planners_of
 from tmsim.planners.milp.preflight import first_memo, formulation_of, setup
 from tmsim.planners.milp.readback import extract_plan
+from tmsim.planners.milp.schedule import CHAIN_WORKERS, Memo, solve_chains
 from tmsim.planners.milp.solve import (
     SolveStopped,
     fits,
@@ -107,11 +108,15 @@ def plan_milp_chain(
     platform: Platform,
     settings: PlanSettings | None = None,
     formulation: Formulation | str | Sequence[Formulation | str] = Formulation.ASYNC,
-    beside: BesideCosts | None = None,
+    beside: BesideCosts | Callable[[], BesideCosts] | None = None,
+    workers: int = CHAIN_WORKERS,
+    solved: Callable[[Formulation, Plan | TmsimError], None] | None = None,
 ) -> dict[Formulation, Plan | TmsimError]:
     """The plans of ``formulation`` (one, or several) and of every formulation each contains,
     each solved once: static, then sync from it, then async (and async-aware) from that (what
-    :func:`plan_milp` solves on the way to its answer anyway).
+    :func:`plan_milp` solves on the way to its answer anyway); formulations that do not
+    contain each other on up to ``workers`` threads at once, with the same plans as on one
+    (:mod:`~tmsim.planners.milp.schedule`).
 
     Maps each formulation to its plan, or to the error its solve raised (a formulation whose
     smaller one failed starts cold, as in :func:`plan_milp`). A formulation's build and solve
@@ -121,7 +126,11 @@ def plan_milp_chain(
     :class:`InfeasibleError` when a kernel's own operands do not fit, as :func:`plan_milp`.
     ``beside``: the async-aware formulation's copy costs where the caller has measured them
     (:func:`~tmsim.sim.beside.beside_costs` of this graph, platform and profile; their
-    ``measured_s`` count in that formulation's build seconds); measured here otherwise.
+    ``measured_s`` count in that formulation's build seconds), or a function that gives them
+    when that formulation's solve starts (called once; from its thread); measured here
+    otherwise.
+    ``solved(formulation, plan_or_error)`` is called as each formulation is solved, on the
+    calling thread. Raises :class:`TmsimError` for ``workers`` < 1.
     """
     opts = replace(settings or PlanSettings(), lp_bound=False)
     wanted = [formulation] if isinstance(formulation, str) else list(formulation)
@@ -131,12 +140,16 @@ def plan_milp_chain(
     limit, gpu, deadline = setup(graph, platform, opts, tops[0])
     memo = first_memo(graph, limit, gpu)
     cost = cost_model(graph, platform, opts.profile)
-    for i, top in enumerate(tops):
-        if i > 0 and opts.time_limit_s is not None:
-            deadline = time.perf_counter() + opts.time_limit_s
-        for f in chain_of(top):
-            with contextlib.suppress(TmsimError):  # an error is recorded in memo
-                _plan(cost, opts, f, limit, gpu, deadline, memo, beside)
+
+    def task(f: Formulation, ends: float | None, seen: Memo) -> None:
+        with contextlib.suppress(TmsimError):  # an error is recorded in seen
+            _plan(cost, opts, f, limit, gpu, ends, seen, beside)
+
+    def done(f: Formulation, v: Solved | TmsimError) -> None:
+        if solved is not None:
+            solved(f, v if isinstance(v, TmsimError) else v.plan)
+
+    solve_chains(tops, memo, task, deadline, opts.time_limit_s, workers, done)
     return {f: (v if isinstance(v, TmsimError) else v.plan) for f, v in memo.items()}
 
 
@@ -148,7 +161,7 @@ def _plan(
     gpu: bool,
     deadline: float | None,
     memo: dict[Formulation, Solved | TmsimError],
-    beside: BesideCosts | None = None,
+    beside: BesideCosts | Callable[[], BesideCosts] | None = None,
 ) -> Solved:
     """Solve ``formulation`` with AutoTM's layout loop, warm-started from the formulation it
     contains (solved first, the same way). ``memo`` holds what each formulation already gave
@@ -182,7 +195,7 @@ def _solve_formulation(
     gpu: bool,
     deadline: float | None,
     memo: dict[Formulation, Solved | TmsimError],
-    measured: BesideCosts | None = None,
+    measured: BesideCosts | Callable[[], BesideCosts] | None = None,
 ) -> Solved:
     """:func:`_plan` without the memo lookup (``measured``: its ``beside``)."""
     smaller: list[Solved] = []
@@ -205,7 +218,8 @@ def _solve_formulation(
         return relabel(base, opts, formulation, (build_total, solve_total), status=proven)
     beside = None
     if formulation is Formulation.ASYNC_AWARE:
-        beside = measured if measured is not None else beside_costs(cost)
+        given = measured() if callable(measured) else measured
+        beside = given if given is not None else beside_costs(cost)
         build_total += beside.measured_s
     limits = np.full(len(cost.graph.kernels), limit, dtype=np.int64)
     previous: int | None = None  # the worst overflow of the last round
