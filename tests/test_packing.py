@@ -254,6 +254,8 @@ def test_section_sums_maxima_and_minima(spans: list[tuple[int, int, int]]) -> No
         least[a:z] = np.minimum(least[a:z], v)
     assert span_sums(start, stop, values, length).tolist() == sums.tolist()
     assert cover_min(start, stop, values, length).tolist() == least.tolist()
+    log2 = np.array([0] + [w.bit_length() - 1 for w in range(1, length + 1)], dtype=np.int64)
+    assert cover_min(start, stop, values, length, log2).tolist() == least.tolist()
     table = np.arange(length, dtype=np.int64) * 7 % 11
     expected = [int(table[a:z].max()) for a, z in zip(start, stop, strict=True)]
     assert span_max(table, start, stop).tolist() == expected
@@ -264,13 +266,13 @@ def test_section_sums_maxima_and_minima(spans: list[tuple[int, int, int]]) -> No
 def test_floor_log2_is_exact_on_either_side_of_float_precision(
     values: list[int], shift: int
 ) -> None:
-    from tmsim.plans.sections import _floor_log2
+    from tmsim.plans.sections import floor_log2
 
     # around powers of two, where a rounded logarithm would be off by one
     near = [max(1, (1 << shift) + d) for d in (-1, 0, 1)]
     for group in (values, near, [v for v in values if v < 2**53] or [1]):
         v = np.array(group, dtype=np.int64)
-        assert _floor_log2(v).tolist() == [int(x).bit_length() - 1 for x in group]
+        assert floor_log2(v).tolist() == [int(x).bit_length() - 1 for x in group]
 
 
 def test_the_search_is_deterministic_and_counts_its_nodes() -> None:

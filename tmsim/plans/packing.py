@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from tmsim.plans.sections import cover_min, sections, span_max, span_sums
+from tmsim.plans.sections import cover_min, floor_log2, sections, span_max, span_sums
 
 IntArray = npt.NDArray[np.int64]
 
@@ -108,7 +108,10 @@ class _Search:
         # unplaced buffers spanning the boundary between sections j and j + 1
         self.cuts = span_sums(self.sa, self.sb - 1, np.ones(n, dtype=np.int64), max(k - 1, 0))
         # the lowest minimum offset of the unplaced buffers in each section
-        self.lowest = cover_min(self.sa, self.sb, self.min_offset, k)
+        self.log2 = floor_log2(np.arange(1, k + 2, dtype=np.int64))  # of 1 .. k + 1
+        self.log2 = np.concatenate(([0], self.log2))  # indexed by the length itself
+        self.lowest = cover_min(self.sa, self.sb, self.min_offset, k, self.log2)
+        self.after: IntArray = np.zeros(0, dtype=np.int64)
         self.trail: list[tuple[IntArray, slice | IntArray | int, IntArray | int]] = []
 
     def _set(self, arr: IntArray, idx: slice | IntArray | int, value: IntArray | int) -> None:
@@ -145,24 +148,27 @@ class _Search:
         self._set(self.remaining, slice(h0, h1), self.remaining[h0:h1] - self.size[b])
         self._set(self.cuts, slice(h0, h1 - 1), self.cuts[h0 : h1 - 1] - 1)
         u = self._unplaced(part)
-        near = u[(self.sa[u] < h1) & (self.sb[u] > h0)]
-        raised = near[self.min_offset[near] < top]
-        if raised.size:
-            self._set(self.min_offset, raised, top)
-            h0, h1 = min(h0, int(self.sa[raised].min())), max(h1, int(self.sb[raised].max()))
+        self.after = u  # what ``_split`` works on
+        sa, sb = self.sa[u], self.sb[u]
+        near = (sa < h1) & (sb > h0)
+        raised = near & (self.min_offset[u] < top)
+        if raised.any():
+            self._set(self.min_offset, u[raised], top)
+            h0, h1 = min(h0, int(sa[raised].min())), max(h1, int(sb[raised].max()))
+            near = (sa < h1) & (sb > h0)
         # the lowest minimum offsets change only where b or a raised buffer lies
-        v = u[(self.sa[u] < h1) & (self.sb[u] > h0)]
-        start, stop = np.maximum(self.sa[v], h0) - h0, np.minimum(self.sb[v], h1) - h0
-        self._set(self.lowest, slice(h0, h1), cover_min(start, stop, self.min_offset[v], h1 - h0))
+        start, stop = np.maximum(sa[near], h0) - h0, np.minimum(sb[near], h1) - h0
+        lowest = cover_min(start, stop, self.min_offset[u[near]], h1 - h0, self.log2)
+        self._set(self.lowest, slice(h0, h1), lowest)
         sec = slice(part.s0, part.s1)
         rem = self.remaining[sec]
         need = np.maximum(np.maximum(self.floor[sec], self.lowest[sec]), o) + rem
-        return not bool(np.any((rem > 0) & (need > self.capacity)))
+        return not bool(((rem > 0) & (need > self.capacity)).any())
 
     def _split(self, part: _Part, b: int, rest: _Goals) -> _Goals:
         """The goals once ``b`` is placed: ``part``'s unplaced buffers, cut into independent
         parts where no unplaced buffer spans a boundary any more (tightest part first)."""
-        u = self._unplaced(part)
+        u = self.after  # ``part``'s unplaced buffers once ``b`` is placed
         last = (int(self.offset[b]), int(self.rank[b]))
         # ``part`` stays behind its pieces: when it comes up again they are laid out, and its
         # own choice points are dropped with theirs
@@ -213,7 +219,7 @@ class _Search:
                     part = _Part(part.bufs, part.s0, part.s1, *_last(part), len(choices))
                     goals = (part, rest)
                 assert part.height is not None
-                if not np.any(self.offset[part.bufs] < 0):
+                if not (self.offset[part.bufs] < 0).any():
                     del choices[part.height :]  # laid out: a later failure is not its doing
                     goals = rest
                     continue

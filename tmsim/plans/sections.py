@@ -44,7 +44,7 @@ def span_max(values: IntArray, start: IntArray, stop: IntArray) -> IntArray:
     while (1 << len(table)) <= values.size:
         prev, step = table[-1], 1 << (len(table) - 1)
         table.append(np.maximum(prev[:-step], prev[step:]))
-    level = _floor_log2(stop - start)
+    level = floor_log2(stop - start)
     out = np.empty(start.size, dtype=np.int64)
     for lv in np.unique(level):
         sel = level == lv
@@ -53,16 +53,24 @@ def span_max(values: IntArray, start: IntArray, stop: IntArray) -> IntArray:
     return out
 
 
-def cover_min(start: IntArray, stop: IntArray, values: IntArray, length: int) -> IntArray:
+def cover_min(
+    start: IntArray,
+    stop: IntArray,
+    values: IntArray,
+    length: int,
+    log2: IntArray | None = None,
+) -> IntArray:
     """Per index ``j`` in ``[0, length)``, the least ``values[i]`` over ``start[i] <= j <
     stop[i]`` (spans must not be empty), :data:`NONE` where no span covers ``j``.
+    ``log2``: :func:`floor_log2` of every span length, indexed by the length, where the
+    caller keeps such a table (it is computed here otherwise).
 
     Each span is the union of two blocks of one power-of-two length; each block's value is
     written at its level, and levels are pushed down into the halves below them.
     """
     if start.size == 0:
         return np.full(length, NONE, dtype=np.int64)
-    level = _floor_log2(stop - start)
+    level = floor_log2(stop - start) if log2 is None else log2[stop - start]
     levels = int(level.max()) + 1
     rows = np.full((levels, length), NONE, dtype=np.int64)
     at = level * length
@@ -77,7 +85,7 @@ def cover_min(start: IntArray, stop: IntArray, values: IntArray, length: int) ->
     return out
 
 
-def _floor_log2(values: IntArray) -> IntArray:
+def floor_log2(values: IntArray) -> IntArray:
     """``floor(log2(v))`` of positive int64 values, exactly (no rounding of large values)."""
     if values.size and int(values.max()) < EXACT_FLOAT:
         # v = m * 2**e with m in [0.5, 1): floor(log2(v)) = e - 1, exact as v is in float64
