@@ -84,8 +84,9 @@ def compare(
     limit = fast_limit_bytes(graph, platform, s.plan.capacity)
     cost = cost_model(graph, platform, s.plan.profile)  # the planners' and the replays' times
     formulations = [m for m in order if STRATEGIES[m].kind is Kind.MILP]
-    # measured once, for the chain and the row's validation
-    aware = _Measured(cost) if Formulation.ASYNC_AWARE.value in formulations else None
+    # measured once, for the chain and the row's validation (of that plan alone)
+    aware_name = Formulation.ASYNC_AWARE.value
+    aware = _Measured(cost) if aware_name in formulations else None
     rows: dict[str, Row] = {}
 
     def run(names: list[str], milp: Milp) -> None:
@@ -93,7 +94,7 @@ def compare(
             if progress is not None:
                 progress(name, len(rows), len(order))
             try:
-                measured = aware() if aware is not None and name in formulations else None
+                measured = aware() if aware is not None and name == aware_name else None
                 rows[name] = _run(name, graph, platform, s, cost, limit, milp, replays, measured)
             except (TmsimError, HardwareModelError) as exc:
                 rows[name] = Row(name, "", "error", error=str(exc), fast_limit_bytes=limit)
