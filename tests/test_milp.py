@@ -341,3 +341,54 @@ def test_a_gpu_plan_does_not_warm_up_from_a_static_solve_that_cannot_fit(
     assert len(laid_out) == 1  # the sync plan's own layout only
     with pytest.raises(InfeasibleError, match="nothing moves"):
         plan_milp(tiny_step(), gpu, opts, "static")
+
+
+def test_a_second_plan_that_does_not_lay_out_has_its_peak_cut_everywhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """AutoTM's loop, scripted: the first two plans' layouts overflow at kernel 1, by 1 MB and
+    then by 0.5 MB. The second round lowers the limit there alone (by the overflow and the
+    slack); the third also cuts every kernel's limit to the second plan's peak less its margin,
+    although the overflow shrank, so that the solver cannot move the peak to another kernel (ResNet-200 b512 at 8:1 on Optane: 16.6 MB over at
+    679 kernels in two rounds, each plan within 10 KB of the limit elsewhere)."""
+    import numpy as np
+
+    import tmsim.planners.milp.chain as chain
+    from tmsim.plans.layout import resident_bytes
+    from tmsim.workload.zoo import training_graph_of
+
+    graph = training_graph_of("vgg19", 1)
+    plat = load_preset("cascadelake-optane")
+    opts = PlanSettings(capacity=Capacity.parse("4:1"), time_limit_s=None)
+    over = [1 * MB, MB // 2]
+    seen: list[tuple[np.ndarray, int]] = []  # each round's limits, and its plan's peak
+    limits_of: list[np.ndarray] = []
+    build = chain.build_model
+
+    def recording_build(*args: object, **kwargs: object) -> object:
+        limits_of.append(np.array(args[3]))
+        return build(*args, **kwargs)  # type: ignore[arg-type]
+
+    def scripted(plan, graph_, platform, limit, known):  # type: ignore[no-untyped-def]
+        peak = int(resident_bytes(plan, graph_, platform).max())
+        seen.append((limits_of[-1], peak))
+        overflow = np.zeros(len(graph_.kernels), dtype=np.int64)
+        if len(seen) <= 2:
+            overflow[1] = over[len(seen) - 1]
+        return overflow, {}
+
+    monkeypatch.setattr(chain, "build_model", recording_build)
+    monkeypatch.setattr(chain, "laid_out_overflow_bytes", scripted)
+    result = plan_milp(graph, plat, opts, "static")
+    assert result.stats is not None and result.stats.rounds == 3
+    limit = result.fast_limit_bytes
+    slack = math.ceil(limit * chain.LAYOUT_SLACK)
+    (first, _), (second, peak), (third, _) = seen
+    assert (first == limit).all()
+    expected = np.full(len(graph.kernels), limit, dtype=np.int64)
+    expected[1] -= over[0] + slack
+    assert second.tolist() == expected.tolist()
+    expected[1] -= over[1] + slack
+    expected = np.minimum(expected, peak - (over[1] + slack))
+    assert peak - (over[1] + slack) < limit - over[0] - over[1] - 2 * slack  # a cut, not a no-op
+    assert third.tolist() == expected.tolist()
