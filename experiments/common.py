@@ -192,11 +192,12 @@ def compare_frame(
     settings ``plan``, replayed under the full interference model (``contention``) or none,
     with one leading column per key of ``labels`` (e.g. ``{"model": "resnet50"}``) holding
     that value on every row (the figure writes its own metadata: ``attrs`` are
-    dropped). Raises as :func:`tmsim.compare`."""
+    dropped). Each comparison runs on one thread (``workers=1``): a figure runs its points
+    in processes of their own, which fill the cores. Raises as :func:`tmsim.compare`."""
     wanted = list(strategies)
     if contention:  # the API's default level: the full model
         frame = tmsim.compare(
-            graph, platform, wanted, settings=plan, cache_block_bytes=cache_block_bytes
+            graph, platform, wanted, settings=plan, cache_block_bytes=cache_block_bytes, workers=1
         )
     else:
         frame = tmsim.compare(
@@ -206,6 +207,7 @@ def compare_frame(
             settings=plan,
             cache_block_bytes=cache_block_bytes,
             interference="none",
+            workers=1,
         )
     frame.attrs.clear()
     return insert_labels(frame, dict(labels or {}))
