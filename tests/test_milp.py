@@ -392,3 +392,48 @@ def test_a_second_plan_that_does_not_lay_out_has_its_peak_cut_everywhere(
     expected = np.minimum(expected, peak - (over[1] + slack))
     assert peak - (over[1] + slack) < limit - over[0] - over[1] - 2 * slack  # a cut, not a no-op
     assert third.tolist() == expected.tolist()
+
+
+def test_a_solve_again_under_lowered_limits_starts_from_the_last_lp_basis(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The chain keeps each formulation's last LP basis (``Solved.lp_basis``); when a larger
+    formulation's layout round lowers the limits below the smaller one's plan, the smaller one
+    is solved again from that basis, in fewer simplex iterations than from none (here the
+    limits are not lowered, so the basis is the LP's optimum)."""
+    import numpy as np
+
+    import tmsim.planners.milp.handover as handover
+    from tmsim.planners.milp.chain import _plan
+    from tmsim.planners.milp.gadgets import Formulation
+    from tmsim.planners.milp.preflight import first_memo, setup
+    from tmsim.planners.milp.solve import solve_within
+    from tmsim.profiles import cost_model
+    from tmsim.workload.zoo import training_graph_of
+
+    graph = training_graph_of("vgg19", 1)
+    plat = load_preset("cascadelake-optane")
+    opts = PlanSettings(capacity=Capacity.parse("4:1"), time_limit_s=None)
+    limit, gpu, deadline = setup(graph, plat, opts, Formulation.SYNC)
+    memo = first_memo(graph, limit, gpu)
+    cost = cost_model(graph, plat, None)
+    sync = _plan(cost, opts, Formulation.SYNC, limit, gpu, deadline, memo)
+    assert sync.lp_basis is not None
+    handed: list[object] = []
+    iterations: list[int] = []
+
+    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+        handed.append(args[6])
+        outcome = solve_within(*args, **kwargs)
+        iterations.append(outcome.iterations)
+        return outcome
+
+    monkeypatch.setattr(handover, "solve_within", recording)
+    limits = np.full(len(graph.kernels), limit, dtype=np.int64)
+    for smaller in (sync, replace(sync, lp_basis=None)):
+        start = handover.lowered_start(
+            cost, opts, smaller, sync.model, Formulation.SYNC, limits, None
+        )
+        assert start is not None  # a sync plan is a start of the sync model
+    assert handed == [sync.lp_basis, None]
+    assert iterations[0] < iterations[1]

@@ -308,7 +308,9 @@ def _solve_formulation(
         else:
             overflow = resident_overflow_bytes(plan, graph, platform, limit)
         if not overflow.any():
-            result = Solved(plan, model, limits, build_total, solve_total, layout=laid)
+            result = Solved(
+                plan, model, limits, build_total, solve_total, layout=laid, lp_basis=basis
+            )
             break
         # AutoTM's loop: take what the layout lost at each kernel off that kernel's limit
         # (or, without a layout, what the solver's tolerance let through), plus a slack so

@@ -56,8 +56,9 @@ def lowered_start(
 ) -> np.ndarray | None:
     """A start of ``model`` (``formulation``'s) under lowered ``limits``: the formulation
     ``start_from``'s plan
-    came from, solved again under them from no start, lifted; None where that solve finds no
-    plan in time or its plan does not keep ``model``'s rows."""
+    came from, solved again under them from no start (its LP from ``start_from``'s basis,
+    where it kept one), lifted; None where that solve finds no plan in time or its plan does
+    not keep ``model``'s rows."""
     smaller = Formulation(start_from.plan.planner.removeprefix("milp-"))
     small = build_model(
         cost,
@@ -69,7 +70,8 @@ def lowered_start(
         energy_weight_s_per_j=opts.energy_weight_s_per_j,
     )
     try:
-        solve_within(small, opts, smaller.value, limits, deadline, None)
+        # from its LP's basis: the same model under other limits
+        solve_within(small, opts, smaller.value, limits, deadline, None, start_from.lp_basis)
     except TmsimError:
         return None
     if small.x.value is None:

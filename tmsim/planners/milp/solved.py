@@ -11,6 +11,7 @@ import numpy as np
 
 from tmsim.planners.milp.build import Model
 from tmsim.planners.milp.gadgets import Formulation
+from tmsim.planners.milp.highs import LpBasis
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import Plan, SolverStats
 
@@ -22,7 +23,9 @@ class Solved:
     model's solution is the plan (False for a heuristic's plan a formulation fell back to,
     which a larger formulation must not start from). ``layout``: offsets of a layout of the
     plan's fast buffers below the chain's limit, keyed as
-    :func:`~tmsim.plans.layout.known_layout` reads them (empty where none was made)."""
+    :func:`~tmsim.plans.layout.known_layout` reads them (empty where none was made).
+    ``lp_basis``: an optimal basis of the LP relaxation of the model's last round, where one
+    was solved (a start for the same model under other limits)."""
 
     plan: Plan
     model: Model
@@ -31,6 +34,7 @@ class Solved:
     solve_s: float
     lifts: bool = True
     layout: dict[tuple[int, int, int], int] = field(default_factory=dict, repr=False)
+    lp_basis: LpBasis | None = field(default=None, repr=False, compare=False)
 
 
 def at_floor(base: Solved, gap: float) -> bool:
