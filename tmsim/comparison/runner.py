@@ -65,7 +65,8 @@ def compare(
     in :data:`tmsim.strategies.STRATEGIES` order. ``replays``, when given, receives each
     strategy's replayed trace with its plan (None for the simulations that have none), by
     strategy name, for those that ran. ``progress`` is called as each row starts: the MILP
-    formulations' rows after the others, once their chain has ended (it runs beside them).
+    formulations' rows after the others, each as the chain hands its plan over (the chain
+    runs beside the others; an interrupt waits for the solve under way to end).
 
     Raises :class:`TmsimError` for an unknown strategy, one that does not apply to the
     platform, a platform :func:`tmsim.strategies.applicable` refuses, a bad capacity or
