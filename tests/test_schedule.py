@@ -96,6 +96,37 @@ def test_a_later_top_has_its_time_limit_from_when_its_first_solve_starts() -> No
 
 
 @pytest.mark.parametrize("workers", [1, 2])
+def test_a_later_top_waits_for_what_it_contains_before_its_clock_runs_out(workers: int) -> None:
+    """``async-rc`` after ``async``: ``remat`` (the later top's own) may start at once beside
+    ``async``, but ``async-rc``, which contains ``async``, still gets the whole limit after
+    ``async`` has ended, as on one worker."""
+    starts: dict[Formulation, float] = {}
+    ends: dict[Formulation, float] = {}
+    deadlines: dict[Formulation, float | None] = {}
+
+    def task(f: Formulation, deadline: float | None, view: Memo) -> None:
+        starts[f], deadlines[f] = time.perf_counter(), deadline
+        time.sleep(0.3 if f is F.ASYNC else 0.01)
+        view[f] = TmsimError("solved")
+        ends[f] = time.perf_counter()
+
+    limit_s = 10.0
+    solve_chains([F.ASYNC, F.ASYNC_RC], {}, task, None, limit_s, workers)
+    own = (F.REMAT, F.STATIC_RC, F.SYNC_RC, F.ASYNC_RC)
+    assert all(deadlines[f] is None for f in (F.STATIC, F.SYNC, F.ASYNC))
+    clock = min(starts[f] for f in own)
+    remat = deadlines[F.REMAT]
+    assert remat is not None and remat == pytest.approx(starts[F.REMAT] + limit_s, abs=0.05)
+    last = deadlines[F.ASYNC_RC]
+    assert last is not None and last >= ends[F.ASYNC] + limit_s - 0.01
+    if workers == 1:  # one clock for the whole later chain, started after the earlier one
+        assert clock >= ends[F.ASYNC]
+        assert all(deadlines[f] == pytest.approx(clock + limit_s, abs=0.05) for f in own)
+    else:  # remat ran beside async
+        assert starts[F.REMAT] < ends[F.ASYNC]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
 def test_a_task_that_raises_stops_the_chain_with_its_exception(workers: int) -> None:
     def task(f: Formulation, deadline: float | None, view: Memo) -> None:
         if f is F.SYNC:
@@ -151,3 +182,46 @@ def test_a_comparison_on_two_threads_gives_the_rows_and_plans_of_one() -> None:
         assert sorted(s for s, _, _ in started[workers]) == sorted(names)
         assert [i for _, i, _ in started[workers]] == list(range(len(names)))
         assert {n for _, _, n in started[workers]} == {len(names)}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_chain_that_breaks_breaks_the_comparison(
+    workers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exception the MILP chain raises (a defect, not a plan's error) reaches the caller,
+    from the chain's own thread too, after the other rows ran."""
+    import tmsim.comparison.runner as runner
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("broken chain")
+
+    monkeypatch.setattr(runner, "plan_milp_chain", broken)
+    started: list[str] = []
+    settings = CompareSettings(strategies=("all-fast", "all-slow", "sync"), workers=workers)
+    with pytest.raises(RuntimeError, match="broken chain"):
+        compare(training_graph_of("vgg19", 1), CPU, settings, lambda s, i, n: started.append(s))
+    assert started == ["all-fast", "all-slow"]
+
+
+def test_making_highs_instances_on_two_threads_leaves_stdout_where_it_was() -> None:
+    """Each instance is made with the process's standard output pointed at the null device
+    (HiGHS's banner); two threads doing so at once must not leave it there."""
+    import os
+
+    import highspy
+
+    from tmsim.planners.milp.highs_model import new_highs
+
+    before = os.fstat(1)
+
+    def make() -> None:
+        for _ in range(400):  # without the lock 2 of 6 runs of 200 left it there
+            new_highs(highspy, False)
+
+    threads = [threading.Thread(target=make) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    after = os.fstat(1)
+    assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)

@@ -62,7 +62,8 @@ def compare(
     rows last: their chain runs beside the others). ``perfetto``: also
     write every replay that ran to that file as Chrome trace events, one group of tracks per
     strategy (:mod:`tmsim.sim.perfetto`). ``workers``: threads it runs on (1: one thing at a
-    time; the table does not depend on it, :attr:`tmsim.comparison.CompareSettings.workers`).
+    time; the table does not depend on it unless a time limit stops a solve,
+    :attr:`tmsim.comparison.CompareSettings.workers`).
     A strategy that cannot run gives a row with its ``error``; bad input raises
     :class:`TmsimError`.
 

@@ -63,7 +63,8 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
         type=workers_arg,
         help="threads to run on: the MILP chain beside the other strategies, and its "
         "formulations that do not contain each other at once (default: tmsim.compare's, 2; "
-        "1: one thing at a time; the table does not depend on it)",
+        "1: one thing at a time; the table does not depend on it unless --time-limit stops a "
+        "solve)",
     )
     p.add_argument(
         "--out", type=text_arg, metavar="PATH", help="also write the table (.csv or .parquet)"

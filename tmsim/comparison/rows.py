@@ -39,7 +39,8 @@ class CompareSettings:
     ``first-touch-pages`` (default 4 KiB, :data:`tmsim.sim.firsttouch.DEFAULT_PAGE_BYTES`);
     ``workers``: threads the comparison runs on (1: one after the other): the MILP chain runs
     beside the other strategies, and its formulations that do not contain each other at once
-    (:mod:`tmsim.planners.milp.schedule`); the rows do not depend on it.
+    (:mod:`tmsim.planners.milp.schedule`); the rows do not depend on it unless a wall-clock
+    time limit stops a solve.
     """
 
     plan: PlanSettings = field(default_factory=PlanSettings)

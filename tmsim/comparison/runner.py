@@ -12,7 +12,6 @@ import math
 import queue
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from hwmodels.errors import HardwareModelError
@@ -66,7 +65,8 @@ def compare(
     strategy's replayed trace with its plan (None for the simulations that have none), by
     strategy name, for those that ran. ``progress`` is called as each row starts: the MILP
     formulations' rows after the others, each as the chain hands its plan over (the chain
-    runs beside the others; an interrupt waits for the solve under way to end).
+    runs beside the others; after an interrupt the process still waits, as it exits, for the
+    formulations then being solved side by side to end).
 
     Raises :class:`TmsimError` for an unknown strategy, one that does not apply to the
     platform, a platform :func:`tmsim.strategies.applicable` refuses, a bad capacity or
@@ -123,28 +123,35 @@ def _beside_the_chain(
 ) -> None:
     """``run`` the rows of ``others`` while the MILP chain of ``formulations`` runs on a thread
     of its own, then each formulation's row as the chain hands its plan over (``run`` skips
-    a row it has run)."""
+    a row it has run). The chain's thread is a daemon: an exception here (an interrupt) does
+    not wait for the chain, which is left to end on its own."""
     handed: queue.Queue[tuple[Formulation, Plan | TmsimError] | None] = queue.Queue()
+    outcome: list[Milp | BaseException] = []
 
     def put(f: Formulation, got: Plan | TmsimError) -> None:
         handed.put((f, got))
 
-    def chain() -> Milp:
+    def chain() -> None:
         try:
-            return _milp_plans(graph, platform, s.plan, formulations, aware, s.workers, put)
+            outcome.append(
+                _milp_plans(graph, platform, s.plan, formulations, aware, s.workers, put)
+            )
+        except BaseException as exc:  # raised again on the caller's thread
+            outcome.append(exc)
         finally:
             handed.put(None)  # the chain has ended, however
 
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        future = pool.submit(chain)
-        run(others, {})
-        milp: Milp = {}
-        while (item := handed.get()) is not None:
-            milp[item[0]] = item[1]
-            if item[0].value in formulations:
-                run([item[0].value], milp)
-        milp = future.result()  # raises what the chain raised
-    run(formulations, milp)  # those the chain handed nothing for (it failed before them)
+    threading.Thread(target=chain, name="tmsim-milp-chain", daemon=True).start()
+    run(others, {})
+    milp: Milp = {}
+    while (item := handed.get()) is not None:
+        milp[item[0]] = item[1]
+        if item[0].value in formulations:
+            run([item[0].value], milp)
+    got = outcome[0]
+    if isinstance(got, BaseException):
+        raise got
+    run(formulations, got)  # those the chain handed nothing for (it failed before them)
 
 
 def _milp_plans(

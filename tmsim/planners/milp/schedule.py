@@ -8,7 +8,8 @@ layout search (on ``make demo``'s chain, measured in ``bench``'s notes of issue 
 
 A formulation's solve sees only what the formulations it contains, directly or not, gave:
 never a formulation solved beside it or after it in the order. So a chain's plans do not
-depend on ``workers`` or on which of two solves ends first.
+depend on ``workers`` or on which of two solves ends first, unless a wall-clock time limit
+stops a solve (two solves side by side each run slower than one alone).
 """
 
 from __future__ import annotations
@@ -60,11 +61,14 @@ def solve_chains(
     that called this).
 
     The formulations of the first top's chain have ``first_deadline``; those that a later
-    top adds to the ones before have ``time_limit_s`` from when the first of them starts.
-    With ``workers`` > 1, formulations whose contained ones are all solved run at once, up to
-    ``workers`` at a time; ``task`` must then be safe to run on several threads. An
-    exception other than :class:`TmsimError` from ``task`` is raised here, after the solves
-    already running have ended. Raises :class:`TmsimError` for ``workers`` < 1.
+    top adds to the ones before have ``time_limit_s`` from when the first of them starts, or
+    from when the last formulation of an earlier top that they contain has ended, whichever
+    is later (on one worker: from when the earlier tops' chains have ended, as each top's
+    chain its own cap). With ``workers`` > 1, formulations whose contained ones are all
+    solved run at once, up to ``workers`` at a time; ``task`` must then be safe to run on
+    several threads, and must record its formulation's error in its view rather than raise
+    it: any exception ``task`` raises is raised here, after the solves already running have
+    ended. Raises :class:`TmsimError` for ``workers`` < 1.
     """
     if workers < 1:
         raise TmsimError(f"a chain needs at least one worker, not {workers}")
@@ -73,13 +77,18 @@ def solve_chains(
         for f in chain_of(top):
             if f not in memo:
                 owner.setdefault(f, i)
-    deadlines: dict[int, float | None] = {0: first_deadline}
+    clocks: dict[int, float] = {}  # when each later top's first formulation started
+    ended: dict[Formulation, float] = {}
 
     def deadline_of(f: Formulation) -> float | None:
         i = owner[f]
-        if i not in deadlines:
-            deadlines[i] = None if time_limit_s is None else time.perf_counter() + time_limit_s
-        return deadlines[i]
+        if i == 0 or time_limit_s is None:
+            return first_deadline if i == 0 else None
+        now = time.perf_counter()
+        clocks.setdefault(i, now)
+        # not before the formulations of earlier tops that f contains have ended
+        earlier = [ended[g] for g in contained(f) if owner.get(g, i) < i]
+        return max([clocks[i], *earlier]) + time_limit_s
 
     def view(f: Formulation) -> Memo:
         # in the order of f's own chain, the order one worker solves them in
@@ -91,7 +100,7 @@ def solve_chains(
         for f in pending:
             seen = view(f)
             task(f, deadline_of(f), seen)
-            memo[f] = seen[f]
+            memo[f], ended[f] = seen[f], time.perf_counter()
             if done is not None:
                 done(f, memo[f])
         return
@@ -108,7 +117,7 @@ def solve_chains(
             for future in finished:
                 f, seen = running.pop(future)
                 future.result()  # raises what the task raised
-                memo[f] = seen[f]
+                memo[f], ended[f] = seen[f], time.perf_counter()
                 if done is not None:
                     done(f, memo[f])
     ordered = {f: memo[f] for f in order}

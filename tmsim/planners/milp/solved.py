@@ -24,8 +24,8 @@ class Solved:
     which a larger formulation must not start from). ``layout``: offsets of a layout of the
     plan's fast buffers below the chain's limit, keyed as
     :func:`~tmsim.plans.layout.known_layout` reads them (empty where none was made).
-    ``lp_basis``: an optimal basis of the LP relaxation of the model's last round, where one
-    was solved (a start for the same model under other limits)."""
+    ``lp_basis``: an optimal basis of the model's LP relaxation from the last layout round
+    that solved one (a start for the same model under other limits)."""
 
     plan: Plan
     model: Model
@@ -86,7 +86,7 @@ def relabel(
         options=opts.to_dict(),
         stats=relabelled,
     )
-    return Solved(plan, base.model, base.limits, build_s, solve_s, base.lifts, base.layout)
+    return replace(base, plan=plan, build_s=build_s, solve_s=solve_s)
 
 
 __all__ = ["Solved", "against", "at_floor", "relabel"]
