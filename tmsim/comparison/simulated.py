@@ -4,10 +4,13 @@ cache), ``first-touch-pages`` (the operating system's first touch, page by page)
 
 from __future__ import annotations
 
+import math
+
 from hwmodels.platform import Platform
 from tmsim.comparison.rows import CompareSettings, Replays, Row
 from tmsim.cost import CostModel
 from tmsim.energy import energy_fields
+from tmsim.sim.trace import Trace
 from tmsim.workload.graph import Graph
 
 
@@ -22,20 +25,17 @@ def row_2lm(
 
     mm = platform.in_memory_mode(limit)
     out = replay_cache(graph, mm, block_bytes=s.cache_block_bytes, contention=s.contention)
-    if replays is not None:
-        replays["2lm"] = (out.trace, None)
     totals = out.totals()
-    return Row(
-        strategy="2lm",
-        planner="2lm",
-        status="simulated",
-        simulated_s=out.simulated_s,
+    return _simulated(
+        "2lm",
+        out.trace,
+        graph,
+        mm,
+        limit,
+        replays,
         moved_bytes=float(totals["backing_read_bytes"] + totals["backing_write_bytes"]),
         fast_peak_bytes=float(max((r.fast_resident_bytes for r in out.trace.records), default=0)),
-        fast_limit_bytes=float(limit),
-        valid=True,
         hit_rate=float(totals["hit_rate"]),
-        **energy_fields(out.trace, graph, mm),
     )
 
 
@@ -58,19 +58,16 @@ def row_first_touch_pages(
         level=s.level,
         cost=cost,
     )
-    if replays is not None:
-        replays["first-touch-pages"] = (out.trace, None)
-    return Row(
-        strategy="first-touch-pages",
-        planner="first-touch-pages",
-        status="simulated",
+    return _simulated(
+        "first-touch-pages",
+        out.trace,
+        graph,
+        platform,
+        limit,
+        replays,
         predicted_s=out.trace.predicted_s,
-        simulated_s=out.simulated_s,
         moved_bytes=0.0,
         fast_peak_bytes=float(out.fast_bytes),
-        fast_limit_bytes=float(limit),
-        valid=True,
-        **energy_fields(out.trace, graph, platform),
     )
 
 
@@ -86,19 +83,48 @@ def row_unified(
     # A steady-state step: weights and optimizer state start where the last step left them,
     # as in the planned strategies, whose persistent tensors end where they start.
     out = replay_unified(graph, platform, device_bytes=limit, contention=s.contention, warm=True)
-    if replays is not None:
-        replays["unified-memory"] = (out.trace, None)
     totals = out.totals()
-    return Row(
-        strategy="unified-memory",
-        planner="unified-memory",
-        status="simulated",
-        simulated_s=out.simulated_s,
+    return _simulated(
+        "unified-memory",
+        out.trace,
+        graph,
+        platform,
+        limit,
+        replays,
         moved_bytes=float(totals["migrated_in_bytes"] + totals["migrated_out_bytes"]),
         fast_peak_bytes=float(totals["device_peak_bytes"]),
+    )
+
+
+def _simulated(
+    name: str,
+    trace: Trace,
+    graph: Graph,
+    platform: Platform,
+    limit: int,
+    replays: Replays | None,
+    moved_bytes: float,
+    fast_peak_bytes: float,
+    predicted_s: float = math.nan,
+    hit_rate: float = math.nan,
+) -> Row:
+    """The row of simulation ``name`` from its ``trace`` on ``platform`` (the machine it ran
+    on, for the energy), at fast-tier ``limit``, with the figures :class:`Row` names; the
+    trace goes into ``replays`` when it is given."""
+    if replays is not None:
+        replays[name] = (trace, None)
+    return Row(
+        strategy=name,
+        planner=name,
+        status="simulated",
+        simulated_s=trace.simulated_s,
         fast_limit_bytes=float(limit),
         valid=True,
-        **energy_fields(out.trace, graph, platform),
+        predicted_s=predicted_s,
+        moved_bytes=moved_bytes,
+        fast_peak_bytes=fast_peak_bytes,
+        hit_rate=hit_rate,
+        **energy_fields(trace, graph, platform),
     )
 
 

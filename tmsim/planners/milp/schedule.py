@@ -94,15 +94,18 @@ def solve_chains(
         # in the order of f's own chain, the order one worker solves them in
         return {g: memo[g] for g in chain_of(f) if g != f and g in memo}
 
+    def finish(f: Formulation, seen: Memo) -> None:
+        memo[f], ended[f] = seen[f], time.perf_counter()
+        if done is not None:
+            done(f, memo[f])
+
     order = [*memo, *owner]  # memo's entries in chain order, however the solves end
     pending = list(owner)  # in chain order: each after those it contains
     if workers == 1:
         for f in pending:
             seen = view(f)
             task(f, deadline_of(f), seen)
-            memo[f], ended[f] = seen[f], time.perf_counter()
-            if done is not None:
-                done(f, memo[f])
+            finish(f, seen)
         return
     running: dict[Future[None], tuple[Formulation, Memo]] = {}
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -117,9 +120,7 @@ def solve_chains(
             for future in finished:
                 f, seen = running.pop(future)
                 future.result()  # raises what the task raised
-                memo[f], ended[f] = seen[f], time.perf_counter()
-                if done is not None:
-                    done(f, memo[f])
+                finish(f, seen)
     ordered = {f: memo[f] for f in order}
     memo.clear()
     memo.update(ordered)
