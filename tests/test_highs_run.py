@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import cvxpy as cp
 import numpy as np
@@ -345,3 +347,41 @@ def test_the_lp_from_the_zero_point_has_the_lps_optimum(
     shift = objective_shift(compiled.data, 1.0)
     assert shift is not None
     assert float(relaxed.problem.value) == pytest.approx(values[1] + shift, rel=1e-6)
+
+
+def test_the_whole_mip_after_rens_and_rins_runs_without_highs_own_and_the_caller_wins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import tmsim.planners.milp.highs as highs_module
+    from tmsim.planners.milp.highs import AFTER_NEIGHBOURHOODS
+
+    rng = np.random.default_rng(13)
+    weights = rng.integers(10, 60, 50)
+    values = weights + rng.integers(0, 9, 50)
+    x = cp.Variable(50, boolean=True)
+    problem = cp.Problem(cp.Minimize(-(values @ x)), [weights @ x <= int(0.4 * weights.sum())])
+    seen: list[tuple[bool, int, dict[str, object]]] = []
+    from tmsim.planners.milp.highs_run import run_model as real
+
+    def spy(highspy: Any, lp: Any, options: Mapping[str, Any], *args: Any, **kw: Any) -> Any:
+        relax = bool(args[2]) if len(args) > 2 else bool(kw.get("relax", False))
+        seen.append((relax, int(lp.num_col_), dict(options)))
+        return real(highspy, lp, options, *args, **kw)
+
+    monkeypatch.setattr(highs_module, "run_model", spy)
+    exact = run_highs(problem, {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0}, False)
+    assert len(seen) == 1 and not seen[0][0]  # no LP first: HiGHS's defaults
+    assert not AFTER_NEIGHBOURHOODS.keys() & seen[0][2].keys()
+    for caller in ({}, {"mip_allow_restart": True}):
+        seen.clear()
+        options = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, **caller}
+        outcome = run_highs(problem, options, False, {x: np.zeros(50)}, 10**6)
+        assert outcome.objective == pytest.approx(exact.objective, abs=1e-9)
+        assert seen[0][0] and not any(relax for relax, _, _ in seen[1:])  # the LP, then MIPs
+        whole = seen[-1][2]  # the last run is the whole MIP (a gap of 0 leaves it to run)
+        assert seen[-1][1] == 50
+        assert whole == {**AFTER_NEIGHBOURHOODS, **options}
+        assert whole["mip_allow_restart"] is caller.get("mip_allow_restart", False)
+        # the sub-MIPs before it keep HiGHS's own heuristics
+        assert all("mip_heuristic_run_rins" not in o for _, _, o in seen[1:-1])
+        assert len(seen) >= 3

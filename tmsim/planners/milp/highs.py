@@ -125,7 +125,8 @@ def run_highs(
        Math. Prog. 2005), from the start, which is a point of it, so its optimum is no worse;
        again around each better point it finds, up to :data:`RINS_ROUNDS` times;
     4. with the best point of phases 2 and 3 still not within the gap of the bound: the
-       whole MIP from that point, in what is left of the time limit.
+       whole MIP from that point, in what is left of the time limit (where phase 2 or 3
+       ran, without HiGHS's own RENS, RINS and restart: :data:`AFTER_NEIGHBOURHOODS`).
 
     A phase whose point is within the gap of the LP's bound ends the solve (``optimal``); a
     sub-MIP of phase 2 or 3 is interrupted as soon as it has such a point.
@@ -197,6 +198,7 @@ def run_highs(
         if best is not None and within(best):
             return done(best, lp_bound)
     x_lp = None if relaxed is None else relaxed.point
+    searched = False  # whether a RENS or RINS sub-MIP ran
     if x_lp is not None:
         sub_options = {**options, "mip_rel_gap": gap * RINS_GAP_SHARE}
         # a sub-MIP's point within the gap of the LP's bound ends the whole solve, so the
@@ -212,6 +214,7 @@ def run_highs(
             rens, work = _neighbourhood(
                 highspy, lp, compiled.matrix, fixed, sub_options, verbose, None, spent_s, enough
             )
+            searched = True
             iterations, spent_s = iterations + work[0], spent_s + work[1]
             if within(rens):
                 assert rens is not None
@@ -224,6 +227,7 @@ def run_highs(
             found, work = _neighbourhood(
                 highspy, lp, compiled.matrix, fixed, sub_options, verbose, best, spent_s, enough
             )
+            searched = True
             iterations, spent_s = iterations + work[0], spent_s + work[1]
             if found is None or not float(cost @ found) < float(cost @ best) - 1e-12:
                 break  # the same neighbourhood again: nothing more to find there
@@ -249,6 +253,8 @@ def run_highs(
         if int(event.callback_type) == checks and known and primal - dual <= gap * abs(primal):
             event.data_in.user_interrupt = True
 
+    if searched:  # RENS and RINS ran already: see AFTER_NEIGHBOURHOODS
+        options = {**AFTER_NEIGHBOURHOODS, **options}
     highs = run_model(highspy, lp, options, verbose, best, spent_s=spent_s, record=record)
     info = highs.getInfo()
     nodes = max(int(info.mip_node_count), 0)
@@ -285,6 +291,20 @@ LP_FIRST_MAX_COLUMNS = 600_000
 #: at 4:1 (156k to 307k) 14.9, 27.3, 44.0 / 8.1, 12.1, 16.8; below it presolve cost more
 #: than it saved: Inception v4 b1024 (40k) 0.9 / 1.7 s at 1:1 and 4:1.
 PRESOLVE_MIN_COLUMNS = 60_000
+#: HiGHS options of phase 4 once phases 2 and 3 have run (options the caller sets win): no
+#: RENS or RINS sub-MIPs of HiGHS's own (its neighbourhoods of the same LP point and start)
+#: and no restart after the root (a second presolve with the root's fixings, for what is by
+#: then a gap of about 1-2%). Inception v4 b1024 static at 8:1 on Optane (phase 4 from RINS's
+#: 61.7259 against the LP's 61.0348): 3.8-3.9 s with HiGHS's defaults, of which 1.7 s in 54
+#: sub-MIPs and a restart; 0.9-1.3 s without its RENS and RINS; 0.55-0.74 s without the
+#: restart as well, both with a bound of 61.14-61.16 and the same plan. On the bench's other
+#: conventional and GPU chains the plans and gaps stay the same and the times move within
+#: their run-to-run noise.
+AFTER_NEIGHBOURHOODS: dict[str, object] = {
+    "mip_heuristic_run_rins": False,
+    "mip_heuristic_run_rens": False,
+    "mip_allow_restart": False,
+}
 #: Most RINS sub-MIPs in a row (each around the point the last one found).
 RINS_ROUNDS = 3
 #: The gap a RENS or RINS sub-MIP aims at, as a share of the solve's. A sub-MIP is also
