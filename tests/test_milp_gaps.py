@@ -17,8 +17,8 @@ from hwmodels.presets import load_preset
 from tmsim.cost import CostModel
 from tmsim.planners.milp.build import Model, build_model
 from tmsim.planners.milp.gadgets import Formulation, GadgetKind, Gadgets
-from tmsim.planners.milp.gaps import Events, gaps_of, is_compact
-from tmsim.planners.milp.states import Kind, build_catalogue
+from tmsim.planners.milp.gaps import Events, gaps_of, is_compact, order_key
+from tmsim.planners.milp.states import Kind, build_catalogue, is_prefetch
 from tmsim.workload.graph import Graph
 
 
@@ -162,3 +162,50 @@ def test_with_the_slow_tiers_capacity_modelled_too(host_mb: int) -> None:
         optimum = brute_force(CostModel(graph, gpu), limit, "async", 2)
         value = _value(_both(graph, gpu, limit, 2, relax=False)[0])
         assert (value if value is not None else np.inf) == pytest.approx(optimum, rel=1e-9)
+
+
+def _order_rows_one_by_one(ev: Events, edge_index: np.ndarray, count: int) -> np.ndarray:
+    """The order rows built event by event, as the module documents them (dense)."""
+    cat = ev.cat
+    key = order_key(ev.kernel, is_prefetch(cat.edge_kind[ev.edge]))
+    src, dst = cat.edge_src[ev.edge], cat.edge_dst[ev.edge]
+    rows: list[np.ndarray] = []
+    for a in sorted(set(ev.prev[ev.prev >= 0].tolist())):
+        members = np.flatnonzero(ev.prev == a)
+        for i in members:
+            state = src[i]
+            makes = members[dst[members] == state]
+            if makes.size == 0:
+                continue
+            row = np.zeros(count)
+            for j in members:
+                if src[j] == state and key[j] <= key[i]:
+                    row[ev.column[j]] += 1.0
+                if dst[j] == state and key[j] < key[i]:
+                    row[ev.column[j]] -= 1.0
+            evicts = (cat.edge_dst == state) & ~is_prefetch(cat.edge_kind)
+            for e in range(cat.n_edges):
+                if evicts[e] and edge_index[a, e] >= 0:
+                    row[edge_index[a, e]] -= 1.0
+            rows.append(row)
+    return np.array(rows).reshape(len(rows), count)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    tiny_graphs,
+    st.floats(0.2, 1.2),
+    st.sampled_from(["cascadelake-optane", "rtx2080ti-pcie3"]),
+    st.integers(1, 4),
+)
+def test_the_order_rows_are_those_built_event_by_event(
+    graph: Graph, share: float, preset: str, window: int
+) -> None:
+    cost = CostModel(graph, load_preset(preset))
+    limits = np.full(len(graph.kernels), max(1, int(graph.peak_live_bytes * share)))
+    model = build_model(cost, window, Formulation.ASYNC, limits, relax=True, compact=True)
+    v = model.vars
+    ev = Events.of(model.catalogue, model.gadgets, v.edge_gadget, v.edge_type, model.gaps)
+    got = ev.order_rows(v.edge_index, v.count).toarray()
+    want = _order_rows_one_by_one(ev, v.edge_index, v.count)
+    assert got.shape == want.shape and np.array_equal(got, want)

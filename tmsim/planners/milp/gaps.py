@@ -178,39 +178,57 @@ class Events:
         putting it in before this one, less the flow into that state at the core gadget
         before the gap, at most 0. (A gap before the first use has fetch windows only: no
         event there puts the tensor in a state.) ``edge_index``: the model's variable of each
-        edge at each gadget; ``count``: its columns."""
+        edge at each gadget; ``count``: its columns. Rows in the order of the gaps' core
+        gadgets, then of the events as listed."""
         cat = self.cat
-        prefetch = is_prefetch(cat.edge_kind[self.edge])
-        key = order_key(self.kernel, prefetch)
+        key = order_key(self.kernel, is_prefetch(cat.edge_kind[self.edge]))
         src, dst = cat.edge_src[self.edge], cat.edge_dst[self.edge]
-        evict_into = [
-            np.flatnonzero((cat.edge_dst == state) & ~is_prefetch(cat.edge_kind))
-            for state in range(cat.n_states)
-        ]
-        r: list[int] = []
-        c: list[int] = []
-        d: list[float] = []
-        for a in np.unique(self.prev[self.prev >= 0]).tolist():
-            members = np.flatnonzero(self.prev == a)
-            for i in members:
-                state = int(src[i])
-                into = members[dst[members] == state]
-                if into.size == 0:
-                    continue  # nothing in the gap makes the state: the balance is the order
-                # only what comes before this event may supply it (a write-drop's slow copy
-                # lands after its kernel, after a fetch beside the same kernel)
-                supply = into[key[into] < key[i]]
-                take = members[(src[members] == state) & (key[members] <= key[i])]
-                entry = edge_index[a, evict_into[state]]
-                entry = entry[entry >= 0]
-                row = r[-1] + 1 if r else 0
-                cols = [*self.column[take].tolist(), *self.column[supply].tolist(), *entry.tolist()]
-                signs = [1.0] * take.size + [-1.0] * (supply.size + entry.size)
-                r += [row] * len(cols)
-                c += cols
-                d += signs
-        n_rows = r[-1] + 1 if r else 0
-        return sp.csr_matrix((d, (r, c)), shape=(n_rows, count))
+        inside = np.flatnonzero(self.prev >= 0)
+        # a state of a gap as one number: what events leave (src) and make (dst) it
+        gap_state = self.prev * cat.n_states
+        leaves, makes = gap_state + src, gap_state + dst
+        # the events that make the state this one leaves, in its gap; ordered by gap, then
+        # as listed: the rows, where there are such events
+        i_make, j_make = _same(leaves[inside], makes[inside])
+        i_make, j_make = inside[i_make], inside[j_make]
+        has = np.zeros(self.prev.size, dtype=bool)
+        has[i_make] = True
+        rowed = inside[has[inside]]
+        rowed = rowed[np.argsort(self.prev[rowed], kind="stable")]
+        row = np.full(self.prev.size, -1, dtype=np.int64)
+        row[rowed] = np.arange(rowed.size)
+        # only what comes before this event may supply it (a write-drop's slow copy lands
+        # after its kernel, after a fetch beside the same kernel)
+        supply = key[j_make] < key[i_make]
+        i_take, j_take = _same(leaves[rowed], leaves[rowed])
+        i_take, j_take = rowed[i_take], rowed[j_take]
+        take = key[j_take] <= key[i_take]
+        r = [row[i_take[take]], row[i_make[supply]]]
+        c = [self.column[j_take[take]], self.column[j_make[supply]]]
+        d = [np.ones(int(take.sum())), -np.ones(int(supply.sum()))]
+        for state in range(cat.n_states):
+            at = rowed[src[rowed] == state]
+            evict = np.flatnonzero((cat.edge_dst == state) & ~is_prefetch(cat.edge_kind))
+            entry = edge_index[self.prev[at]][:, evict]
+            hit = entry >= 0
+            r.append(np.repeat(row[at], hit.sum(axis=1)))
+            c.append(entry[hit])
+            d.append(-np.ones(int(hit.sum())))
+        return sp.csr_matrix(
+            (np.concatenate(d), (np.concatenate(r), np.concatenate(c))),
+            shape=(rowed.size, count),
+        )
+
+
+def _same(left: IntArray, right: IntArray) -> tuple[IntArray, IntArray]:
+    """Every pair of positions ``(i, j)`` with ``left[i] == right[j]``, by ``i``, then ``j``."""
+    order = np.argsort(right, kind="stable")
+    ranked = right[order]
+    lo = np.searchsorted(ranked, left, "left")
+    n = np.searchsorted(ranked, left, "right") - lo
+    i = np.repeat(np.arange(left.size, dtype=np.int64), n)
+    within = np.arange(i.size, dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+    return i, order[np.repeat(lo, n) + within]
 
 
 def event_changes(
