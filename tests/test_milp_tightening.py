@@ -34,12 +34,22 @@ def _model(graph: Graph, platform: str, limit: int, window: int, relax: bool) ->
     return build_model(cost, window, Formulation.ASYNC, limits, relax=relax)
 
 
+def _cut_index(model: Model) -> int | None:
+    """Where the cut row is (const = the floor, right after the copies' row of zero const;
+    the copy rows' thresholds follow it) in an async model with a long copy."""
+    for i in range(1, len(model.rows)):
+        const, matrix = model.rows[i]
+        before, copies = model.rows[i - 1]
+        floor = np.array_equal(const, model.floor_s)
+        if matrix is not None and copies is not None and floor and not before.any():
+            return i
+    return None
+
+
 def _cut(model: Model) -> tuple[np.ndarray, object] | None:
-    """The cut row (const = the floor, the last row of an async model with a long copy)."""
-    const, matrix = model.rows[-1]
-    if matrix is None or not np.array_equal(const, model.floor_s) or len(model.rows) < 2:
-        return None
-    return const, matrix
+    """The cut row, or None."""
+    i = _cut_index(model)
+    return None if i is None else model.rows[i]
 
 
 @settings(max_examples=30, deadline=None)
@@ -58,13 +68,16 @@ def test_cut_never_exceeds_the_copies_or_the_floor_at_a_binary_point(
     assume(cut is not None)
     assert cut is not None
     const, matrix = cut
-    copies_const, copies = model.rows[-2]
+    copies_const, copies = model.rows[_cut_index(model) - 1]  # type: ignore[operator]
     assert copies is not None and not copies_const.any()
     rng = np.random.default_rng(seed)
     for density in (0.05, 0.3, 0.7, 1.0):
         x = (rng.random(model.vars.count) < density).astype(np.float64)
         cut_s = const + matrix @ x  # type: ignore[operator]
-        assert np.all(cut_s <= np.maximum(model.floor_s, copies @ x) * (1 + 1e-12) + 1e-15)
+        most = np.maximum(model.floor_s, copies @ x) * (1 + 1e-12) + 1e-15
+        assert np.all(cut_s <= most)
+        for t, rows in model.rows[_cut_index(model) + 1 :]:  # type: ignore[operator]
+            assert rows is not None and np.all(t + rows @ x <= most)  # the thresholds too
 
 
 def test_floor_is_the_all_fast_step() -> None:
@@ -77,7 +90,8 @@ def test_floor_is_the_all_fast_step() -> None:
 
 def _lp(model: Model, rows: int, cliques: bool = True) -> float:
     """The LP relaxation of ``model`` rebuilt from its parts with only its first ``rows``
-    time rows (the copy cut is the last), and with its clique rows or without them."""
+    time rows (the copy cut follows the copies' row, the thresholds follow it), and with its
+    clique rows or without them."""
     n_k = model.n_kernels
     x = cp.Variable(model.vars.count)
     c = cp.Variable(n_k)
@@ -116,13 +130,15 @@ def test_cut_tightens_the_lp_to_the_spill_step_optimum() -> None:
     cost = CostModel(graph, load_preset("rtx2080ti-pcie3"))
     optimum = brute_force(cost, 250 * MB, "async", 1)
     # without the clique rows (c, 200 MB, and a, 100 MB, cannot share the 250 MB device)
-    alone = _lp(model, len(model.rows), cliques=False)
-    without = _lp(model, len(model.rows) - 1, cliques=False)
+    cut = _cut_index(model)
+    assert cut is not None
+    alone = _lp(model, cut + 1, cliques=False)  # the cut without the thresholds after it
+    without = _lp(model, cut, cliques=False)
     assert without < alone * (1 - 0.1)  # the cut binds in the LP (by 20% here)
     assert alone <= with_cut * (1 + 1e-9) and with_cut <= optimum * (1 + 1e-9)  # and is valid
     # the clique rows alone give this LP the same bound
     assert model.cliques > 0
-    assert _lp(model, len(model.rows) - 1) == pytest.approx(with_cut, rel=1e-6)
+    assert _lp(model, cut) == pytest.approx(with_cut, rel=1e-6)
 
 
 @settings(max_examples=30, deadline=None)

@@ -23,7 +23,10 @@ was still making (the asynchronous problems changed), and when the MILP gained c
 for tensors too large to share the fastest tier (the problems of the VGG19 Optane case
 changed; none of its plans or times did), and when every kernel gained the roofline's cut
 (:func:`tmsim.planners.milp.rows.memory_cut_rows`: every MILP problem changed, its optimum not,
-as exhaustive search checks; a solve stopped at the gap may pick another plan within it).
+as exhaustive search checks; a solve stopped at the gap may pick another plan within it),
+and when the copy rows gained their thresholds (:func:`tmsim.planners.milp.rows.
+threshold_rows`: the asynchronous problems changed, their optimum not, as exhaustive search
+checks; a solve stopped at the gap may pick another plan within it).
 Each record holds, by the same measurements as :func:`measure`, for each
 case of :data:`CASES`: the AutoTM paper's conventional and GPU models at batch 2, on the
 Optane preset at 4:1 (PMM:DRAM) and on the RTX 2080 Ti with device memory at three quarters
