@@ -209,3 +209,17 @@ def test_the_order_rows_are_those_built_event_by_event(
     got = ev.order_rows(v.edge_index, v.count).toarray()
     want = _order_rows_one_by_one(ev, v.edge_index, v.count)
     assert got.shape == want.shape and np.array_equal(got, want)
+
+
+def test_the_order_rows_of_a_network_are_those_built_event_by_event() -> None:
+    from tmsim.workload.zoo import training_graph_of
+
+    graph = training_graph_of("vgg19", 2)
+    cost = CostModel(graph, load_preset("rtx2080ti-pcie3"))
+    limits = np.full(len(graph.kernels), int(graph.peak_live_bytes * 0.6))
+    model = build_model(cost, 4, Formulation.ASYNC, limits, relax=True, compact=True)
+    v = model.vars
+    ev = Events.of(model.catalogue, model.gadgets, v.edge_gadget, v.edge_type, model.gaps)
+    got = ev.order_rows(v.edge_index, v.count).toarray()
+    want = _order_rows_one_by_one(ev, v.edge_index, v.count)
+    assert want.shape[0] >= 50 and got.shape == want.shape and np.array_equal(got, want)

@@ -24,6 +24,7 @@ from tmsim.planners.milp.build import Model, build_model
 from tmsim.planners.milp.chain import plan_milp
 from tmsim.planners.milp.gadgets import Formulation, GadgetKind, build_gadgets
 from tmsim.planners.milp.prune import prune_windows
+from tmsim.planners.milp.rows import copy_rows
 from tmsim.planners.settings import PlanSettings
 from tmsim.workload.graph import Graph
 
@@ -62,22 +63,19 @@ def _cut(model: Model) -> tuple[np.ndarray, object] | None:
 def test_cut_never_exceeds_the_copies_or_the_floor_at_a_binary_point(
     graph: Graph, platform: str, window: int, seed: int
 ) -> None:
-    # any 0/1 vector, feasible or not: the cut is below max(floor, sum of copies beside k)
+    # any 0/1 vector, feasible or not: the copy cut and the thresholds are below
+    # max(floor, sum of copies beside k) (the copy rows come last, the copies' own first)
     model = _model(graph, platform, 10**12, window, relax=False)
-    cut = _cut(model)
-    assume(cut is not None)
-    assert cut is not None
-    const, matrix = cut
-    copies_const, copies = model.rows[_cut_index(model) - 1]  # type: ignore[operator]
+    assume(bool(model.copies.asynchronous.any()))  # else the model has no copy rows
+    count = len(copy_rows(model.copies, model.floor_s, model.vars.count))
+    copies_const, copies = model.rows[len(model.rows) - count]
     assert copies is not None and not copies_const.any()
     rng = np.random.default_rng(seed)
     for density in (0.05, 0.3, 0.7, 1.0):
         x = (rng.random(model.vars.count) < density).astype(np.float64)
-        cut_s = const + matrix @ x  # type: ignore[operator]
         most = np.maximum(model.floor_s, copies @ x) * (1 + 1e-12) + 1e-15
-        assert np.all(cut_s <= most)
-        for t, rows in model.rows[_cut_index(model) + 1 :]:  # type: ignore[operator]
-            assert rows is not None and np.all(t + rows @ x <= most)  # the thresholds too
+        for const, matrix in model.rows[len(model.rows) - count + 1 :]:
+            assert matrix is not None and np.all(const + matrix @ x <= most)
 
 
 def test_floor_is_the_all_fast_step() -> None:

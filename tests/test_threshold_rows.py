@@ -7,14 +7,16 @@ compact form and the brute force of the formulations run on the model with them)
 from __future__ import annotations
 
 import itertools
+from unittest.mock import patch
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tmsim.planners.milp.rows as rows_module
 from tmsim.planners.milp.copies import Copies
-from tmsim.planners.milp.rows import THRESHOLDS, copy_rows, threshold_rows
+from tmsim.planners.milp.rows import copy_rows, threshold_rows
 
 
 def _values(rows: list[tuple[np.ndarray, object]], x: np.ndarray) -> np.ndarray:
@@ -24,22 +26,29 @@ def _values(rows: list[tuple[np.ndarray, object]], x: np.ndarray) -> np.ndarray:
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.floats(1e-4, 1.0),
-    st.lists(st.floats(0.0, 3.0), min_size=1, max_size=8),
+    st.lists(st.floats(0.0, 1.0), min_size=1, max_size=3),
+    st.lists(st.tuples(st.integers(0, 2), st.floats(0.0, 3.0)), min_size=1, max_size=8),
+    st.integers(1, 8),
 )
 def test_every_threshold_row_holds_at_every_set_of_copies(
-    floor_s: float, shares: list[float]
+    floors: list[float], copies: list[tuple[int, float]], most: int
 ) -> None:
-    seconds = np.array(shares) * floor_s
+    # kernels in any order (some with no copy, some of no time), up to ``most`` thresholds
+    floor_s = np.array(floors) * 1e-3
+    kernel = np.array([k % floor_s.size for k, _ in copies], dtype=np.int64)
+    seconds = np.array([share for _, share in copies]) * floor_s[kernel]
     m = seconds.size
-    rows = threshold_rows(seconds, np.zeros(m, np.int64), np.arange(m), np.array([floor_s]), m)
-    assert 1 <= len(rows) <= THRESHOLDS or not (seconds > 0).any()
+    with patch.object(rows_module, "THRESHOLDS", most):
+        rows = threshold_rows(seconds, kernel, np.arange(m), floor_s, m)
+    assert len(rows) <= most
     for picks in itertools.product((0.0, 1.0), repeat=m):
         x = np.array(picks)
-        cost = max(floor_s, float(seconds @ x))  # what the kernel takes with these copies
-        assert (_values(rows, x) <= cost * (1 + 1e-12) + 1e-15).all()
-    for const, _ in rows:
-        assert 0 < const[0] < floor_s  # thresholds strictly between 0 and the kernel's time
+        beside = np.bincount(kernel, weights=seconds * x, minlength=floor_s.size)
+        cost = np.maximum(floor_s, beside)  # what each kernel takes with these copies
+        for const, matrix in rows:
+            assert (const + matrix @ x <= cost * (1 + 1e-12) + 1e-15).all()
+    for const, _ in rows:  # thresholds strictly between 0 and the kernel's time, or none
+        assert ((const == 0) | ((const > 0) & (const < floor_s))).all()
 
 
 def _copies(seconds: list[float]) -> Copies:

@@ -125,8 +125,9 @@ def run_highs(
        Math. Prog. 2005), from the start, which is a point of it, so its optimum is no worse;
        again around each better point it finds, up to :data:`RINS_ROUNDS` times;
     4. with the best point of phases 2 and 3 still not within the gap of the bound: the
-       whole MIP from that point, in what is left of the time limit (where phase 2 or 3
-       ran, without HiGHS's own RENS, RINS and restart: :data:`AFTER_NEIGHBOURHOODS`).
+       whole MIP from that point, in what is left of the time limit (from a point of a
+       sub-MIP of phase 2 or 3 that ran, without HiGHS's own RENS, RINS and restart:
+       :data:`AFTER_NEIGHBOURHOODS`).
 
     A phase whose point is within the gap of the LP's bound ends the solve (``optimal``); a
     sub-MIP of phase 2 or 3 is interrupted as soon as it has such a point.
@@ -198,7 +199,7 @@ def run_highs(
         if best is not None and within(best):
             return done(best, lp_bound)
     x_lp = None if relaxed is None else relaxed.point
-    searched = False  # whether a RENS or RINS sub-MIP ran
+    searched = False  # whether a RENS or RINS sub-MIP ran (not one whose neighbourhood is empty)
     if x_lp is not None:
         sub_options = {**options, "mip_rel_gap": gap * RINS_GAP_SHARE}
         # a sub-MIP's point within the gap of the LP's bound ends the whole solve, so the
@@ -214,7 +215,7 @@ def run_highs(
             rens, work = _neighbourhood(
                 highspy, lp, compiled.matrix, fixed, sub_options, verbose, None, spent_s, enough
             )
-            searched = True
+            searched = searched or work[1] > 0
             iterations, spent_s = iterations + work[0], spent_s + work[1]
             if within(rens):
                 assert rens is not None
@@ -227,7 +228,7 @@ def run_highs(
             found, work = _neighbourhood(
                 highspy, lp, compiled.matrix, fixed, sub_options, verbose, best, spent_s, enough
             )
-            searched = True
+            searched = searched or work[1] > 0
             iterations, spent_s = iterations + work[0], spent_s + work[1]
             if found is None or not float(cost @ found) < float(cost @ best) - 1e-12:
                 break  # the same neighbourhood again: nothing more to find there
@@ -253,7 +254,7 @@ def run_highs(
         if int(event.callback_type) == checks and known and primal - dual <= gap * abs(primal):
             event.data_in.user_interrupt = True
 
-    if searched:  # RENS and RINS ran already: see AFTER_NEIGHBOURHOODS
+    if searched and best is not None:  # from RENS's or RINS's point: AFTER_NEIGHBOURHOODS
         options = {**AFTER_NEIGHBOURHOODS, **options}
     highs = run_model(highspy, lp, options, verbose, best, spent_s=spent_s, record=record)
     info = highs.getInfo()
