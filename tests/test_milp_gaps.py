@@ -191,6 +191,20 @@ def _order_rows_one_by_one(ev: Events, edge_index: np.ndarray, count: int) -> np
     return np.array(rows).reshape(len(rows), count)
 
 
+def _order_rows_both_ways(
+    graph: Graph, preset: str, share: float, window: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The compact async model's order rows (at ``share`` of the peak, ``window``) as
+    :meth:`Events.order_rows` builds them and as built event by event (dense)."""
+    cost = CostModel(graph, load_preset(preset))
+    limits = np.full(len(graph.kernels), max(1, int(graph.peak_live_bytes * share)))
+    model = build_model(cost, window, Formulation.ASYNC, limits, relax=True, compact=True)
+    v = model.vars
+    ev = Events.of(model.catalogue, model.gadgets, v.edge_gadget, v.edge_type, model.gaps)
+    got = ev.order_rows(v.edge_index, v.count).toarray()
+    return got, _order_rows_one_by_one(ev, v.edge_index, v.count)
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     tiny_graphs,
@@ -201,25 +215,12 @@ def _order_rows_one_by_one(ev: Events, edge_index: np.ndarray, count: int) -> np
 def test_the_order_rows_are_those_built_event_by_event(
     graph: Graph, share: float, preset: str, window: int
 ) -> None:
-    cost = CostModel(graph, load_preset(preset))
-    limits = np.full(len(graph.kernels), max(1, int(graph.peak_live_bytes * share)))
-    model = build_model(cost, window, Formulation.ASYNC, limits, relax=True, compact=True)
-    v = model.vars
-    ev = Events.of(model.catalogue, model.gadgets, v.edge_gadget, v.edge_type, model.gaps)
-    got = ev.order_rows(v.edge_index, v.count).toarray()
-    want = _order_rows_one_by_one(ev, v.edge_index, v.count)
+    got, want = _order_rows_both_ways(graph, preset, share, window)
     assert got.shape == want.shape and np.array_equal(got, want)
 
 
 def test_the_order_rows_of_a_network_are_those_built_event_by_event() -> None:
     from tmsim.workload.zoo import training_graph_of
 
-    graph = training_graph_of("vgg19", 2)
-    cost = CostModel(graph, load_preset("rtx2080ti-pcie3"))
-    limits = np.full(len(graph.kernels), int(graph.peak_live_bytes * 0.6))
-    model = build_model(cost, 4, Formulation.ASYNC, limits, relax=True, compact=True)
-    v = model.vars
-    ev = Events.of(model.catalogue, model.gadgets, v.edge_gadget, v.edge_type, model.gaps)
-    got = ev.order_rows(v.edge_index, v.count).toarray()
-    want = _order_rows_one_by_one(ev, v.edge_index, v.count)
+    got, want = _order_rows_both_ways(training_graph_of("vgg19", 2), "rtx2080ti-pcie3", 0.6, 4)
     assert want.shape[0] >= 50 and got.shape == want.shape and np.array_equal(got, want)
