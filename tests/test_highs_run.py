@@ -80,6 +80,45 @@ def test_optimum_bound_and_trace_match_brute_force(
         assert d0 == d1 or sign * (d0 - d1) >= -1e-9
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    items=items,
+    share=st.floats(0.0, 1.0),
+    maximise=st.booleans(),
+    worse=st.floats(0.0, 0.3),
+    gap=st.sampled_from([0.0, 0.01, 0.1]),
+    lp_first=st.sampled_from([None, 10**6]),
+)
+def test_a_solve_for_a_bound_reaches_the_gap_of_the_point_reached_elsewhere(
+    items: list[tuple[int, int]],
+    share: float,
+    maximise: bool,
+    worse: float,
+    gap: float,
+    lp_first: int | None,
+) -> None:
+    # ``reached`` is a point held outside the problem, no better than its optimum: the solve
+    # ends with a bound on the optimum's far side, within the gap of ``reached`` or at the
+    # optimum, whatever its own points are
+    values, weights = [v for v, _ in items], [w for _, w in items]
+    room = int(share * sum(weights))
+    x = cp.Variable(len(items), boolean=True)
+    sign = 1.0 if maximise else -1.0
+    objective = (cp.Maximize if maximise else cp.Minimize)(sign * (np.array(values) @ x) + 7)
+    problem = cp.Problem(objective, [np.array(weights) @ x <= room])
+    best = sign * _knapsack(values, weights, room) + 7
+    reached = best - sign * worse * abs(best)  # a worse point: lower for a maximum
+    options = {"mip_rel_gap": gap, "mip_abs_gap": 0.0}
+    start = {x: np.zeros(len(items))}
+    outcome = run_highs(problem, options, False, start, lp_first, reached=reached)
+    assert outcome.status == cp.OPTIMAL and outcome.solved
+    assert sign * (outcome.bound - best) >= -1e-6  # valid
+    # as tight as asked: within the gap of ``reached`` or proven the optimum
+    far = sign * (outcome.bound - reached)  # how far the bound lies beyond ``reached``
+    assert far >= -1e-6
+    assert far <= gap * abs(reached) + 1e-6 or outcome.bound == pytest.approx(best, abs=1e-6)
+
+
 def test_a_warm_start_is_kept_when_the_time_limit_stops_the_solve_at_once() -> None:
     rng = np.random.default_rng(1)
     weights = rng.integers(10, 60, 40)

@@ -8,8 +8,10 @@ tiers; :mod:`~tmsim.planners.milp.build` writes it as one cvxpy problem and read
 the whole thing: each formulation is solved after the one it contains, from its solution,
 inside AutoTM's loop that lowers the fastest tier's limit wherever its layout overflows (which
 also takes back the few millionths of the limit the solver's tolerance lets a rounded plan
-overshoot). Every plan goes through :func:`~tmsim.planners.assemble.assemble_plan`, whose
-predicted time is recomputed from the cost model in exact bytes.
+overshoot; a later round's plan is measured against the first round's bound, raised where
+it must be by :mod:`~tmsim.planners.milp.rebound`). Every plan goes through
+:func:`~tmsim.planners.assemble.assemble_plan`, whose predicted time is recomputed from the
+cost model in exact bytes.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from tmsim.planners.milp.handover import lifted_start, lowered_start, retire_ext
 from tmsim.planners.milp.nesting import CONTAINS, STARTS, heuristic_plans, planners_of
 from tmsim.planners.milp.preflight import first_memo, formulation_of, setup
 from tmsim.planners.milp.readback import extract_plan
+from tmsim.planners.milp.rebound import rebound
 from tmsim.planners.milp.schedule import CHAIN_WORKERS, Memo, solve_chains
 from tmsim.planners.milp.solve import (
     SolveStopped,
@@ -233,6 +236,7 @@ def _solve_formulation(
     # the first round's proven bound: a later round solves under lowered limits, so its bound
     # holds for that problem only, while every plan whose layout fits is a point of the first
     first_bound: float | None = None
+    first_x: np.ndarray | None = None  # the first round's plan (its binaries)
     for rounds in range(1, opts.max_rounds + 1):
         started = time.perf_counter()
         model = build_model(
@@ -294,6 +298,7 @@ def _solve_formulation(
             break
         if first_bound is None:
             first_bound = stats.bound
+            first_x = start if stopped is not None else np.asarray(model.x.value) > 0.5
         stats = against(replace(stats, rounds=rounds), first_bound)
         if stats.status == "optimal" and not stats.gap <= opts.gap + 1e-9:
             # the last round reached the gap of its own bound, not of the first round's
@@ -308,6 +313,14 @@ def _solve_formulation(
         else:
             overflow = resident_overflow_bytes(plan, graph, platform, limit)
         if not overflow.any():
+            if first_x is not None and first_bound is not None:
+                # a later round's plan may lie beyond the gap of the first round's bound
+                first = (first_x, first_bound)
+                stats, *spent = rebound(
+                    stats, cost, opts, formulation, limit, beside, first, deadline
+                )
+                build_total, solve_total = build_total + spent[0], solve_total + spent[1]
+                plan = replace(plan, stats=stats)
             result = Solved(
                 plan, model, limits, build_total, solve_total, layout=laid, lp_basis=basis
             )

@@ -140,6 +140,7 @@ def solve(
     known_bound: float | None = None,
     lp_from_zero: bool = False,
     lp_presolve: bool = False,
+    reached: float | None = None,
 ) -> Outcome:
     """Solve ``model.problem`` in place (its variables hold the solution), from incumbent
     ``start`` when the solver is HiGHS, and say how it ended.
@@ -147,7 +148,7 @@ def solve(
     ``options`` are :func:`solver_options`'. With a ``deadline`` (a ``time.perf_counter()``
     reading) HiGHS gets what is left of it once cvxpy has compiled the problem (seconds on a
     million variables) as its time limit; ``lp_iterations``, ``lp_basis`` and
-    ``known_bound``, ``lp_from_zero`` and ``lp_presolve`` are
+    ``known_bound``, ``lp_from_zero``, ``lp_presolve`` and ``reached`` are
     :func:`~tmsim.planners.milp.highs.run_highs`' (HiGHS only). A
     warm-started solve HiGHS calls optimal whose solution is not within the gap of its
     bound is not trusted (HiGHS 1.16 can score a start wrongly in its presolved space and
@@ -175,6 +176,7 @@ def solve(
         known_bound,
         lp_from_zero,
         lp_presolve,
+        reached,
     )
     gap = float(options.get("mip_rel_gap", 0.0))
     if start is not None and outcome.status == cp.OPTIMAL and not _gap_holds(outcome, gap):
@@ -189,6 +191,7 @@ def solve(
             known_bound,
             lp_from_zero,
             lp_presolve,
+            reached,
         )
     return outcome
 
