@@ -34,7 +34,7 @@ from tmsim.planners.milp.handover import lifted_start, lowered_start, retire_ext
 from tmsim.planners.milp.nesting import CONTAINS, STARTS, heuristic_plans, planners_of
 from tmsim.planners.milp.preflight import first_memo, formulation_of, setup
 from tmsim.planners.milp.readback import extract_plan
-from tmsim.planners.milp.rebound import rebound
+from tmsim.planners.milp.rebound import FirstRound, rebound
 from tmsim.planners.milp.schedule import CHAIN_WORKERS, Memo, solve_chains
 from tmsim.planners.milp.solve import (
     SolveStopped,
@@ -236,7 +236,7 @@ def _solve_formulation(
     # the first round's proven bound: a later round solves under lowered limits, so its bound
     # holds for that problem only, while every plan whose layout fits is a point of the first
     first_bound: float | None = None
-    first_x: np.ndarray | None = None  # the first round's plan (its binaries)
+    first: FirstRound | None = None  # the first round's plan, objective and bound
     for rounds in range(1, opts.max_rounds + 1):
         started = time.perf_counter()
         model = build_model(
@@ -298,7 +298,9 @@ def _solve_formulation(
             break
         if first_bound is None:
             first_bound = stats.bound
-            first_x = start if stopped is not None else np.asarray(model.x.value) > 0.5
+            x = start if stopped is not None else np.asarray(model.x.value) > 0.5
+            assert x is not None  # a stopped solve without a start broke out above
+            first = FirstRound(x, stats.objective, stats.bound)
         stats = against(replace(stats, rounds=rounds), first_bound)
         if stats.status == "optimal" and not stats.gap <= opts.gap + 1e-9:
             # the last round reached the gap of its own bound, not of the first round's
@@ -313,9 +315,8 @@ def _solve_formulation(
         else:
             overflow = resident_overflow_bytes(plan, graph, platform, limit)
         if not overflow.any():
-            if first_x is not None and first_bound is not None:
+            if first is not None:
                 # a later round's plan may lie beyond the gap of the first round's bound
-                first = (first_x, first_bound)
                 stats, *spent = rebound(
                     stats, cost, opts, formulation, limit, beside, first, deadline
                 )

@@ -20,6 +20,7 @@ import cvxpy as cp
 import numpy as np
 from cvxpy import settings as cps
 
+from tmsim.planners.milp.feasibility import first_point
 from tmsim.planners.milp.highs_model import (
     FloatArray,
     column_vector,
@@ -121,10 +122,13 @@ def run_highs(
     2. the MIP restricted to the binaries the LP leaves fractional, the rest fixed as the LP
        has them (RENS, Berthold, Math. Prog. Comp. 2014), where at most
        :data:`~tmsim.planners.milp.neighbourhood.RENS_MAX_FREE` of them are fractional;
-    3. with a ``start``: the MIP restricted to the binaries the LP leaves fractional or sets
-       unlike the start (the rest fixed as both have them: RINS, Danna, Rothberg and Le Pape,
-       Math. Prog. 2005), from the start, which is a point of it, so its optimum is no worse;
-       again around each better point it finds, up to :data:`RINS_ROUNDS` times;
+    3. with a ``start`` (or, without one, where RENS found no point, the first point of the
+       MIP without its objective: :mod:`~tmsim.planners.milp.feasibility`, which also proves
+       a MIP with none infeasible): the MIP restricted to the binaries the LP leaves
+       fractional or sets unlike the start (the rest fixed as both have them: RINS, Danna,
+       Rothberg and Le Pape, Math. Prog. 2005), from the start, which is a point of it, so
+       its optimum is no worse; again around each better point it finds, up to
+       :data:`RINS_ROUNDS` times;
     4. with the best point of phases 2 and 3 still not within the gap of the bound: the
        whole MIP from that point, in what is left of the time limit (from a point of a
        sub-MIP of phase 2 or 3 that ran, without HiGHS's own RENS, RINS and restart:
@@ -142,7 +146,8 @@ def run_highs(
     of a layout round under lowered limits): the solve then aims at a bound within the gap of
     it rather than of its own points: phases 2 and 3 are left out, and phase 4 from ``start``
     runs with HiGHS's gap 0 and :data:`AFTER_NEIGHBOURHOODS` (points are not what it is
-    for) until its bound is within the gap of ``reached``, its optimum or a limit.
+    for) until its bound is within the gap of ``reached``, its optimum, a limit, or a point
+    of its own below that bound, which the bound cannot pass (status ``interrupted``).
     Raises :class:`TmsimError` for an option HiGHS refuses or a problem that is not linear.
     """
     import highspy
@@ -232,6 +237,13 @@ def run_highs(
             if within(rens):
                 assert rens is not None
                 return done(rens, lp_bound)
+        if best is None and rens is None:
+            # no start and no point near the LP's: a first point, of the MIP without its
+            # objective (:mod:`~tmsim.planners.milp.feasibility`), for RINS to start from
+            best, none, work = first_point(highspy, lp, options, verbose, spent_s)
+            iterations, spent_s = iterations + work[0], spent_s + work[1]
+            if none:
+                return Outcome(cp.INFEASIBLE, solved=False, iterations=iterations)
         # RINS around the start (around RENS's point it would be RENS's neighbourhood again)
         for _ in range(RINS_ROUNDS if best is not None else 0):
             assert best is not None
@@ -253,6 +265,8 @@ def run_highs(
     # the branch and bound's regular limit checks, where a solve may be interrupted
     checks = int(highspy.cb.HighsCallbackType.kCallbackMipInterrupt)
 
+    short = [False]  # whether a solve for a bound stopped at a point below the bound aimed at
+
     def record(event: Any) -> None:
         out = event.data_out
         dual = max(float(out.mip_dual_bound), lp_bound)
@@ -260,11 +274,17 @@ def run_highs(
         point = (spent_s + float(out.running_time), primal, dual)
         if not trace or trace[-1][1:] != point[1:]:
             trace.append(point)
-        primal = primal if target is None else target
-        # within the gap of a bound HiGHS does not know (the LP's or the caller's); before
-        # its first incumbent HiGHS may report a primal bound below every bound
-        known = math.isfinite(primal) and dual <= primal
-        if int(event.callback_type) == checks and known and primal - dual <= gap * abs(primal):
+        if target is None:
+            # within the gap of a bound HiGHS does not know (the LP's or the caller's); before
+            # its first incumbent HiGHS may report a primal bound below every bound
+            known = math.isfinite(primal) and dual <= primal
+            enough = known and primal - dual <= gap * abs(primal)
+        else:
+            # the bound aimed at; or a point below it, which no bound passes
+            aim = target - gap * abs(target)
+            enough = dual >= aim or primal < aim
+            short[0] = dual < aim  # where it stops: at a point, not at the bound aimed at
+        if int(event.callback_type) == checks and enough:
             event.data_in.user_interrupt = True
 
     if (searched or target is not None) and best is not None:
@@ -277,8 +297,8 @@ def run_highs(
     status = _status(highs.getModelStatus().name, nodes, options.get("mip_max_nodes"))
     objective, shift = math.nan, 0.0
     solved = int(info.primal_solution_status) == 2  # kSolutionStatusFeasible
-    if status == "interrupted" and solved:
-        status = cp.OPTIMAL  # only the gap of the bound above interrupts
+    if status == "interrupted" and solved and not short[0]:
+        status = cp.OPTIMAL  # the gap of the bound above interrupted it
     if solved:
         objective, shift = write_values(
             problem, columns, np.asarray(highs.getSolution().col_value), data, sign

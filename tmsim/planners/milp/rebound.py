@@ -7,15 +7,17 @@ the first round's own plan needed (to within the gap of it), and that plan did n
 later plan a little slower then lies beyond the gap of the bound although the first round's
 optimum may well be within the gap of it. :func:`raised_bound` solves the first round's
 problem again, from the first round's plan, until its bound is within the gap of the later
-plan, and :func:`rebound` measures the later plan against it where it needs that (VGG19 b8 at 4:1 on Optane, async: the first round's plan, 0.73795 s within 0.98% of
-0.73070 s, did not lay out, and the third round's 0.73916 s was 1.14% from that bound; the
-bound raised to 0.73179 s in 4.5 s put it at 0.997%).
+plan, and :func:`rebound` measures the later plan against it where it needs that (VGG19 b8
+at 4:1 on Optane, async: the first round's plan, 0.73795 s within 0.98% of 0.73070 s, did
+not lay out, and the third round's 0.73916 s was 1.14% from that bound; the bound raised to
+0.73179 s in 4.5 s put it at 0.997%).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import replace
+from typing import NamedTuple
 
 import cvxpy as cp
 import numpy as np
@@ -31,13 +33,22 @@ from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import SolverStats
 
 
+class FirstRound(NamedTuple):
+    """What the layout loop keeps of its first round: the plan's binaries, its objective and
+    the bound proven (seconds)."""
+
+    x: npt.NDArray[np.bool_]
+    objective_s: float
+    bound_s: float
+
+
 def raised_bound(
     cost: CostModel,
     opts: PlanSettings,
     formulation: Formulation,
     limit: int,
     beside: BesideCosts | None,
-    first: tuple[npt.NDArray[np.bool_], float],
+    first: FirstRound,
     reached: float,
     deadline: float | None,
 ) -> tuple[float, float, float]:
@@ -45,16 +56,23 @@ def raised_bound(
     fastest tier at every kernel; ``beside``: the async-aware copy costs), at least the
     round's own, and the (build, solve) seconds it took.
 
-    ``first``: the first round's plan (its binaries) and bound. The round's problem is built
+    ``first``: the first round's plan and bound. The round's problem is built
     again and HiGHS solves it from that plan until its bound is within ``opts.gap`` of
     ``reached`` (the objective of the plan the loop ended with), at its optimum, at the
-    deadline (a ``time.perf_counter()`` reading) or at ``opts.node_limit`` nodes. The first
-    round's bound is returned unchanged, at no cost, for a solver other than HiGHS or a
-    deadline that has passed, and with what the attempt cost where the solve fails.
+    deadline (a ``time.perf_counter()`` reading), at ``opts.node_limit`` nodes or at a point
+    below the bound aimed at (which no bound passes). The first round's bound is returned
+    unchanged, at no cost, where its own plan already lies below the bound aimed at (so does
+    its optimum), for a solver other than HiGHS or a deadline that has passed, and with what
+    the attempt cost where the solve fails.
     """
-    x_first, bound = first
+    bound = first.bound_s
     remaining = None if deadline is None else deadline - time.perf_counter()
-    if opts.solver.upper() != "HIGHS" or (remaining is not None and remaining <= 0):
+    aim = reached - opts.gap * abs(reached)
+    if (
+        first.objective_s < aim
+        or opts.solver.upper() != "HIGHS"
+        or (remaining is not None and remaining <= 0)
+    ):
         return bound, 0.0, 0.0
     started = time.perf_counter()
     model = build_model(
@@ -75,7 +93,7 @@ def raised_bound(
             opts.solver,
             options,
             opts.verbose,
-            x_first,
+            first.x,
             deadline,
             known_bound=bound,
             reached=reached,
@@ -93,7 +111,7 @@ def rebound(
     formulation: Formulation,
     limit: int,
     beside: BesideCosts | None,
-    first: tuple[npt.NDArray[np.bool_], float],
+    first: FirstRound,
     deadline: float | None,
 ) -> tuple[SolverStats, float, float]:
     """``stats`` of a plan that lays out (measured against the first round's bound in
@@ -116,4 +134,4 @@ def rebound(
     return spent, build_s, solve_s
 
 
-__all__ = ["raised_bound", "rebound"]
+__all__ = ["FirstRound", "raised_bound", "rebound"]
