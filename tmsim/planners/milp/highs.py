@@ -217,6 +217,7 @@ def run_highs(
             return done(best, lp_bound)
     x_lp = None if relaxed is None else relaxed.point
     searched = False  # whether a RENS or RINS sub-MIP ran (not one whose neighbourhood is empty)
+    first = False  # whether the best point comes from a point found without the objective
     if x_lp is not None and target is None:
         sub_options = {**options, "mip_rel_gap": gap * RINS_GAP_SHARE}
         # a sub-MIP's point within the gap of the LP's bound ends the whole solve, so the
@@ -244,6 +245,7 @@ def run_highs(
             iterations, spent_s = iterations + work[0], spent_s + work[1]
             if none:
                 return Outcome(cp.INFEASIBLE, solved=False, iterations=iterations)
+            first = True
         # RINS around the start (around RENS's point it would be RENS's neighbourhood again)
         for _ in range(RINS_ROUNDS if best is not None else 0):
             assert best is not None
@@ -287,8 +289,9 @@ def run_highs(
         if int(event.callback_type) == checks and enough:
             event.data_in.user_interrupt = True
 
-    if (searched or target is not None) and best is not None:
-        # from RENS's or RINS's point, or after a bound alone: AFTER_NEIGHBOURHOODS
+    if ((searched and not first) or target is not None) and best is not None:
+        # from RENS's or RINS's point, or after a bound alone: AFTER_NEIGHBOURHOODS (RINS
+        # around a point found without the objective leaves HiGHS's own searches their use)
         options = {**AFTER_NEIGHBOURHOODS, **options}
     highs = run_model(highspy, lp, options, verbose, best, spent_s=spent_s, record=record)
     info = highs.getInfo()
