@@ -6,6 +6,7 @@ import math
 import os
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -93,8 +94,6 @@ def test_milp_matches_exhaustive_search_on_random_graphs(
 
 
 def test_static_start_reproduces_the_heuristic_it_comes_from() -> None:
-    import numpy as np
-
     from tmsim.planners.heuristics import plan_greedy
     from tmsim.planners.milp.build import build_model
     from tmsim.planners.milp.gadgets import Formulation
@@ -401,8 +400,6 @@ def test_a_solve_again_under_lowered_limits_starts_from_the_last_lp_basis(
     formulation's layout round lowers the limits below the smaller one's plan, the smaller one
     is solved again from that basis, in fewer simplex iterations than from none (here the
     limits are not lowered, so the basis is the LP's optimum)."""
-    import numpy as np
-
     import tmsim.planners.milp.handover as handover
     from tmsim.planners.milp.chain import _plan
     from tmsim.planners.milp.gadgets import Formulation

@@ -34,7 +34,7 @@ from tmsim.planners.milp.handover import lifted_start, lowered_start, retire_ext
 from tmsim.planners.milp.nesting import CONTAINS, STARTS, heuristic_plans, planners_of
 from tmsim.planners.milp.preflight import first_memo, formulation_of, setup
 from tmsim.planners.milp.readback import extract_plan
-from tmsim.planners.milp.rebound import FirstRound, rebound
+from tmsim.planners.milp.rebound import FirstRound, bound_of, rebound
 from tmsim.planners.milp.schedule import CHAIN_WORKERS, Memo, solve_chains
 from tmsim.planners.milp.solve import (
     SolveStopped,
@@ -233,10 +233,10 @@ def _solve_formulation(
     # offsets of fast-tier buffers of the round's start whose layout is known, by (tensor,
     # first kernel, last kernel): a plan whose fast buffers are all among them lays out
     known: dict[tuple[int, int, int], int] = {}
-    # the first round's proven bound: a later round solves under lowered limits, so its bound
-    # holds for that problem only, while every plan whose layout fits is a point of the first
-    first_bound: float | None = None
-    first: FirstRound | None = None  # the first round's plan, objective and bound
+    # the first round's plan and proven bound: a later round solves under lowered limits, so
+    # its bound holds for that problem only, while every plan whose layout fits is a point of
+    # the first
+    first: FirstRound | None = None
     for rounds in range(1, opts.max_rounds + 1):
         started = time.perf_counter()
         model = build_model(
@@ -274,7 +274,7 @@ def _solve_formulation(
             # a round solves under lower limits than the first: its plans are the first's
             # too, so the first round's bound holds for its optimum
             outcome = solve_within(
-                model, opts, formulation, limits, deadline, start, basis, first_bound
+                model, opts, formulation, limits, deadline, start, basis, bound_of(first)
             )
         except SolveStopped as exc:
             stopped = exc  # without a solution of its own: its start is the plan, if any
@@ -296,12 +296,11 @@ def _solve_formulation(
         else:
             failure = stopped
             break
-        if first_bound is None:
-            first_bound = stats.bound
+        if first is None:
             x = start if stopped is not None else np.asarray(model.x.value) > 0.5
             assert x is not None  # a stopped solve without a start broke out above
-            first = FirstRound(x, stats.objective, stats.bound)
-        stats = against(replace(stats, rounds=rounds), first_bound)
+            first = FirstRound(cost, formulation, limit, beside, x, stats.objective, stats.bound)
+        stats = against(replace(stats, rounds=rounds), first.bound_s)
         if stats.status == "optimal" and not stats.gap <= opts.gap + 1e-9:
             # the last round reached the gap of its own bound, not of the first round's
             stats = replace(stats, status=f"optimal in layout round {rounds}")
@@ -315,13 +314,11 @@ def _solve_formulation(
         else:
             overflow = resident_overflow_bytes(plan, graph, platform, limit)
         if not overflow.any():
-            if first is not None:
-                # a later round's plan may lie beyond the gap of the first round's bound
-                stats, *spent = rebound(
-                    stats, cost, opts, formulation, limit, beside, first, deadline
-                )
-                build_total, solve_total = build_total + spent[0], solve_total + spent[1]
-                plan = replace(plan, stats=stats)
+            # a later round's plan may lie beyond the gap of the first round's bound
+            assert first is not None
+            stats, *spent = rebound(stats, opts, first, deadline)
+            build_total, solve_total = build_total + spent[0], solve_total + spent[1]
+            plan = replace(plan, stats=stats)
             result = Solved(
                 plan, model, limits, build_total, solve_total, layout=laid, lp_basis=basis
             )
@@ -356,7 +353,7 @@ def _solve_formulation(
         # a heuristic's plan may lie outside this formulation's space, below its bound: its
         # gap is against the kernel-time bound, which holds for every plan
         return relabel(
-            base, opts, formulation, seconds, status, first_bound if base.lifts else None
+            base, opts, formulation, seconds, status, bound_of(first) if base.lifts else None
         )
     if result is not None:
         return result

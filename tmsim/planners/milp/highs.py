@@ -267,8 +267,6 @@ def run_highs(
     # the branch and bound's regular limit checks, where a solve may be interrupted
     checks = int(highspy.cb.HighsCallbackType.kCallbackMipInterrupt)
 
-    short = [False]  # whether a solve for a bound stopped at a point below the bound aimed at
-
     def record(event: Any) -> None:
         out = event.data_out
         dual = max(float(out.mip_dual_bound), lp_bound)
@@ -282,10 +280,10 @@ def run_highs(
             known = math.isfinite(primal) and dual <= primal
             enough = known and primal - dual <= gap * abs(primal)
         else:
-            # the bound aimed at; or a point below it, which no bound passes
+            # the bound aimed at; or a point below it (by more than rounding), which no bound
+            # passes
             aim = target - gap * abs(target)
-            enough = dual >= aim or primal < aim
-            short[0] = dual < aim  # where it stops: at a point, not at the bound aimed at
+            enough = dual >= aim or primal < aim - 1e-9 * abs(aim)
         if int(event.callback_type) == checks and enough:
             event.data_in.user_interrupt = True
 
@@ -300,8 +298,11 @@ def run_highs(
     status = _status(highs.getModelStatus().name, nodes, options.get("mip_max_nodes"))
     objective, shift = math.nan, 0.0
     solved = int(info.primal_solution_status) == 2  # kSolutionStatusFeasible
-    if status == "interrupted" and solved and not short[0]:
-        status = cp.OPTIMAL  # the gap of the bound above interrupted it
+    reached_aim = target is None or max(float(info.mip_dual_bound), lp_bound) >= target - gap * abs(
+        target
+    )
+    if status == "interrupted" and solved and reached_aim:
+        status = cp.OPTIMAL  # the gap of the bound above interrupted it, not a point below
     if solved:
         objective, shift = write_values(
             problem, columns, np.asarray(highs.getSolution().col_value), data, sign

@@ -9,8 +9,8 @@ optimum may well be within the gap of it. :func:`raised_bound` solves the first 
 problem again, from the first round's plan, until its bound is within the gap of the later
 plan, and :func:`rebound` measures the later plan against it where it needs that (VGG19 b8
 at 4:1 on Optane, async: the first round's plan, 0.73795 s within 0.98% of 0.73070 s, did
-not lay out, and the third round's 0.73916 s was 1.14% from that bound; the bound raised to
-0.73179 s in 4.5 s put it at 0.997%).
+not lay out, and the second round's 0.73893 s was 1.11% from that bound; the bound raised to
+0.73179 s in 3-4.5 s put it at 0.97%).
 """
 
 from __future__ import annotations
@@ -40,34 +40,35 @@ RAISE_NODE_LIMIT = 1_000
 
 
 class FirstRound(NamedTuple):
-    """What the layout loop keeps of its first round: the plan's binaries, its objective and
-    the bound proven (seconds)."""
+    """What the layout loop keeps of its first round: its problem (``formulation`` on
+    ``cost``'s graph with ``limit`` bytes of the fastest tier at every kernel; ``beside``: the
+    async-aware copy costs), its plan's binaries and objective, and the bound it proved."""
 
+    cost: CostModel
+    formulation: Formulation
+    limit: int
+    beside: BesideCosts | None
     x: npt.NDArray[np.bool_]
     objective_s: float
     bound_s: float
 
 
-def raised_bound(
-    cost: CostModel,
-    opts: PlanSettings,
-    formulation: Formulation,
-    limit: int,
-    beside: BesideCosts | None,
-    first: FirstRound,
-    reached: float,
-    deadline: float | None,
-) -> tuple[float, float, float]:
-    """A bound on the optimum of ``formulation``'s first layout round (``limit`` bytes of the
-    fastest tier at every kernel; ``beside``: the async-aware copy costs), at least the
-    round's own, and the (build, solve) seconds it took.
+def bound_of(first: FirstRound | None) -> float | None:
+    """The first round's bound, or None before there is one."""
+    return None if first is None else first.bound_s
 
-    ``first``: the first round's plan and bound. The round's problem is built again and
-    HiGHS solves it from that plan until its bound is within ``opts.gap`` of ``reached`` (the
-    objective of the plan the loop ended with), at its optimum, at the deadline (a
-    ``time.perf_counter()`` reading), at :data:`RAISE_NODE_LIMIT` nodes (or
-    ``opts.node_limit``, where lower) or at a point below the bound aimed at (which no bound
-    passes). The first round's bound is returned
+
+def raised_bound(
+    opts: PlanSettings, first: FirstRound, reached: float, deadline: float | None
+) -> tuple[float, float, float]:
+    """A bound on the optimum of the ``first`` round's problem, at least its own, and the
+    (build, solve) seconds it took.
+
+    The problem is built again and HiGHS solves it from the first round's plan until its
+    bound is within ``opts.gap`` of ``reached`` (the objective of the plan the loop ended
+    with), at its optimum, at the deadline (a ``time.perf_counter()`` reading), at
+    :data:`RAISE_NODE_LIMIT` nodes (or ``opts.node_limit``, where lower) or at a point below
+    the bound aimed at (which no bound passes). The first round's bound is returned
     unchanged, at no cost, where its own plan already lies below the bound aimed at (so does
     its optimum), for a solver other than HiGHS or a deadline that has passed, and with what
     the attempt cost where the solve fails.
@@ -83,12 +84,12 @@ def raised_bound(
         return bound, 0.0, 0.0
     started = time.perf_counter()
     model = build_model(
-        cost,
+        first.cost,
         opts.window,
-        formulation,
-        np.full(len(cost.graph.kernels), limit, dtype=np.int64),
+        first.formulation,
+        np.full(len(first.cost.graph.kernels), first.limit, dtype=np.int64),
         relax=False,
-        beside=beside,
+        beside=first.beside,
         depth=opts.recompute_depth,
         energy_weight_s_per_j=opts.energy_weight_s_per_j,
     )
@@ -113,17 +114,10 @@ def raised_bound(
 
 
 def rebound(
-    stats: SolverStats,
-    cost: CostModel,
-    opts: PlanSettings,
-    formulation: Formulation,
-    limit: int,
-    beside: BesideCosts | None,
-    first: FirstRound,
-    deadline: float | None,
+    stats: SolverStats, opts: PlanSettings, first: FirstRound, deadline: float | None
 ) -> tuple[SolverStats, float, float]:
-    """``stats`` of a plan that lays out (measured against the first round's bound in
-    ``first``, as :func:`raised_bound` takes it), and the (build, solve) seconds spent on it.
+    """``stats`` of a plan that lays out (measured against the ``first`` round's bound), and
+    the (build, solve) seconds spent on it.
 
     Where the plan's solve reached its own gap (its status is optimal) but the plan lies
     beyond ``opts.gap`` of the first round's bound, that bound is raised by
@@ -132,9 +126,7 @@ def rebound(
     ``stats`` is returned as it is, at no cost."""
     if not (stats.status.startswith(cp.OPTIMAL) and stats.gap > opts.gap + 1e-9):
         return stats, 0.0, 0.0
-    bound, build_s, solve_s = raised_bound(
-        cost, opts, formulation, limit, beside, first, stats.objective, deadline
-    )
+    bound, build_s, solve_s = raised_bound(opts, first, stats.objective, deadline)
     raised = against(stats, bound)
     if raised.gap <= opts.gap + 1e-9:
         raised = replace(raised, status=cp.OPTIMAL)
@@ -142,4 +134,4 @@ def rebound(
     return spent, build_s, solve_s
 
 
-__all__ = ["RAISE_NODE_LIMIT", "FirstRound", "raised_bound", "rebound"]
+__all__ = ["RAISE_NODE_LIMIT", "FirstRound", "bound_of", "raised_bound", "rebound"]
