@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -342,16 +343,13 @@ def test_a_gpu_plan_does_not_warm_up_from_a_static_solve_that_cannot_fit(
         plan_milp(tiny_step(), gpu, opts, "static")
 
 
-def test_a_second_plan_that_does_not_lay_out_has_its_peak_cut_everywhere(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """AutoTM's loop, scripted: the first two plans' layouts overflow at kernel 1, by 1 MB and
-    then by 0.5 MB. The second round lowers the limit there alone (by the overflow and the
-    slack); the third also cuts every kernel's limit to the second plan's peak less its margin,
-    although the overflow shrank, so that the solver cannot move the peak to another kernel (ResNet-200 b512 at 8:1 on Optane: 16.6 MB over at
-    679 kernels in two rounds, each plan within 10 KB of the limit elsewhere)."""
-    import numpy as np
-
+def _scripted_rounds(
+    monkeypatch: pytest.MonkeyPatch, overflow_at: Callable[[int, np.ndarray, int], int | None]
+) -> tuple[list[tuple[np.ndarray, np.ndarray]], int, int]:
+    """AutoTM's loop on VGG19 b1's static plan at 4:1 with the layout scripted: in round
+    ``r`` (from 1) the plan holding ``held`` bytes per kernel overflows ``limit`` by
+    ``overflow_at(r, held, limit)`` bytes where it holds the most, or nowhere for None. Each
+    round's (limits, plan's bytes per kernel), the fast limit and the loop's slack."""
     import tmsim.planners.milp.chain as chain
     from tmsim.plans.layout import resident_bytes
     from tmsim.workload.zoo import training_graph_of
@@ -359,8 +357,7 @@ def test_a_second_plan_that_does_not_lay_out_has_its_peak_cut_everywhere(
     graph = training_graph_of("vgg19", 1)
     plat = load_preset("cascadelake-optane")
     opts = PlanSettings(capacity=Capacity.parse("4:1"), time_limit_s=None)
-    over = [1 * MB, MB // 2]
-    seen: list[tuple[np.ndarray, int]] = []  # each round's limits, and its plan's peak
+    seen: list[tuple[np.ndarray, np.ndarray]] = []
     limits_of: list[np.ndarray] = []
     build = chain.build_model
 
@@ -369,28 +366,71 @@ def test_a_second_plan_that_does_not_lay_out_has_its_peak_cut_everywhere(
         return build(*args, **kwargs)  # type: ignore[arg-type]
 
     def scripted(plan, graph_, platform, limit, known):  # type: ignore[no-untyped-def]
-        peak = int(resident_bytes(plan, graph_, platform).max())
-        seen.append((limits_of[-1], peak))
+        held = resident_bytes(plan, graph_, platform)
+        seen.append((limits_of[-1], held))
         overflow = np.zeros(len(graph_.kernels), dtype=np.int64)
-        if len(seen) <= 2:
-            overflow[1] = over[len(seen) - 1]
+        by = overflow_at(len(seen), held, limit)
+        if by is not None:
+            overflow[int(np.argmax(held))] = by
         return overflow, {}
 
     monkeypatch.setattr(chain, "build_model", recording_build)
     monkeypatch.setattr(chain, "laid_out_overflow_bytes", scripted)
     result = plan_milp(graph, plat, opts, "static")
-    assert result.stats is not None and result.stats.rounds == 3
+    assert result.stats is not None and result.stats.rounds == len(seen)
     limit = result.fast_limit_bytes
-    slack = math.ceil(limit * chain.LAYOUT_SLACK)
-    (first, _), (second, peak), (third, _) = seen
+    return seen, limit, math.ceil(limit * chain.LAYOUT_SLACK)
+
+
+def test_a_second_plan_that_does_not_lay_out_has_its_peak_cut_everywhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first two plans' layouts overflow where each holds the most, by 1 MB more than it
+    leaves free there. The second round lowers the limit there alone (by the overflow and
+    the slack: below what the plan holds); the third also cuts every kernel's limit to the
+    second plan's peak less its margin, so that the solver cannot move the peak to another
+    kernel (ResNet-200 b512 at 8:1 on Optane: 16.6 MB over at 679 kernels in two rounds,
+    each plan within 10 KB of the limit elsewhere)."""
+
+    def over(r: int, held: np.ndarray, limit: int) -> int | None:
+        return int(limit - held.max() + MB) if r <= 2 else None
+
+    seen, limit, slack = _scripted_rounds(monkeypatch, over)
+    assert len(seen) == 3
+    (first, held1), (second, held2), (third, _) = seen
     assert (first == limit).all()
-    expected = np.full(len(graph.kernels), limit, dtype=np.int64)
-    expected[1] -= over[0] + slack
+    k1, k2 = int(np.argmax(held1)), int(np.argmax(held2))
+    expected = np.full(len(first), limit, dtype=np.int64)
+    expected[k1] -= limit - held1[k1] + MB + slack
     assert second.tolist() == expected.tolist()
-    expected[1] -= over[1] + slack
-    expected = np.minimum(expected, peak - (over[1] + slack))
-    assert peak - (over[1] + slack) < limit - over[0] - over[1] - 2 * slack  # a cut, not a no-op
-    assert third.tolist() == expected.tolist()
+    assert held1[k1] > second[k1]  # the lowered limit binds: no cut of the peak yet
+    margin2 = int(limit - held2[k2] + MB + slack)
+    expected[k2] -= margin2
+    cut = int(held2.max()) - margin2
+    assert cut < expected.max()  # a cut, not a no-op
+    assert third.tolist() == np.minimum(expected, cut).tolist()
+
+
+def test_a_plan_within_its_lowered_limits_has_its_peak_cut_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first plan's layout overflows by 1 KB where it holds the most, which lies 1 MB or
+    more below the limit: lowering the limit there by the overflow and the slack does not
+    bind, and the solver could return the same plan (VGG19 b8 async at 4:1 on Optane: 4.7 MB
+    over where its plan holds 9.4 MB less than the limit). The second round already cuts
+    every kernel's limit to the plan's peak less that margin."""
+
+    def over(r: int, held: np.ndarray, limit: int) -> int | None:
+        return 1000 if r == 1 else None
+
+    seen, limit, slack = _scripted_rounds(monkeypatch, over)
+    assert len(seen) == 2
+    (first, held), (second, _) = seen
+    margin = 1000 + slack
+    assert held.max() <= limit - margin  # the lowered limit would not bind
+    expected = np.full(len(first), limit, dtype=np.int64)
+    expected[int(np.argmax(held))] -= margin
+    assert second.tolist() == np.minimum(expected, int(held.max()) - margin).tolist()
 
 
 def test_a_solve_again_under_lowered_limits_starts_from_the_last_lp_basis(

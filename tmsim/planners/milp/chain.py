@@ -328,15 +328,15 @@ def _solve_formulation(
         # that fragmentation that moves elsewhere does not cost a round each time
         margin = np.where(overflow > 0, overflow + int(np.ceil(limit * LAYOUT_SLACK)), 0)
         limits = limits - margin
-        if overflowed:
+        held = resident_bytes(plan, graph, platform)
+        if overflowed or not np.any(held > limits):
             # a second plan that does not lay out: lowering the limits where the last layout
             # overflowed moved the peak to other kernels (ResNet-200 b512 at 8:1 on Optane:
             # 16.6 MB over at 679 kernels twice, each plan within 10 KB of the limit
-            # elsewhere), or the plan holds less than its limits where its layout overflows (a
-            # plan well within them can lay out badly, and the solver may return it again),
-            # so cut its peak everywhere
-            peak = int(resident_bytes(plan, graph, platform).max())
-            limits = np.minimum(limits, peak - int(margin.max()))
+            # elsewhere); or a plan that holds no more than the lowered limits anywhere, which
+            # the solver may return again (VGG19 b8 async at 4:1: 9.4 MB below the limit where
+            # its layout overflows, around a 411 MB tensor): cut its peak everywhere
+            limits = np.minimum(limits, int(held.max()) - int(margin.max()))
         overflowed = True
     if formulation.recomputes:
         # recomputation alone by the heuristics, where it beats what the formulations found
