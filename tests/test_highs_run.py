@@ -11,7 +11,7 @@ from typing import Any
 import cvxpy as cp
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tiny_graphs import tiny_graphs
 
@@ -59,6 +59,14 @@ items = st.lists(st.tuples(st.integers(1, 40), st.integers(1, 40)), min_size=1, 
     lp_first=st.sampled_from([None, 1, 10**6]),
     start=st.booleans(),
     from_zero=st.booleans(),
+)
+@example(  # HiGHS ended with objective -36 and the start (-35) as its solution
+    items=[(1, 1), (1, 2), (1, 35), (1, 37), (1, 40), (8, 1), (8, 1), (18, 35), (18, 35)],
+    share=0.375,
+    maximise=False,
+    lp_first=1,
+    start=False,
+    from_zero=False,
 )
 def test_optimum_bound_and_trace_match_brute_force(
     items: list[tuple[int, int]],

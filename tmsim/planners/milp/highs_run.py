@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from tmsim.errors import TmsimError
 from tmsim.planners.milp.highs_model import FloatArray, new_highs
 
@@ -82,4 +84,14 @@ def run_model(
     return highs
 
 
-__all__ = ["IPM_MIN_COLUMNS", "configured", "run_model"]
+def holds_its_objective(highs: Any, cost: FloatArray) -> bool:
+    """Whether the solution a HiGHS run ended with (if any) has the objective it reports."""
+    info = highs.getInfo()
+    if int(info.primal_solution_status) != 2:  # kSolutionStatusFeasible
+        return True
+    value = float(cost @ np.asarray(highs.getSolution().col_value))
+    reported = float(info.objective_function_value)
+    return abs(value - reported) <= 1e-9 * max(1.0, abs(reported))
+
+
+__all__ = ["IPM_MIN_COLUMNS", "configured", "holds_its_objective", "run_model"]
