@@ -24,10 +24,10 @@ reproduce-quick: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto --dist loadfile
 
 test-slow: $(STAMP)
-	$(BIN)/pytest -q -m slow
+	$(BIN)/pytest -q -n auto --dist loadfile -m slow
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
