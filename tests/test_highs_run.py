@@ -406,11 +406,19 @@ def test_the_lp_from_the_zero_point_has_the_lps_optimum(
     assert float(relaxed.problem.value) == pytest.approx(values[1] + shift, rel=1e-6)
 
 
-def test_the_whole_mip_after_rens_and_rins_runs_without_highs_own_and_the_caller_wins(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(("near_gaps", "gap"), [(1e12, 1e-9), (0.0, 0.0)])
+def test_phase_4_runs_without_highs_own_searches_near_the_bound_and_the_caller_wins(
+    monkeypatch: pytest.MonkeyPatch, near_gaps: float, gap: float
 ) -> None:
+    """Phase 4 from a point of RENS or RINS: without HiGHS's own searches where the point is
+    within ``NEAR_GAPS`` gaps of the LP's bound (any point within 0.1% of it in the first
+    case), with them where it is farther (any point above the bound in the second). The
+    knapsack's optimum is an integer of four digits, so both gaps prove it."""
     import tmsim.planners.milp.highs as highs_module
+    import tmsim.planners.milp.neighbourhood as neighbourhood_module
     from tmsim.planners.milp.highs import AFTER_NEIGHBOURHOODS
+
+    monkeypatch.setattr(highs_module, "NEAR_GAPS", near_gaps)
 
     rng = np.random.default_rng(13)
     weights = rng.integers(10, 60, 50)
@@ -426,19 +434,23 @@ def test_the_whole_mip_after_rens_and_rins_runs_without_highs_own_and_the_caller
         return real(highspy, lp, options, *args, **kw)
 
     monkeypatch.setattr(highs_module, "run_model", spy)
+    monkeypatch.setattr(neighbourhood_module, "run_model", spy)  # RENS's and RINS's sub-MIPs
     exact = run_highs(problem, {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0}, False)
     assert len(seen) == 1 and not seen[0][0]  # no LP first: HiGHS's defaults
     assert not AFTER_NEIGHBOURHOODS.keys() & seen[0][2].keys()
     for caller in ({}, {"mip_allow_restart": True}):
         seen.clear()
-        options = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0, **caller}
+        options = {"mip_rel_gap": gap, "mip_abs_gap": 0.0, **caller}
         outcome = run_highs(problem, options, False, {x: np.zeros(50)}, 10**6)
         assert outcome.objective == pytest.approx(exact.objective, abs=1e-9)
         assert seen[0][0] and not any(relax for relax, _, _ in seen[1:])  # the LP, then MIPs
-        whole = seen[-1][2]  # the last run is the whole MIP (a gap of 0 leaves it to run)
+        whole = seen[-1][2]  # the last run is the whole MIP (the gap leaves it to run)
         assert seen[-1][1] == 50
-        assert whole == {**AFTER_NEIGHBOURHOODS, **options}
-        assert whole["mip_allow_restart"] is caller.get("mip_allow_restart", False)
+        if near_gaps > 0:
+            assert whole == {**AFTER_NEIGHBOURHOODS, **options}
+            assert whole["mip_allow_restart"] is caller.get("mip_allow_restart", False)
+        else:
+            assert whole == options  # the LP's bound lies below the start's point
         # the sub-MIPs before it keep HiGHS's own heuristics
         assert all("mip_heuristic_run_rins" not in o for _, _, o in seen[1:-1])
         assert len(seen) >= 3

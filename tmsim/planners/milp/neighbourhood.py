@@ -8,17 +8,22 @@ fixed columns out of the model before HiGHS sees it: their share of each row's a
 into the row's bounds, and rows left without a free column are dropped once checked. HiGHS's
 presolve would remove them too, but spends most of a neighbourhood's time doing it (a RINS
 neighbourhood of Inception v4 b1024's synchronous model at 8:1 on Optane, 8,133 of 39,572
-columns free: presolve 1.40 s of the sub-MIP's 1.41 s).
+columns free: presolve 1.40 s of the sub-MIP's 1.41 s). :func:`search` runs HiGHS on what is
+left.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
+
+from tmsim.planners.milp.highs_run import run_model
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -117,4 +122,39 @@ def restrict(
     return Restricted(sub, free, fixed_x)
 
 
-__all__ = ["INTEGRAL_TOL", "RENS_MAX_FREE", "Restricted", "fixed_bounds", "restrict"]
+def search(
+    highspy: Any,
+    lp: Any,
+    matrix: Any,
+    fixed: tuple[FloatArray, FloatArray],
+    options: Mapping[str, Any],
+    verbose: bool,
+    start: FloatArray | None,
+    spent_s: float,
+    enough: float = -math.inf,
+) -> tuple[FloatArray | None, tuple[int, float]]:
+    """The best point HiGHS finds in ``lp`` (constraint ``matrix``) with its column bounds
+    set to ``fixed`` (from ``start`` if given; None if it finds none), and the (simplex
+    iterations, seconds) that cost; HiGHS is interrupted at a point of objective ``enough``
+    or less (HiGHS's, which it minimises). The fixed columns are taken out first
+    (:func:`~tmsim.planners.milp.neighbourhood.restrict`)."""
+    restricted = restrict(highspy, lp, matrix, *fixed)
+    if restricted is None:
+        return None, (0, 0.0)
+    checks = int(highspy.cb.HighsCallbackType.kCallbackMipInterrupt)
+
+    def stop_at_enough(event: Any) -> None:
+        if int(event.callback_type) == checks and event.data_out.mip_primal_bound <= enough:
+            event.data_in.user_interrupt = True
+
+    sub_start = None if start is None else start[restricted.free]
+    sub = run_model(
+        highspy, restricted.lp, options, verbose, sub_start, spent_s=spent_s, record=stop_at_enough
+    )
+    work = (max(int(sub.getInfo().simplex_iteration_count), 0), float(sub.getRunTime()))
+    if int(sub.getInfo().primal_solution_status) != 2:  # kSolutionStatusFeasible
+        return None, work
+    return restricted.widen(np.asarray(sub.getSolution().col_value)), work
+
+
+__all__ = ["INTEGRAL_TOL", "RENS_MAX_FREE", "Restricted", "fixed_bounds", "restrict", "search"]
