@@ -411,9 +411,9 @@ def test_phase_4_runs_without_highs_own_searches_near_the_bound_and_the_caller_w
     monkeypatch: pytest.MonkeyPatch, near_gaps: float, gap: float
 ) -> None:
     """Phase 4 from a point of RENS or RINS: without HiGHS's own searches where the point is
-    within ``NEAR_GAPS`` gaps of the LP's bound (any point within 0.1% of it in the first
-    case), with them where it is farther (any point above the bound in the second). The
-    knapsack's optimum is an integer of four digits, so both gaps prove it."""
+    within ``NEAR_GAPS`` gaps of the LP's bound (every point in the first case), with them
+    where it is farther (every point above the bound in the second). The knapsack's optimum
+    is an integer of four digits, so both gaps prove it."""
     import tmsim.planners.milp.highs as highs_module
     import tmsim.planners.milp.neighbourhood as neighbourhood_module
     from tmsim.planners.milp.highs import AFTER_NEIGHBOURHOODS
