@@ -46,9 +46,13 @@ def test_the_search_fills_the_hole_the_heuristics_leave() -> None:
     fitted = fit_memory(sizes, first, last, 70, alignment_bytes=1)
     assert fitted.pool_bytes == 70 and fitted.strategy is Strategy.PACKED
     assert fit_memory(sizes, first, last, 70, alignment_bytes=1, node_limit=0).pool_bytes == 80
-    # below the peak no layout fits, and no search is made
+    # below the peak no layout fits: the search lays the buffers out at the peak, so that
+    # what overflows is the excess of live bytes alone (the heuristics alone without it)
     below = fit_memory(sizes, first, last, 65, alignment_bytes=1)
-    assert below.pool_bytes == 80 and below.strategy is Strategy.FIRST_FIT
+    check_layout(below, sizes, first, last)
+    assert below.pool_bytes == 70 and below.strategy is Strategy.PACKED
+    alone = fit_memory(sizes, first, last, 65, alignment_bytes=1, node_limit=0)
+    assert alone.pool_bytes == 80 and alone.strategy is Strategy.FIRST_FIT
     # nothing fits in 69 bytes, and the search proves it
     none = fit(np.array(sizes), np.array(first), np.array(last), 69, 10**6)
     assert none.offsets_bytes is None and none.exhausted
