@@ -188,8 +188,7 @@ def fit_memory(
     if node_limit > 0 and best.peak_live_bytes <= capacity_bytes:
         found = fit(aligned, lo, hi, capacity_bytes, node_limit)
         if found.offsets_bytes is not None:
-            pool = int((found.offsets_bytes + aligned).max())
-            return Layout(found.offsets_bytes, aligned, pool, best.peak_live_bytes, Strategy.PACKED)
+            return _packed(found.offsets_bytes, aligned, best.peak_live_bytes)
         # none in the capacity: a pool between it and the heuristics' overflows by less, and
         # what overflows is what a caller takes off its limits (one descent per try, halving
         # the overflow while the search finds a layout)
@@ -199,8 +198,7 @@ def fit_memory(
             probe = fit(aligned, lo, hi, capacity_bytes + over, aligned.size)
             if probe.offsets_bytes is None or over == 0:
                 break
-            pool = int((probe.offsets_bytes + aligned).max())
-            best = Layout(probe.offsets_bytes, aligned, pool, best.peak_live_bytes, Strategy.PACKED)
+            best = _packed(probe.offsets_bytes, aligned, best.peak_live_bytes)
     elif node_limit > 0 and best.pool_bytes > best.peak_live_bytes:
         # more bytes live at once than the capacity: a layout at that peak overflows by them
         # alone, where the heuristics' adds their fragmentation (a plan solved to the limit
@@ -208,9 +206,14 @@ def fit_memory(
         # over it, and first fit 331 MB)
         found = fit(aligned, lo, hi, best.peak_live_bytes, node_limit)
         if found.offsets_bytes is not None:
-            pool = int((found.offsets_bytes + aligned).max())
-            return Layout(found.offsets_bytes, aligned, pool, best.peak_live_bytes, Strategy.PACKED)
+            return _packed(found.offsets_bytes, aligned, best.peak_live_bytes)
     return best
+
+
+def _packed(offsets: IntArray, aligned: IntArray, peak_live_bytes: int) -> Layout:
+    """The layout the exact search found (``offsets`` of buffers of ``aligned`` bytes)."""
+    pool = int((offsets + aligned).max())
+    return Layout(offsets, aligned, pool, peak_live_bytes, Strategy.PACKED)
 
 
 def fit_below(
