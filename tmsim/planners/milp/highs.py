@@ -28,7 +28,7 @@ from tmsim.planners.milp.highs_model import (
     objective_shift,
     write_values,
 )
-from tmsim.planners.milp.highs_run import configured, holds_its_objective, run_model
+from tmsim.planners.milp.highs_run import configured, lost_its_point, run_model, solution_value
 from tmsim.planners.milp.neighbourhood import fixed_bounds, search
 from tmsim.planners.milp.presolved import Relaxed, presolved_relaxation, relaxation_of
 
@@ -302,14 +302,19 @@ def run_highs(
         # bound, leaves HiGHS's own searches their use)
         options = {**AFTER_NEIGHBOURHOODS, **options}
     highs = run_model(highspy, lp, options, verbose, best, spent_s=spent_s, record=record)
-    if best is not None and not holds_its_objective(highs, cost):
-        # HiGHS 1.16 can end with the objective of a point it found and the start as its
-        # solution (a knapsack of nine items: objective -36, solution the start's -35): the
-        # whole MIP again without the start
+    if best is not None and lost_its_point(highs, cost):
+        # a better point found and lost: the whole MIP again without the start, whose
+        # solution is kept where it is better than the first run's (or the first run's is)
         iterations += max(int(highs.getInfo().simplex_iteration_count), 0)
         spent_s += float(highs.getRunTime())
+        kept, kept_trace = highs, list(trace)
         trace.clear()  # the progress of the run whose point is kept
         highs = run_model(highspy, lp, options, verbose, None, spent_s=spent_s, record=record)
+        if solution_value(highs, cost) > solution_value(kept, cost):
+            # counted above: the first run's iterations, counted below again as ``highs``'s
+            ran = max(int(highs.getInfo().simplex_iteration_count), 0)
+            iterations += ran - max(int(kept.getInfo().simplex_iteration_count), 0)
+            highs, trace[:] = kept, kept_trace
     info = highs.getInfo()
     nodes = max(int(info.mip_node_count), 0)
     iterations += max(int(info.simplex_iteration_count), 0)
