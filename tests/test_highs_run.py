@@ -416,7 +416,7 @@ def test_phase_4_runs_without_highs_own_searches_near_the_bound_and_the_caller_w
     is an integer of four digits, so both gaps prove it."""
     import tmsim.planners.milp.highs as highs_module
     import tmsim.planners.milp.neighbourhood as neighbourhood_module
-    from tmsim.planners.milp.highs import AFTER_NEIGHBOURHOODS
+    from tmsim.planners.milp.phases import AFTER_NEIGHBOURHOODS
 
     monkeypatch.setattr(highs_module, "NEAR_GAPS", near_gaps)
 

@@ -31,7 +31,8 @@ from tmsim.planners.milp.build import build_model
 from tmsim.planners.milp.gadgets import Formulation
 from tmsim.planners.milp.gpu import offload_plan_start
 from tmsim.planners.milp.handover import lifted_start, lowered_start, retire_extended
-from tmsim.planners.milp.nesting import CONTAINS, STARTS, heuristic_plans, planners_of
+from tmsim.planners.milp.highs import CUT_OFF
+from tmsim.planners.milp.nesting import CONTAINS, STARTS, cutoff_s, heuristic_plans, planners_of
 from tmsim.planners.milp.preflight import first_memo, formulation_of, setup
 from tmsim.planners.milp.readback import extract_plan
 from tmsim.planners.milp.rebound import FirstRound, bound_of, rebound
@@ -224,6 +225,16 @@ def _solve_formulation(
         given = measured() if callable(measured) else measured
         beside = given if given is not None else beside_costs(cost)
         build_total += beside.measured_s
+    # recomputation alone by the heuristics: where no plan of this formulation beats the best
+    # of them (outside its space where they recompute longer chains) its solve stops
+    started = time.perf_counter()
+    graph, platform = cost.graph, cost.platform
+    outside = heuristic_plans(graph, platform, opts, limit) if formulation.recomputes else []
+    outside_s = [p.predicted_s for p in outside]
+    if base is not None and not base.lifts:
+        outside_s.append(base.plan.predicted_s)
+    cutoff = cutoff_s(formulation, opts, outside_s)
+    build_total += time.perf_counter() - started
     limits = np.full(len(cost.graph.kernels), limit, dtype=np.int64)
     overflowed = False  # whether a round's plan did not lay out
     result: Solved | None = None
@@ -274,7 +285,7 @@ def _solve_formulation(
             # a round solves under lower limits than the first: its plans are the first's
             # too, so the first round's bound holds for its optimum
             outcome = solve_within(
-                model, opts, formulation, limits, deadline, start, basis, bound_of(first)
+                model, opts, formulation, limits, deadline, start, basis, bound_of(first), cutoff
             )
         except SolveStopped as exc:
             stopped = exc  # without a solution of its own: its start is the plan, if any
@@ -286,6 +297,8 @@ def _solve_formulation(
             solve_total += time.perf_counter() - started
         seconds = (build_total, solve_total)
         own = outcome.status
+        if own == CUT_OFF:
+            break  # nor does a later round's plan (under lower limits) beat that plan
         basis = outcome.lp_basis or basis
         if stopped is None:
             stats = solve_stats(model, opts.solver, outcome, seconds)
@@ -305,7 +318,6 @@ def _solve_formulation(
             # the last round reached the gap of its own bound, not of the first round's
             stats = replace(stats, status=f"optimal in layout round {rounds}")
         plan = extract_plan(cost, model, formulation, opts.to_dict(), limit, stats)
-        graph, platform = cost.graph, cost.platform
         laid: dict[tuple[int, int, int], int] = {}
         if opts.layout:
             # the layouts the chain has made (all below ``limit``) before a search of its own
@@ -338,14 +350,10 @@ def _solve_formulation(
             # its layout overflows, around a 411 MB tensor): cut its peak everywhere
             limits = np.minimum(limits, int(held.max()) - int(margin.max()))
         overflowed = True
-    if formulation.recomputes:
-        # recomputation alone by the heuristics, where it beats what the formulations found
-        started = time.perf_counter()
-        for plan in heuristic_plans(cost.graph, cost.platform, opts, limit):
-            if base is None or plan.predicted_s < base.plan.predicted_s:
-                stats = SolverStats(opts.solver, "heuristic", objective=plan.predicted_s)
-                base = Solved(replace(plan, stats=stats), model, limits, 0.0, 0.0, lifts=False)
-        build_total += time.perf_counter() - started
+    for plan in outside:  # where a heuristic's plan beats what the formulations found
+        if base is None or plan.predicted_s < base.plan.predicted_s:
+            stats = SolverStats(opts.solver, "heuristic", objective=plan.predicted_s)
+            base = Solved(replace(plan, stats=stats), model, limits, 0.0, 0.0, lifts=False)
     if base is not None and (result is None or base.plan.predicted_s < result.plan.predicted_s):
         assert base.plan.stats is not None
         status = f"fallback to {base.plan.planner} ({base.plan.stats.status}); own solve: {own}"

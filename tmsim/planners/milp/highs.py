@@ -7,6 +7,7 @@ check of the branch and bound adds a :data:`TracePoint` to the solve's trace (se
 run began, primal bound, dual bound), from which the time to any gap can be read after one
 run. The solution is written back into the problem's variables
 (:mod:`tmsim.planners.milp.highs_model` makes the model and moves values between the two).
+The settings of the solve's phases are :mod:`tmsim.planners.milp.phases`'.
 """
 
 from __future__ import annotations
@@ -30,12 +31,22 @@ from tmsim.planners.milp.highs_model import (
 )
 from tmsim.planners.milp.highs_run import configured, lost_its_point, run_model, solution_value
 from tmsim.planners.milp.neighbourhood import fixed_bounds, search
+from tmsim.planners.milp.phases import (
+    AFTER_NEIGHBOURHOODS,
+    LP_FIRST_MAX_COLUMNS,
+    NEAR_GAPS,
+    PRESOLVE_MIN_COLUMNS,
+    RINS_GAP_SHARE,
+    RINS_ROUNDS,
+)
 from tmsim.planners.milp.presolved import Relaxed, presolved_relaxation, relaxation_of
 
 #: Status of a solve the wall-clock limit stopped: where it stops depends on the machine's load.
 TIME_LIMIT = "time_limit"
 #: Status of a solve the node limit stopped: a limit on work, the same on any load.
 NODE_LIMIT = "node_limit"
+#: Status of a solve stopped where its bound proved a point held outside it (``cutoff``) better.
+CUT_OFF = "cut_off"
 
 
 #: A point of a solve's progress: (seconds since the run began, primal bound, dual bound);
@@ -101,6 +112,7 @@ def run_highs(
     lp_from_zero: bool = False,
     lp_presolve: bool = False,
     reached: float | None = None,
+    cutoff: float | None = None,
 ) -> Outcome:
     """Solve the linear (mixed-integer) ``problem`` with HiGHS and write its solution into
     the problem's variables (left unset without one).
@@ -148,6 +160,9 @@ def run_highs(
     runs with HiGHS's gap 0 and :data:`AFTER_NEIGHBOURHOODS` (points are not what it is
     for) until its bound is within the gap of ``reached``, its optimum, a limit, or a point
     of its own below that bound, which the bound cannot pass (status ``interrupted``).
+    ``cutoff``: the objective of a point the caller holds outside the problem (one of no
+    point of it): the solve stops with status :data:`CUT_OFF` once its bound (the LP's, or
+    the branch and bound's) proves no point of the problem better, unless it has one as good.
     Raises :class:`TmsimError` for an option HiGHS refuses or a problem that is not linear.
     """
     import highspy
@@ -178,6 +193,8 @@ def run_highs(
     aim = None if target is None else target - gap * abs(target)
     if target is not None:
         options = {**options, "mip_rel_gap": 0.0}
+    # ``cutoff`` as c x
+    beaten = math.inf if cutoff is None or shift is None else sign * (cutoff - shift)
 
     def within_gaps(value: float, gaps: float) -> bool:
         # whether ``value`` lies within ``gaps`` times the gap of the LP's bound
@@ -222,6 +239,9 @@ def run_highs(
     if relaxed is not None and relaxed.status == "kOptimal":
         lp_bound = max(lp_bound, relaxed.objective)
         basis = None if relaxed.basis is None else LpBasis(key, relaxed.basis)
+        if lp_bound >= beaten and (best is None or float(cost @ best) > beaten):
+            bound = sign * lp_bound + (shift or 0.0)
+            return Outcome(CUT_OFF, False, bound=bound, iterations=iterations, lp_basis=basis)
         if best is not None and within(best):
             return done(best, lp_bound)
     x_lp = None if relaxed is None else relaxed.point
@@ -293,7 +313,7 @@ def run_highs(
             # passes
             assert aim is not None
             enough = dual >= aim or primal < aim - 1e-9 * abs(aim)
-        if int(event.callback_type) == checks and enough:
+        if int(event.callback_type) == checks and (enough or dual >= beaten):
             event.data_in.user_interrupt = True
 
     if best is not None and (target is not None or (searched and not first and near(best))):
@@ -321,67 +341,23 @@ def run_highs(
     status = _status(highs.getModelStatus().name, nodes, options.get("mip_max_nodes"))
     objective, shift = math.nan, 0.0
     solved = int(info.primal_solution_status) == 2  # kSolutionStatusFeasible
-    reached_aim = aim is None or max(float(info.mip_dual_bound), lp_bound) >= aim
-    if status == "interrupted" and solved and reached_aim:
+    dual = max(float(info.mip_dual_bound), lp_bound)
+    reached_aim = aim is None or dual >= aim
+    own = solution_value(highs, cost)
+    if status == "interrupted" and dual >= beaten and not own <= beaten:
+        status = CUT_OFF
+    elif status == "interrupted" and solved and reached_aim:
         status = cp.OPTIMAL  # the gap of the bound above interrupted it, not a point below
     if solved:
         objective, shift = write_values(
             problem, columns, np.asarray(highs.getSolution().col_value), data, sign
         )
-    dual = sign * max(float(info.mip_dual_bound), lp_bound) + shift
+    dual = sign * dual + shift
     bound = dual if math.isfinite(dual) and mip else math.nan
     if status == cp.OPTIMAL and math.isnan(bound):
         bound = objective  # an LP, or a MIP solved at presolve: the optimum is the bound
     points = tuple((t, sign * p + shift, sign * d + shift) for t, p, d in trace)
     return Outcome(status, solved, objective, bound, nodes, iterations, points, basis)
-
-
-#: Largest model (columns) solved LP first. Above it HiGHS's own branch and bound goes
-#: first: its root LP, after its MIP presolve, beat the standalone LP there (DenseNet-264
-#: b512 at 1:1 on Optane, async window 15, 1.0M columns: dual simplex 172 s and 228k
-#: iterations, interior point without crossover 72 s; HiGHS's branch and bound reached a 1.09%
-#: gap in 195 s), while below it the LP first won (Inception v4 b16 at 4:1, 294k columns:
-#: LP 7 s against 76 s for the root LP inside the branch and bound; a 0.5% gap in 14 s after
-#: RINS against 0.4% in 126 s).
-LP_FIRST_MAX_COLUMNS = 600_000
-#: Smallest MIP (columns) whose LP relaxation is solved after HiGHS's MIP presolve where
-#: that is asked for (``lp_presolve``) and no basis is offered. Measured on the bench's
-#: synchronous chains (seconds, LP alone / after MIP presolve): ResNet-200 b512 on Optane
-#: (82k columns) 9.3, 5.9, 5.3 / 3.6, 3.0, 3.5 at 1:1, 4:1, 8:1; ResNet-380, -560, -752 b64
-#: at 4:1 (156k to 307k) 14.9, 27.3, 44.0 / 8.1, 12.1, 16.8; below it presolve cost more
-#: than it saved: Inception v4 b1024 (40k) 0.9 / 1.7 s at 1:1 and 4:1.
-PRESOLVE_MIN_COLUMNS = 60_000
-#: HiGHS options of phase 4 once phases 2 and 3 have run (options the caller sets win): no
-#: RENS or RINS sub-MIPs of HiGHS's own (its neighbourhoods of the same LP point and start)
-#: and no restart after the root (a second presolve with the root's fixings, for what is by
-#: then a gap of about 1-2%). Inception v4 b1024 static at 8:1 on Optane (phase 4 from RINS's
-#: 61.7259 against the LP's 61.0348): 3.8-3.9 s with HiGHS's defaults, of which 1.7 s in 54
-#: sub-MIPs and a restart; 0.9-1.3 s without its RENS and RINS; 0.55-0.74 s without the
-#: restart as well, both with a bound of 61.14-61.16 and the same plan. On the bench's other
-#: conventional and GPU chains the plans and gaps stay the same and the times move within
-#: their run-to-run noise. A solve for a bound alone (``reached``) runs with them too: the
-#: first layout round of VGG19 b8 async at 4:1 (:mod:`~tmsim.planners.milp.rebound`) went
-#: from its bound of 0.73070 to 0.73179 in 4.5 s with them, and to 0.73217 in 36 s without.
-AFTER_NEIGHBOURHOODS: dict[str, object] = {
-    "mip_heuristic_run_rins": False,
-    "mip_heuristic_run_rens": False,
-    "mip_allow_restart": False,
-}
-#: A point of phases 2-3 this many gaps or less above the LP's bound starts phase 4 with
-#: :data:`AFTER_NEIGHBOURHOODS`; one farther from it, with HiGHS's own searches, which find
-#: better points where the bound alone cannot close the gap. VGG19 b8 async at 1:1 on Optane
-#: (RINS's 0.61824 s, 2.96% above the LP's 0.59994): without them the bound stalled at 1.55%
-#: after 2,700 nodes and the 60 s cap; with them in that solve alone, a point of 0.61623 s and
-#: 0.96% in 20.4 s; with this rule (sync's phase 4 moves too), 0.61354 s at 0.98% in 20-22 s.
-#: Inception v4 b1024 static at 8:1 (1.1% from its bound) keeps the speed above (1.0-1.1 s).
-NEAR_GAPS = 2.0
-#: Most RINS sub-MIPs in a row (each around the point the last one found).
-RINS_ROUNDS = 3
-#: The gap a RENS or RINS sub-MIP aims at, as a share of the solve's. A sub-MIP is also
-#: interrupted at a point within the solve's gap of the LP's bound, which ends the whole solve
-#: (on Inception v4 b1024's synchronous model at 8:1 on Optane a RINS sub-MIP then took 0.04 s
-#: where it proved its own gap in 0.8 s; its point: 1.00% above the LP's bound, not 0.68%).
-RINS_GAP_SHARE = 0.25
 
 
 def _status(name: str, nodes: int, node_limit: object) -> str:

@@ -10,7 +10,8 @@ rounds). It starts from the best plan of those it can take a solution from index
 The formulations that recompute also fall back to the plans of the recomputation heuristics
 (:data:`RECOMPUTE_HEURISTICS`), which lie outside their space where they recompute chains
 longer than ``recompute_depth`` (sqrt(N) segments: chains of about sqrt(N) producers), so that
-each is never worse than recomputation alone by any planner tmsim has.
+each is never worse than recomputation alone by any planner tmsim has; their solves stop once
+their bound proves a heuristic's plan better than any of their own (:func:`cutoff_s`).
 """
 
 from __future__ import annotations
@@ -87,11 +88,26 @@ def heuristic_plans(
     return out
 
 
+def cutoff_s(
+    formulation: Formulation, settings: PlanSettings, outside_s: Sequence[float]
+) -> float | None:
+    """The step time of the best of the plans ``outside_s`` (step times of plans the caller
+    holds that ``formulation`` cannot represent, e.g. the heuristics' recomputing longer
+    chains), at which a solve of ``formulation`` may stop once its bound proves that none of
+    its plans is faster; None where there is none, or where its objective is not its plan's
+    step time (the asynchronous formulations, whose plans are timed after the solve, and any
+    energy weight)."""
+    if not outside_s or formulation.asynchronous or settings.energy_weight_s_per_j:
+        return None
+    return min(outside_s)
+
+
 __all__ = [
     "CONTAINS",
     "RECOMPUTE_HEURISTICS",
     "STARTS",
     "chain_of",
+    "cutoff_s",
     "heuristic_plans",
     "planners_of",
 ]

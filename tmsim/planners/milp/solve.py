@@ -19,7 +19,14 @@ import numpy.typing as npt
 from tmsim.errors import InfeasibleError, TmsimError
 from tmsim.planners.milp.build import Model
 from tmsim.planners.milp.gadgets import Formulation
-from tmsim.planners.milp.highs import NODE_LIMIT, TIME_LIMIT, LpBasis, Outcome, run_highs
+from tmsim.planners.milp.highs import (
+    CUT_OFF,
+    NODE_LIMIT,
+    TIME_LIMIT,
+    LpBasis,
+    Outcome,
+    run_highs,
+)
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import SolverStats
 
@@ -141,6 +148,7 @@ def solve(
     lp_from_zero: bool = False,
     lp_presolve: bool = False,
     reached: float | None = None,
+    cutoff: float | None = None,
 ) -> Outcome:
     """Solve ``model.problem`` in place (its variables hold the solution), from incumbent
     ``start`` when the solver is HiGHS, and say how it ended.
@@ -148,7 +156,7 @@ def solve(
     ``options`` are :func:`solver_options`'. With a ``deadline`` (a ``time.perf_counter()``
     reading) HiGHS gets what is left of it once cvxpy has compiled the problem (seconds on a
     million variables) as its time limit; ``lp_iterations``, ``lp_basis`` and
-    ``known_bound``, ``lp_from_zero``, ``lp_presolve`` and ``reached`` are
+    ``known_bound``, ``lp_from_zero``, ``lp_presolve``, ``reached`` and ``cutoff`` are
     :func:`~tmsim.planners.milp.highs.run_highs`' (HiGHS only). A
     warm-started solve HiGHS calls optimal whose solution is not within the gap of its
     bound is not trusted (HiGHS 1.16 can score a start wrongly in its presolved space and
@@ -177,6 +185,7 @@ def solve(
         lp_from_zero,
         lp_presolve,
         reached,
+        cutoff,
     )
     gap = float(options.get("mip_rel_gap", 0.0))
     if start is not None and outcome.status == cp.OPTIMAL and not _gap_holds(outcome, gap):
@@ -192,6 +201,7 @@ def solve(
             lp_from_zero,
             lp_presolve,
             reached,
+            cutoff,
         )
     return outcome
 
@@ -271,12 +281,15 @@ def solve_within(
     start: BoolArray | None,
     lp_basis: LpBasis | None = None,
     known_bound: float | None = None,
+    cutoff_s: float | None = None,
 ) -> Outcome:
     """Solve ``model`` in place from ``start`` with ``opts``, within what is left until
     ``deadline`` (a ``time.perf_counter()`` reading, None for none), and say how it ended;
-    ``lp_basis``: an earlier round's, ``known_bound``: a bound of its optimum proven before
-    (:func:`solve`).
+    ``lp_basis``: an earlier round's, ``known_bound``: a bound of its optimum proven before,
+    ``cutoff_s``: the step time of a plan outside the model, where the solve may stop with
+    status :data:`~tmsim.planners.milp.highs.CUT_OFF` (:func:`solve`'s ``cutoff``).
 
+    Returns the outcome where it has a solution or was cut off (with or without one).
     Raises :class:`InfeasibleError` if the solver proves there is no plan (``limits``: the
     fastest tier's per-kernel limits, for the message), :class:`SolveStopped` if a limit
     stops it (or the deadline has passed) before it has a solution, and :class:`TmsimError`
@@ -301,8 +314,9 @@ def solve_within(
         known_bound,
         starts_lp_at_zero(formulation),
         presolves_lp(formulation),
+        cutoff=cutoff_s,
     )
-    if outcome.solved:
+    if outcome.solved or outcome.status == CUT_OFF:
         return outcome
     if outcome.status in (cp.INFEASIBLE, "infeasible_or_unbounded"):
         raise InfeasibleError(
@@ -342,7 +356,7 @@ def starts_lp_at_zero(formulation: str) -> bool:
 def presolves_lp(formulation: str) -> bool:
     """Whether the LP first of ``formulation``'s MILP goes through HiGHS's MIP presolve
     (:mod:`~tmsim.planners.milp.presolved`, above
-    :data:`~tmsim.planners.milp.highs.PRESOLVE_MIN_COLUMNS` columns): the synchronous
+    :data:`~tmsim.planners.milp.phases.PRESOLVE_MIN_COLUMNS` columns): the synchronous
     formulations'. Measured on the bench's asynchronous chains (seconds, LP alone / after MIP
     presolve), it lost more often than it won: on the RTX 2080 Ti Inception v4 b128 4.0 /
     29.6 (the postsolved point led RENS to a plan 1.1% above the bound, where the LP's optimum
