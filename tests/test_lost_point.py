@@ -112,3 +112,42 @@ def test_a_lost_point_is_looked_for_again_and_the_first_solution_kept_if_it_is_b
     else:
         assert outcome.objective == pytest.approx(0.0, abs=1e-9)  # the start, as held
         assert np.allclose(x.value, 0.0)
+
+
+@pytest.mark.parametrize("again_finds", [True, False])
+def test_a_sub_mip_that_lost_its_point_is_run_again_without_the_start(
+    monkeypatch: pytest.MonkeyPatch, again_finds: bool
+) -> None:
+    """RINS's sub-MIP (here every column free) from the empty knapsack reports the optimum
+    and holds the start: it runs again without the start, whose point is kept where it is
+    better (the optimum), else the start's."""
+    import highspy
+
+    import tmsim.planners.milp.neighbourhood as neighbourhood_module
+    from tmsim.planners.milp.highs_model import compile_problem
+    from tmsim.planners.milp.neighbourhood import search
+
+    problem, _, best = _knapsack()
+    compiled = compile_problem(highspy, problem)
+    lp = compiled.lp
+    reported = best  # the optimum as c x: the problem has no constant
+    calls: list[bool] = []
+
+    def shown(
+        highspy: Any, lp: Any, options: Any, verbose: bool, start: Any, *a: Any, **kw: Any
+    ) -> Any:
+        calls.append(start is not None)
+        highs = run_model(highspy, lp, options, verbose, start, *a, **kw)
+        if start is not None:
+            return _Shown(highs, reported, np.asarray(start))
+        return highs if again_finds else _Shown(highs, reported, None)
+
+    monkeypatch.setattr(neighbourhood_module, "run_model", shown)
+    bounds = (np.asarray(lp.col_lower_), np.asarray(lp.col_upper_))
+    options = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0}
+    start = np.zeros(lp.num_col_)
+    found, work = search(highspy, lp, compiled.matrix, bounds, options, False, start, 0.0)
+    assert calls == [True, False] and work[1] > 0
+    assert found is not None
+    cost = np.asarray(lp.col_cost_)
+    assert float(cost @ found) == pytest.approx(best if again_finds else 0.0, abs=1e-9)

@@ -252,3 +252,27 @@ def test_the_recomputing_formulations_fall_back_to_the_heuristics_outside_their_
     joint = plan_milp(graph, platform, opts, Formulation.SYNC_RC)
     assert joint.predicted_s <= checkpoint.predicted_s * (1 + 1e-9)
     assert tmsim.validate(joint, graph, platform).ok
+
+
+@pytest.mark.parametrize("share", [0.9, 0.7])
+def test_static_rc_on_the_gpu_keeps_what_kernels_read_on_the_device(share: float) -> None:
+    """A static formulation's only gadgets of a weight are the supports of its recomputes,
+    none at its uses: the weights and the input once started on the host, where the device
+    cannot read them and the model counted their reads as free (an invalid plan of infinite
+    step time at 0.7 of ResNet-50 b4's peak). Now a plan validates, or none fits."""
+    graph, platform = tmsim.graph("resnet50", batch=4), load_preset(PRESETS[1])
+    opts = PlanSettings(
+        capacity=Capacity.of_bytes(int(share * graph.peak_live_bytes)),
+        time_limit_s=None,
+        node_limit=200,
+        warm_start=False,
+    )
+    try:
+        plan = plan_milp(graph, platform, opts, Formulation.STATIC_RC)
+    except TmsimError as exc:
+        assert share == 0.7 and "no static-rc plan fits" in str(exc)
+        return
+    assert math.isfinite(plan.predicted_s)
+    check = tmsim.validate(plan, graph, platform)
+    assert check.ok, check.errors[:3]
+    assert plan.stats is not None and plan.stats.status == "optimal"

@@ -85,22 +85,22 @@ def run_model(
     return highs
 
 
-def solution_value(highs: Any, cost: FloatArray) -> float:
-    """The objective ``cost @ x`` of the solution a HiGHS run ended with; ``inf`` without a
-    feasible one."""
+def solution_value(highs: Any, cost: FloatArray, offset: float = 0.0) -> float:
+    """The objective ``cost @ x + offset`` of the solution a HiGHS run ended with (``cost``
+    and ``offset``: its model's); ``inf`` without a feasible one."""
     if int(highs.getInfo().primal_solution_status) != 2:  # kSolutionStatusFeasible
         return math.inf
-    return float(cost @ np.asarray(highs.getSolution().col_value))
+    return float(cost @ np.asarray(highs.getSolution().col_value)) + offset
 
 
-def lost_its_point(highs: Any, cost: FloatArray) -> bool:
+def lost_its_point(highs: Any, cost: FloatArray, offset: float = 0.0) -> bool:
     """Whether a HiGHS run reports a better objective (HiGHS minimises) than the solution it
     ended with has: it found a point and kept another (HiGHS 1.16: a knapsack of nine items
     ended with objective -36 and its start, of -35, as its solution). A solution better than
     the objective reported is not a loss: DenseNet-264 b512's remat model at 0.4 of its peak
     ended with its start (26.144914) and reported 26.145022. Differences within a millionth
     are HiGHS's tolerances (static-rc's model there: 26.145008 reported, 26.145022 held)."""
-    value = solution_value(highs, cost)
+    value = solution_value(highs, cost, offset)
     if not math.isfinite(value):
         return False
     reported = float(highs.getInfo().objective_function_value)

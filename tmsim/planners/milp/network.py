@@ -135,8 +135,12 @@ def build_variables(
         states[:, cat.gone] = False  # what exists before the step has a copy somewhere
     if formulation.fast_only:
         states[:, cat.member[:, 1:].any(axis=1)] = False
-    # without a gadget a tensor never moves: one a kernel uses starts where kernels reach it
-    states[np.ix_(used[pre] & ~has_gadget[pre], cat.access < 0)] = False
+    # without a gadget a tensor never moves, nor in a static formulation (whose gadgets of a
+    # tensor made before the step are the supports of recomputes, which are not its uses):
+    # one a kernel uses starts where kernels reach it. Static-rc on the RTX 2080 Ti held
+    # DenseNet-264 b32's weights and input on the host, read at no cost, without it.
+    stays = ~has_gadget[pre] | (formulation.moves is Formulation.STATIC)
+    states[np.ix_(used[pre] & stays, cat.access < 0)] = False
     ti, si = np.nonzero(states)
     init_index = np.full((len(graph.tensors), cat.n_states), -1, dtype=np.int64)
     init_index[pre[ti], si] = gi.size + np.arange(ti.size)
