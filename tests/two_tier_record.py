@@ -29,7 +29,8 @@ threshold_rows`: the asynchronous problems changed, their optimum not, as exhaus
 checks; a solve stopped at the gap may pick another plan within it), and when a HiGHS run
 whose solution was not the point it reported began to run again without its start (the
 VGG19 Optane case: static 0.42901 -> 0.42839 s, async now sync's plan, 0.4187583 against
-its own 0.4187567 s before, both within the gap).
+its own 0.4187567 s before, both within the gap), and when it stopped doing so where the two
+differ by a millionth or less, HiGHS's tolerances (that case's async plan its own again).
 Each record holds, by the same measurements as :func:`measure`, for each
 case of :data:`CASES`: the AutoTM paper's conventional and GPU models at batch 2, on the
 Optane preset at 4:1 (PMM:DRAM) and on the RTX 2080 Ti with device memory at three quarters
