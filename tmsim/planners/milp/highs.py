@@ -151,15 +151,17 @@ def run_highs(
     ``lp_basis`` (an earlier outcome's) starts phase 1 where its key is this problem's, and
     is ignored otherwise; without one, ``lp_from_zero`` starts phase 1 at the zero point
     (:func:`~tmsim.planners.milp.highs_run.run_model`). ``known_bound``: a bound on the
-    optimum the caller has proven (in the problem's own sense, e.g. that of a relaxation
-    solved before), kept beside the LP's: a phase ends the solve once its point is within the
-    gap of the better of the two. ``reached``: the objective of a point the caller holds
-    outside the problem (a plan of a smaller problem whose points are all the problem's, e.g.
-    of a layout round under lowered limits): the solve then aims at a bound within the gap of
-    it rather than of its own points: phases 2 and 3 are left out, and phase 4 from ``start``
-    runs with HiGHS's gap 0 and :data:`AFTER_NEIGHBOURHOODS` (points are not what it is
-    for) until its bound is within the gap of ``reached``, its optimum, a limit, or a point
-    of its own below that bound, which the bound cannot pass (status ``interrupted``).
+    optimum the caller has proven (in the problem's own sense: that of a larger problem whose
+    points include this one's, such as a layout round's first), kept beside the LP's: the
+    solve aims at a point within the gap of it (HiGHS's own gap then 0), until its own bound
+    proves there is none, and then within the gap of its own bound. ``reached``: the
+    objective of a point the caller holds outside the problem (a plan of a smaller problem
+    whose points are all the problem's, e.g. of a layout round under lowered limits): the
+    solve then aims at a bound within the gap of it rather than of its own points: phases 2
+    and 3 are left out, and phase 4 from ``start`` runs with HiGHS's gap 0 and
+    :data:`AFTER_NEIGHBOURHOODS` (points are not what it is for) until its bound is within
+    the gap of ``reached``, its optimum, a limit, or a point of its own below that bound,
+    which the bound cannot pass (status ``interrupted``).
     ``cutoff``: the objective of a point the caller holds outside the problem (one of no
     point of it): the solve stops with status :data:`CUT_OFF` once its bound (the LP's, or
     the branch and bound's) proves no point of the problem better, unless it has one as good.
@@ -179,6 +181,7 @@ def run_highs(
     shift = objective_shift(data, sign)
     if known_bound is not None and shift is not None and math.isfinite(known_bound):
         lp_bound = sign * (known_bound - shift)  # a bound of c x, as HiGHS minimises it
+    known = lp_bound
     basis: LpBasis | None = None
 
     def done(x: FloatArray, bound: float) -> Outcome:
@@ -196,13 +199,18 @@ def run_highs(
     # ``cutoff`` as c x
     beaten = math.inf if cutoff is None or shift is None else sign * (cutoff - shift)
 
+    def goal(own: float) -> float:
+        # the bound a point is to be within the gap of: the caller's, until the problem's own
+        # bound ``own`` proves no point within the gap of it
+        return known if own - known <= gap * abs(own) + 1e-12 else own
+
     def within_gaps(value: float, gaps: float) -> bool:
         # whether ``value`` lies within ``gaps`` times the gap of the LP's bound
         return value - lp_bound <= gaps * gap * abs(value) + 1e-12
 
     def within(x: FloatArray | None) -> bool:
         value = target if target is not None else None if x is None else float(cost @ x)
-        return value is not None and within_gaps(value, 1.0)
+        return value is not None and value - goal(lp_bound) <= gap * abs(value) + 1e-12
 
     def near(x: FloatArray) -> bool:
         return within_gaps(float(cost @ x), NEAR_GAPS)
@@ -251,7 +259,7 @@ def run_highs(
         sub_options = {**options, "mip_rel_gap": gap * RINS_GAP_SHARE}
         # a sub-MIP's point within the gap of the LP's bound ends the whole solve, so the
         # sub-MIP need not prove its own smaller gap first: it stops at such a point
-        enough = lp_bound / (1.0 - gap) if lp_bound > 0 else lp_bound
+        enough = goal(lp_bound) / (1.0 - gap) if goal(lp_bound) > 0 else goal(lp_bound)
         bounds = lp.col_lower_, lp.col_upper_
         booleans = np.asarray(data[cps.BOOL_IDX], dtype=np.int64)
         # RENS: the MIP over the binaries the LP leaves fractional, the rest fixed as the LP has
@@ -306,8 +314,8 @@ def run_highs(
         if target is None:
             # within the gap of a bound HiGHS does not know (the LP's or the caller's); before
             # its first incumbent HiGHS may report a primal bound below every bound
-            known = math.isfinite(primal) and dual <= primal
-            enough = known and primal - dual <= gap * abs(primal)
+            held = math.isfinite(primal) and dual <= primal
+            enough = held and primal - goal(dual) <= gap * abs(primal)
         else:
             # the bound aimed at; or a point below it (by more than rounding), which no bound
             # passes
@@ -321,6 +329,9 @@ def run_highs(
         # AFTER_NEIGHBOURHOODS (a point found without the objective, or one far from the
         # bound, leaves HiGHS's own searches their use)
         options = {**AFTER_NEIGHBOURHOODS, **options}
+    if target is None and math.isfinite(known):
+        # HiGHS's own gap, of its own bound, would stop it short of the caller's
+        options = {**options, "mip_rel_gap": 0.0}
     highs = run_model(highspy, lp, options, verbose, best, spent_s=spent_s, record=record)
     if best is not None and lost_its_point(highs, cost):
         # a better point found and lost: the whole MIP again without the start, whose
