@@ -33,6 +33,7 @@ from tmsim.planners.milp.highs_run import configured, lost_its_point, run_model,
 from tmsim.planners.milp.neighbourhood import fixed_bounds, search
 from tmsim.planners.milp.phases import (
     AFTER_NEIGHBOURHOODS,
+    AIM_NODES,
     LP_FIRST_MAX_COLUMNS,
     NEAR_GAPS,
     PRESOLVE_MIN_COLUMNS,
@@ -154,7 +155,8 @@ def run_highs(
     optimum the caller has proven (in the problem's own sense: that of a larger problem whose
     points include this one's, such as a layout round's first), kept beside the LP's: the
     solve aims at a point within the gap of it (HiGHS's own gap then 0), until its own bound
-    proves there is none, and then within the gap of its own bound. ``reached``: the
+    proves there is none or :data:`AIM_NODES` nodes after it has a point within the gap of its
+    own bound, and then within the gap of its own bound. ``reached``: the
     objective of a point the caller holds outside the problem (a plan of a smaller problem
     whose points are all the problem's, e.g. of a layout round under lowered limits): the
     solve then aims at a bound within the gap of it rather than of its own points: phases 2
@@ -301,6 +303,7 @@ def run_highs(
         if rens is not None and (best is None or float(cost @ rens) < float(cost @ best)):
             best = rens
     trace: list[TracePoint] = []
+    own_gap_at: list[int] = []  # node counts at checks where a point was within its own gap
     # the branch and bound's regular limit checks, where a solve may be interrupted
     checks = int(highspy.cb.HighsCallbackType.kCallbackMipInterrupt)
 
@@ -316,6 +319,10 @@ def run_highs(
             # its first incumbent HiGHS may report a primal bound below every bound
             held = math.isfinite(primal) and dual <= primal
             enough = held and primal - goal(dual) <= gap * abs(primal)
+            if held and not enough and primal - dual <= gap * abs(primal):
+                # within the gap of its own bound: aimed at the caller's for a few nodes more
+                own_gap_at.append(int(out.mip_node_count))
+                enough = own_gap_at[-1] - own_gap_at[0] >= AIM_NODES
         else:
             # the bound aimed at; or a point below it (by more than rounding), which no bound
             # passes
