@@ -44,6 +44,24 @@ class _Shown:
         return getattr(self.highs, name)
 
 
+def _losing(reported: float, again_finds: bool, calls: list[bool]) -> Any:
+    """A stand-in for ``run_model`` whose run from a start reports ``reported`` (as HiGHS's
+    c x; the knapsacks here have no constant) and holds the start, and whose run without one
+    is HiGHS's own where ``again_finds``, else shows no solution; ``calls`` records whether
+    each run had a start."""
+
+    def run(
+        highspy: Any, lp: Any, options: Any, verbose: bool, start: Any, *a: Any, **kw: Any
+    ) -> Any:
+        calls.append(start is not None)
+        highs = run_model(highspy, lp, options, verbose, start, *a, **kw)
+        if start is not None:
+            return _Shown(highs, reported, np.asarray(start))
+        return highs if again_finds else _Shown(highs, reported, None)
+
+    return run
+
+
 def _knapsack() -> tuple[cp.Problem, cp.Variable, float]:
     """A knapsack of 30 items as a minimum, and its optimum."""
     rng = np.random.default_rng(5)
@@ -90,18 +108,7 @@ def test_a_lost_point_is_looked_for_again_and_the_first_solution_kept_if_it_is_b
     the run again without it finds the optimum (kept) or nothing (the start kept)."""
     problem, x, best = _knapsack()
     calls: list[bool] = []
-
-    def shown(
-        highspy: Any, lp: Any, options: Any, verbose: bool, start: Any, *a: Any, **kw: Any
-    ) -> Any:
-        calls.append(start is not None)
-        highs = run_model(highspy, lp, options, verbose, start, *a, **kw)
-        if start is not None:
-            # minimised by HiGHS as c x: the optimum's c x reported, the start held
-            return _Shown(highs, best, np.asarray(start))
-        return highs if again_finds else _Shown(highs, best, None)
-
-    monkeypatch.setattr(highs_module, "run_model", shown)
+    monkeypatch.setattr(highs_module, "run_model", _losing(best, again_finds, calls))
     options = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0}
     outcome = run_highs(problem, options, False, {x: np.zeros(30)})
     assert calls == [True, False]
@@ -130,19 +137,8 @@ def test_a_sub_mip_that_lost_its_point_is_run_again_without_the_start(
     problem, _, best = _knapsack()
     compiled = compile_problem(highspy, problem)
     lp = compiled.lp
-    reported = best  # the optimum as c x: the problem has no constant
     calls: list[bool] = []
-
-    def shown(
-        highspy: Any, lp: Any, options: Any, verbose: bool, start: Any, *a: Any, **kw: Any
-    ) -> Any:
-        calls.append(start is not None)
-        highs = run_model(highspy, lp, options, verbose, start, *a, **kw)
-        if start is not None:
-            return _Shown(highs, reported, np.asarray(start))
-        return highs if again_finds else _Shown(highs, reported, None)
-
-    monkeypatch.setattr(neighbourhood_module, "run_model", shown)
+    monkeypatch.setattr(neighbourhood_module, "run_model", _losing(best, again_finds, calls))
     bounds = (np.asarray(lp.col_lower_), np.asarray(lp.col_upper_))
     options = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0}
     start = np.zeros(lp.num_col_)

@@ -283,9 +283,9 @@ def _solve_formulation(
         stopped: SolveStopped | None = None
         try:
             # a round solves under lower limits than the first: its plans are the first's
-            # too, so the first round's bound holds for its optimum, and its point is aimed
-            # within the gap of that bound (GPU ResNet-200 b64 async, window 3: 1.2604 s at
-            # 1.02% in 141 s with a raise, then 1.2546 s at 0.62% in 10 s)
+            # too, so the first round's bound holds for its optimum, and its LP, RENS and RINS
+            # aim at a point within the gap of that bound (GPU ResNet-200 b64 async, window 3:
+            # 1.2604 s at 1.02% in 141 s with a raise, then 1.2546 s at 0.62% in 9-10 s)
             outcome = solve_within(
                 model, opts, formulation, limits, deadline, start, basis, bound_of(first), cutoff
             )

@@ -33,7 +33,6 @@ from tmsim.planners.milp.highs_run import configured, lost_its_point, run_model,
 from tmsim.planners.milp.neighbourhood import fixed_bounds, search
 from tmsim.planners.milp.phases import (
     AFTER_NEIGHBOURHOODS,
-    AIM_NODES,
     LP_FIRST_MAX_COLUMNS,
     NEAR_GAPS,
     PRESOLVE_MIN_COLUMNS,
@@ -153,14 +152,13 @@ def run_highs(
     is ignored otherwise; without one, ``lp_from_zero`` starts phase 1 at the zero point
     (:func:`~tmsim.planners.milp.highs_run.run_model`). ``known_bound``: a bound on the
     optimum the caller has proven (in the problem's own sense: that of a larger problem whose
-    points include this one's, such as a layout round's first), kept beside the LP's: the
-    solve aims at a point within the gap of it (HiGHS's own gap then 0), until its own bound
-    proves there is none or :data:`AIM_NODES` nodes after it has a point within the gap of its
-    own bound, and then within the gap of its own bound. ``reached``: the
-    objective of a point the caller holds outside the problem (a plan of a smaller problem
-    whose points are all the problem's, e.g. of a layout round under lowered limits): the
-    solve then aims at a bound within the gap of it rather than of its own points: phases 2
-    and 3 are left out, and phase 4 from ``start`` runs with HiGHS's gap 0 and
+    points include this one's, such as a layout round's first), kept beside the LP's: phases
+    1-3 end the solve at a point within the gap of it (or, where the LP's bound proves there
+    is none, of the LP's bound); phase 4 ends at a point within the gap of its own bound.
+    ``reached``: the objective of a point the caller holds outside the problem (a plan of a
+    smaller problem whose points are all the problem's, e.g. of a layout round under lowered
+    limits): the solve then aims at a bound within the gap of it rather than of its own
+    points: phases 2 and 3 are left out, and phase 4 from ``start`` runs with HiGHS's gap 0 and
     :data:`AFTER_NEIGHBOURHOODS` (points are not what it is for) until its bound is within
     the gap of ``reached``, its optimum, a limit, or a point of its own below that bound,
     which the bound cannot pass (status ``interrupted``).
@@ -303,7 +301,6 @@ def run_highs(
         if rens is not None and (best is None or float(cost @ rens) < float(cost @ best)):
             best = rens
     trace: list[TracePoint] = []
-    own_gap_at: list[int] = []  # node counts at checks where a point was within its own gap
     # the branch and bound's regular limit checks, where a solve may be interrupted
     checks = int(highspy.cb.HighsCallbackType.kCallbackMipInterrupt)
 
@@ -318,11 +315,7 @@ def run_highs(
             # within the gap of a bound HiGHS does not know (the LP's or the caller's); before
             # its first incumbent HiGHS may report a primal bound below every bound
             held = math.isfinite(primal) and dual <= primal
-            enough = held and primal - goal(dual) <= gap * abs(primal)
-            if held and not enough and primal - dual <= gap * abs(primal):
-                # within the gap of its own bound: aimed at the caller's for a few nodes more
-                own_gap_at.append(int(out.mip_node_count))
-                enough = own_gap_at[-1] - own_gap_at[0] >= AIM_NODES
+            enough = held and primal - dual <= gap * abs(primal)
         else:
             # the bound aimed at; or a point below it (by more than rounding), which no bound
             # passes
@@ -336,9 +329,6 @@ def run_highs(
         # AFTER_NEIGHBOURHOODS (a point found without the objective, or one far from the
         # bound, leaves HiGHS's own searches their use)
         options = {**AFTER_NEIGHBOURHOODS, **options}
-    if target is None and math.isfinite(known):
-        # HiGHS's own gap, of its own bound, would stop it short of the caller's
-        options = {**options, "mip_rel_gap": 0.0}
     highs = run_model(highspy, lp, options, verbose, best, spent_s=spent_s, record=record)
     if best is not None and lost_its_point(highs, cost):
         # a better point found and lost: the whole MIP again without the start, whose
@@ -361,8 +351,7 @@ def run_highs(
     solved = int(info.primal_solution_status) == 2  # kSolutionStatusFeasible
     dual = max(float(info.mip_dual_bound), lp_bound)
     reached_aim = aim is None or dual >= aim
-    own = solution_value(highs, cost)
-    if status == "interrupted" and dual >= beaten and not own <= beaten:
+    if status == "interrupted" and dual >= beaten and not solution_value(highs, cost) <= beaten:
         status = CUT_OFF
     elif status == "interrupted" and solved and reached_aim:
         status = cp.OPTIMAL  # the gap of the bound above interrupted it, not a point below

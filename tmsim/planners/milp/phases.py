@@ -52,17 +52,8 @@ RINS_ROUNDS = 3
 #: where it proved its own gap in 0.8 s; its point: 1.00% above the LP's bound, not 0.68%).
 RINS_GAP_SHARE = 0.25
 
-#: Branch-and-bound nodes a solve given a bound from a larger problem (a later layout round,
-#: given the first round's) goes on aiming at a point within the gap of that bound once it
-#: has one within the gap of its own: a limit on work where its own bound may never prove
-#: there is none (VGG19 b8 async at 4:1 on Optane: round 2's optimum lies beyond it, and
-#: without a limit its solve did not end in 15 minutes). GPU ResNet-200 b64 async at window 3
-#: found its point (0.62% from the first round's bound) within it.
-AIM_NODES = 200
-
 __all__ = [
     "AFTER_NEIGHBOURHOODS",
-    "AIM_NODES",
     "LP_FIRST_MAX_COLUMNS",
     "NEAR_GAPS",
     "PRESOLVE_MIN_COLUMNS",

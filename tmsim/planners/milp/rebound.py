@@ -10,9 +10,10 @@ problem again, from the first round's plan, until its bound is within the gap of
 plan, and :func:`rebound` measures the later plan against it where it needs that (VGG19 b8
 at 4:1 on Optane, async: the first round's plan, 0.73795 s within 0.98% of 0.73070 s, did
 not lay out, and the second round's 0.73893 s was 1.11% from that bound; the bound raised to
-0.73179 s in 3-4.5 s put it at 0.97%). A later round's solve aims at a point within the gap
-of the first round's bound already (:func:`~tmsim.planners.milp.highs.run_highs`'
-``known_bound``); the raise is for a round whose own bound proved there is none.
+0.73179 s in 3-4.5 s put it at 0.97%). A later round's LP, RENS and RINS aim at a point
+within the gap of the first round's bound already (:func:`~tmsim.planners.milp.highs.
+run_highs`' ``known_bound``); the raise is for a round whose whole MIP ends within the gap of
+its own bound only.
 """
 
 from __future__ import annotations
