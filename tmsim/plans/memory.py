@@ -21,9 +21,9 @@ Offline strategies:
 :func:`fit_memory` answers the question a planner asks (does a plan lay out in its limit?):
 the three strategies in turn, and when none fits, the search for a layout in the limit.
 
-Each heuristic placement scans only the buffers already placed, kept in order of offset, with
-numpy: O(n^2) element work in all, 0.2 to 0.3 s for the 5,042 buffers of DenseNet-264 b32 on
-the RTX 2080 Ti. A search
+Each heuristic placement looks among the buffers already placed (:mod:`tmsim.plans.arena`):
+O(n^2) element work in all where buffers live long, 0.2 to 0.3 s for the 5,042 buffers of
+DenseNet-264 b32 on the RTX 2080 Ti. A search
 node costs O(n) element work (0.2 to 0.3 ms at 1,000 to 5,000 buffers on a 2-core machine);
 the node limit, not wall-clock time, bounds the search, so that results do not depend on the
 machine's load.
@@ -39,6 +39,7 @@ import numpy.typing as npt
 
 from tmsim.errors import TmsimError
 from tmsim.intervals import occupancy
+from tmsim.plans.arena import align, arena_for
 from tmsim.plans.packing import fit, smallest
 
 IntArray = npt.NDArray[np.int64]
@@ -108,14 +109,6 @@ class Layout:
 
 #: The strategies :attr:`Strategy.SMALLEST` tries, in order (the first of the smallest wins).
 SMALLEST_OF = (Strategy.FIRST_FIT, Strategy.BEST_FIT, Strategy.FIRST_FIT_START)
-
-
-#: Above every offset: the end of the gap on top of all placed buffers.
-_TOP = np.iinfo(np.int64).max
-
-
-def _align(values: IntArray, alignment: int) -> IntArray:
-    return -(-values // alignment) * alignment
 
 
 def plan_memory(
@@ -227,10 +220,10 @@ def fit_below(
     aligned, lo, hi = _checked(sizes_bytes, first, last, 1, 0)
     n = aligned.size
     offsets = np.full(n, -1, dtype=np.int64)
-    arena = _Arena(n)
+    arena = arena_for(lo, hi)
     for i in np.lexsort((np.arange(n), lo, -aligned)).tolist():
         need, a, b = int(aligned[i]), int(lo[i]), int(hi[i])
-        at = arena.offset(need, a, b, Strategy.FIRST_FIT, 1)
+        at = arena.offset(need, a, b, False, 1)
         if at + need <= capacity_bytes:
             offsets[i] = at
             arena.add(at, need, a, b)
@@ -258,7 +251,7 @@ def _checked(
         raise TmsimError(f"buffer {int(np.argmax(size <= 0))}: size must be positive")
     if np.any(lo > hi):
         raise TmsimError(f"buffer {int(np.argmax(lo > hi))}: first kernel after last kernel")
-    return _align(size, alignment_bytes), lo, hi
+    return align(size, alignment_bytes), lo, hi
 
 
 def _layout(
@@ -272,62 +265,15 @@ def _layout(
         order = np.lexsort((np.arange(n), -aligned, lo))
     else:
         order = np.lexsort((np.arange(n), lo, -aligned))
-    rule = Strategy.BEST_FIT if strat is Strategy.BEST_FIT else Strategy.FIRST_FIT
-    arena = _Arena(n)
+    best_fit = strat is Strategy.BEST_FIT
+    arena = arena_for(lo, hi)
     for i in order.tolist():
         need, a, b = int(aligned[i]), int(lo[i]), int(hi[i])
-        offsets[i] = arena.offset(need, a, b, rule, alignment)
-        arena.add(int(offsets[i]), need, a, b)
+        at = arena.offset(need, a, b, best_fit, alignment)
+        offsets[i] = at
+        arena.add(at, need, a, b)
     pool = int((offsets + aligned).max())
     return Layout(offsets, aligned, pool, _peak(aligned, lo, hi), strat)
-
-
-class _Arena:
-    """The buffers placed so far, in order of offset (their address ranges and live kernel
-    ranges), so that placing the next one scans the gaps between those live with it without
-    sorting them again."""
-
-    def __init__(self, capacity: int) -> None:
-        self._cols = np.zeros((4, capacity), dtype=np.int64)  # start, end, first, last
-        self._n = 0
-
-    def offset(self, need: int, lo: int, hi: int, strategy: Strategy, alignment: int) -> int:
-        """Offset for a buffer of ``need`` bytes live from kernel ``lo`` to ``hi`` among the
-        placed buffers live at some of those kernels (as :func:`_gap` chooses it)."""
-        start, end, first, last = self._cols[:, : self._n]
-        live = (first <= hi) & (last >= lo)
-        return _gap(start[live], end[live], need, strategy, alignment)
-
-    def add(self, offset: int, size: int, lo: int, hi: int) -> None:
-        """Place a buffer of ``size`` bytes at ``offset``, live from kernel ``lo`` to ``hi``."""
-        n = self._n
-        at = int(np.searchsorted(self._cols[0, :n], offset, side="right"))
-        self._cols[:, at + 1 : n + 1] = self._cols[:, at:n]
-        self._cols[:, at] = (offset, offset + size, lo, hi)
-        self._n = n + 1
-
-
-def _gap(starts: IntArray, ends: IntArray, need: int, strategy: Strategy, alignment: int) -> int:
-    """Offset for a buffer of ``need`` bytes among occupied ``[start, end)`` ranges given in
-    order of start: the first aligned gap that holds it (``FIRST_FIT``) or the smallest
-    (``BEST_FIT``, the lowest on a tie), else on top of them all. The order of ranges with the
-    same start does not matter: no gap lies between them."""
-    if starts.size == 0:
-        return 0
-    # Free gaps lie between the running maximum end of earlier ranges and the next start.
-    ends_so_far = np.maximum.accumulate(ends)
-    gap_lo = np.concatenate(([0], ends_so_far))
-    gap_hi = np.concatenate((starts, [_TOP]))
-    if alignment != 1:
-        gap_lo = _align(gap_lo, alignment)
-    fits = gap_hi - gap_lo >= need
-    candidates = np.flatnonzero(fits[:-1])  # gaps below the top of the occupied ranges
-    if candidates.size == 0:
-        return int(gap_lo[-1])
-    if strategy is Strategy.FIRST_FIT:
-        return int(gap_lo[candidates[0]])
-    room = (gap_hi - gap_lo)[candidates]
-    return int(gap_lo[candidates[np.argmin(room)]])
 
 
 def _peak(sizes: IntArray, lo: IntArray, hi: IntArray) -> int:

@@ -209,9 +209,14 @@ def offload_start(model: Model, away: int, persistent: BoolArray) -> BoolArray |
         return None
     a, d = frozenset({away}), frozenset({0})
     picked: list[int] = []
+    edges: dict[tuple[Kind, frozenset[int], frozenset[int]], int] = {}  # by catalogue
 
     def take(gadget: int, kind: Kind, src: frozenset[int], dst: frozenset[int]) -> bool:
-        edge = cat.edge(kind, cat.state(sorted(src)), cat.state(sorted(dst)))
+        edge = edges.get((kind, src, dst))
+        if edge is None:
+            edge = edges[kind, src, dst] = cat.edge(
+                kind, cat.state(sorted(src)), cat.state(sorted(dst))
+            )
         column = int(v.edge_index[gadget, edge]) if edge >= 0 else -1
         picked.append(column)
         return column >= 0
