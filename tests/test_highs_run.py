@@ -472,6 +472,31 @@ def test_the_lp_from_the_zero_point_has_the_lps_optimum(
     assert float(relaxed.problem.value) == pytest.approx(values[1] + shift, rel=1e-6)
 
 
+@pytest.mark.parametrize(
+    ("options", "from_zero", "expected"),
+    [
+        ({}, True, "perturbed"),
+        ({}, False, 1.0),  # HiGHS's default where the LP does not start at the zero point
+        ({"dual_simplex_cost_perturbation_multiplier": 2.0}, True, 2.0),  # the caller's wins
+    ],
+)
+def test_the_lp_from_the_zero_point_perturbs_its_costs_more(
+    options: dict[str, float], from_zero: bool, expected: float | str
+) -> None:
+    import highspy
+
+    from tmsim.planners.milp.highs_model import compile_problem
+    from tmsim.planners.milp.highs_run import ZERO_POINT_PERTURBATION, run_model
+
+    x = cp.Variable(3, boolean=True)
+    problem = cp.Problem(cp.Minimize(x[0] + 2 * x[1] + 3 * x[2]), [cp.sum(x) >= 2])
+    lp = compile_problem(highspy, problem).lp
+    highs = run_model(highspy, lp, options, False, None, True, from_zero=from_zero)
+    _, multiplier = highs.getOptionValue("dual_simplex_cost_perturbation_multiplier")
+    assert multiplier == (ZERO_POINT_PERTURBATION if expected == "perturbed" else expected)
+    assert highs.getInfo().objective_function_value == pytest.approx(3.0)
+
+
 @pytest.mark.parametrize(("near_gaps", "gap"), [(1e12, 1e-9), (0.0, 0.0)])
 def test_phase_4_runs_without_highs_own_searches_near_the_bound_and_the_caller_wins(
     monkeypatch: pytest.MonkeyPatch, near_gaps: float, gap: float
