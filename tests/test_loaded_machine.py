@@ -1,7 +1,8 @@
 """Plans do not depend on how loaded the machine is: a chain whose solves end at their gap
 (no wall-clock limit binds) gives the same plans with both cores busy as on an idle machine,
 since HiGHS's settings are deterministic and the chain's threads see only what the
-formulations they contain gave."""
+formulations they contain gave. (``tests/test_milp.py`` checks a node-limited solve under
+load in the quick suite.)"""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import multiprocessing
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+import pytest
 
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
@@ -50,6 +53,7 @@ def _what_counts(plan: Plan | Exception) -> tuple[Any, ...]:
     return (*plan_part, s.objective, s.bound, s.status, s.nodes)
 
 
+@pytest.mark.slow  # its spinning processes would slow every test running beside it
 def test_a_busy_machine_gives_the_same_plans_as_an_idle_one() -> None:
     graph = training_graph_of("vgg19", 2)
     platform = load_preset("cascadelake-optane")

@@ -18,7 +18,7 @@ from tmsim.planners.milp.highs_model import FloatArray, new_highs
 IPM_MIN_COLUMNS = 100_000
 #: HiGHS's ``dual_simplex_cost_perturbation_multiplier`` for an LP from the zero point (the
 #: asynchronous formulations' phase 1; HiGHS's default 1), unless the caller sets it: the
-#: larger perturbation of the costs takes dual simplex through fewer, cheaper iterations to
+#: larger perturbation of the costs takes dual simplex through fewer iterations to
 #: the same optimum. Measured on the bench's asynchronous LPs (window 15, written out and
 #: solved alone, seconds and iterations at 1 / 5 / 25): on the RTX 2080 Ti ResNet-200 b128
 #: 22.4 s, 50.9k / 10.8 s / 9.1 s, 44.3k; b64 11.0 / 5.3 / 4.8 s; DenseNet-264 b64 10.0 / 9.8 /
@@ -26,7 +26,7 @@ IPM_MIN_COLUMNS = 100_000
 #: 2.0 / 1.8 s; on Optane ResNet-200 b512 at 1:1 and 4:1 6.9 / 5.3 / 3.8 s and 8.3 / 5.8 /
 #: 4.6 s, DenseNet-264 b512 at 4:1 and 8:1 9.8 / 7.6 / 6.9 s and 10.4 / 9.9 / 9.0 s,
 #: Inception v4 b1024 at 8:1 3.6 / 2.2 / 1.9 s and b16 at 4:1 2.7 / 2.4 / 2.7 s; fewer
-#: iterations on every one (3-17%). 50 and 100 gave no more (ResNet-200 b128 8.9 / 9.8 s).
+#: iterations on every one (4-18% at 25). 50 and 100 gave no more (ResNet-200 b128 8.9 / 9.8 s).
 ZERO_POINT_PERTURBATION = 25.0
 
 
