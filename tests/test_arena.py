@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tmsim.plans import memory
@@ -85,6 +85,8 @@ def test_layouts_do_not_depend_on_the_arena(
     sizes = [s for s, _, _ in cases]
     first = [lo for _, lo, _ in cases]
     last = [lo + span for _, lo, span in cases]
+    # a case the scan would lay out anyway compares the scan with itself
+    assume(isinstance(arena_for(np.array(first), np.array(last)), KernelArena))
     with_lists = plan_memory(sizes, first, last, strategy, 8)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(memory, "arena_for", lambda lo, hi: ScanArena(lo.size))

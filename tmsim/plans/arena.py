@@ -30,7 +30,7 @@ from tmsim.intervals import occupancy
 IntArray = npt.NDArray[np.int64]
 
 #: Above every offset: the end of the gap on top of all placed buffers.
-TOP = np.iinfo(np.int64).max
+_TOP = np.iinfo(np.int64).max
 #: :func:`arena_for` keeps lists per kernel while the buffers span at most this many kernels
 #: on average (the insertions) and at most :data:`MOST_LIVE` are live at any one kernel (the
 #: Python scan of a placement).
@@ -88,7 +88,7 @@ def _scan_gaps(starts: IntArray, ends: IntArray, need: int, best_fit: bool, alig
     # Free gaps lie between the running maximum end of earlier ranges and the next start.
     ends_so_far = np.maximum.accumulate(ends)
     gap_lo = np.concatenate(([0], ends_so_far))
-    gap_hi = np.concatenate((starts, [TOP]))
+    gap_hi = np.concatenate((starts, [_TOP]))
     if alignment != 1:
         gap_lo = align(gap_lo, alignment)
     fits = gap_hi - gap_lo >= need
@@ -112,11 +112,11 @@ class KernelArena:
     def offset(self, need: int, lo: int, hi: int, best_fit: bool, alignment: int) -> int:
         """As :meth:`Arena.offset`; kernels below the ``kernels`` given."""
         ranges = self._at[lo] if lo == hi else heapq.merge(*self._at[lo : hi + 1])
-        top = 0  # the highest end so far: the foot of the next gap
+        top = 0  # the highest end so far
+        foot = 0  # the foot of the next gap: ``top`` aligned
         best = -1
         best_room = 0
         for start, end in ranges:
-            foot = -(-top // alignment) * alignment
             room = start - foot
             if room >= need:
                 if not best_fit:
@@ -125,7 +125,8 @@ class KernelArena:
                     best, best_room = foot, room
             if end > top:
                 top = end
-        return best if best >= 0 else -(-top // alignment) * alignment
+                foot = -(-end // alignment) * alignment
+        return best if best >= 0 else foot
 
     def add(self, offset: int, size: int, lo: int, hi: int) -> None:
         """As :meth:`Arena.add`."""
@@ -151,4 +152,4 @@ def arena_for(lo: IntArray, hi: IntArray) -> Arena:
     return KernelArena(kernels)
 
 
-__all__ = ["TOP", "Arena", "KernelArena", "ScanArena", "align", "arena_for"]
+__all__ = ["Arena", "KernelArena", "ScanArena", "align", "arena_for"]
