@@ -16,11 +16,19 @@ from hwmodels.compute import (
     Compute,
     HostCompute,
     OpClass,
-    canonical_dtype,
     op_class,
 )
+from hwmodels.dtypes import canonical_dtype
 from hwmodels.energy import Energy, LinkEnergy, TierEnergy
 from hwmodels.errors import HardwareModelError
+from hwmodels.kernels import (
+    FamilyCost,
+    KernelFamily,
+    KernelModel,
+    MathMode,
+    MathModes,
+    family_of,
+)
 from hwmodels.memory_mode import MemoryMode
 from hwmodels.paths import CopyPath, KernelLink
 from hwmodels.platform import Platform
@@ -55,12 +63,17 @@ __all__ = [
     "CopyPath",
     "DramCache",
     "Energy",
+    "FamilyCost",
     "HardwareModelError",
     "HostCompute",
     "Interference",
+    "KernelFamily",
     "KernelLink",
+    "KernelModel",
     "KernelTimes",
     "LinkEnergy",
+    "MathMode",
+    "MathModes",
     "MemoryMode",
     "MemoryTier",
     "MoveMode",
@@ -72,6 +85,7 @@ __all__ = [
     "UnifiedMemory",
     "cache_traffic_by_tier",
     "canonical_dtype",
+    "family_of",
     "load_platform",
     "load_preset",
     "move_time_s",

@@ -8,7 +8,9 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from hwmodels._checks import COUNT, FRACTION, LATENCY, RATE, count, fraction, latency, rate, shown
+from hwmodels.dtypes import canonical_dtype
 from hwmodels.errors import HardwareModelError
+from hwmodels.kernels import KernelModel
 
 
 class OpClass(StrEnum):
@@ -149,25 +151,6 @@ def op_class(op: str) -> OpClass:
     return OpClass.ELEMENTWISE
 
 
-#: Alternative spellings of dtypes, mapped to the canonical short names used in presets.
-_DTYPE_ALIASES = {
-    "float64": "fp64",
-    "double": "fp64",
-    "float32": "fp32",
-    "float": "fp32",
-    "float16": "fp16",
-    "half": "fp16",
-    "bfloat16": "bf16",
-    "float8": "fp8",
-}
-
-
-def canonical_dtype(dtype: str) -> str:
-    """The preset spelling of ``dtype`` (``float32`` -> ``fp32``, ``bfloat16`` -> ``bf16``)."""
-    d = dtype.lower()
-    return _DTYPE_ALIASES.get(d, d)
-
-
 @dataclass(frozen=True, slots=True)
 class ClassEfficiency:
     """Fractions of peak an op class reaches: ``compute`` of FLOP/s, ``memory`` of bandwidth.
@@ -201,6 +184,9 @@ class Compute:
     - ``cores``: cores (CPU) or streaming multiprocessors (GPU) a kernel runs on; a kernel
       presents this many concurrent writers to a memory tier (1 to 2**24).
     - ``source``: where the numbers come from.
+    - ``kernels``: the calibrated kernel model (:class:`~hwmodels.kernels.KernelModel`) that
+      prices kernels in place of the class efficiencies where given (its GEMMs' peaks are
+      ``peak_flop_per_s``, which may then list ``tf32``); None: the class roofline.
 
     Raises :class:`HardwareModelError` naming the field if a value is bad or outside its range
     (the ranges keep every time finite, :mod:`hwmodels._checks`).
@@ -212,6 +198,7 @@ class Compute:
     launch_overhead_s: float
     cores: int
     source: str = ""
+    kernels: KernelModel | None = None
 
     def __post_init__(self) -> None:
         where = f"compute {self.name!r}"
@@ -244,6 +231,8 @@ class Compute:
             )
         if not count(self.cores):
             raise HardwareModelError(f"{where}: cores must be {COUNT}, got {shown(self.cores)}")
+        if self.kernels is not None and not isinstance(self.kernels, KernelModel):
+            raise HardwareModelError(f"{where}: kernels must be a KernelModel or None")
 
     @property
     def dtypes(self) -> tuple[str, ...]:

@@ -38,7 +38,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from hwmodels.compute import canonical_dtype
+from hwmodels.dtypes import canonical_dtype
 from hwmodels.errors import HardwareModelError
 from hwmodels.tables import Table
 

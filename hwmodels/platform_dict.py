@@ -8,6 +8,7 @@ from typing import Any
 from hwmodels.cache import LINE_FIELDS
 from hwmodels.compute import Compute
 from hwmodels.energy import energy_to_dict
+from hwmodels.kernels import KernelModel
 from hwmodels.platform import Platform
 
 
@@ -130,8 +131,9 @@ def platform_to_dict(p: Platform) -> dict[str, Any]:
 
 
 def _compute_dict(c: Compute) -> dict[str, Any]:
-    """A compute device as plain data in SI units (the ``[compute]`` keys)."""
-    return {
+    """A compute device as plain data in SI units (the ``[compute]`` keys); ``kernels`` is
+    omitted when None."""
+    out: dict[str, Any] = {
         "name": c.name,
         "cores": c.cores,
         "launch_overhead_s": c.launch_overhead_s,
@@ -139,6 +141,32 @@ def _compute_dict(c: Compute) -> dict[str, Any]:
         "peak_flop_per_s": dict(c.peak_flop_per_s),
         "efficiency": {
             e.op_class.value: {"compute": e.compute, "memory": e.memory} for e in c.efficiencies
+        },
+    }
+    if c.kernels is not None:
+        out["kernels"] = _kernels_dict(c.kernels)
+    return out
+
+
+def _kernels_dict(k: KernelModel) -> dict[str, Any]:
+    """A calibrated kernel model as plain data in SI units (the ``[compute.kernels]`` keys)."""
+    return {
+        "stream_bw_bytes_per_s": k.stream_bw_bytes_per_s,
+        "fixed_s": k.fixed_s,
+        "dispatch_s": k.dispatch_s,
+        "conv_fp32": k.math.conv_fp32.value,
+        "matmul_fp32": k.math.matmul_fp32.value,
+        "tensor_core_multiple": k.tensor_core_multiple,
+        "unaligned_efficiency": k.unaligned_efficiency,
+        "source": k.source,
+        "families": {
+            f.family.value: {
+                "passes": f.passes,
+                "compute_efficiency": f.compute_efficiency,
+                "element_s": f.element_s,
+                **({} if f.fixed_s is None else {"fixed_s": f.fixed_s}),
+            }
+            for f in k.families
         },
     }
 

@@ -19,6 +19,7 @@ from hwmodels.controller import BusWeight, MemoryController
 from hwmodels.copythread import CopyThread, ThreadRates
 from hwmodels.energy import energy_from_table
 from hwmodels.errors import HardwareModelError
+from hwmodels.kernels import FamilyCost, KernelFamily, KernelModel, MathMode, MathModes
 from hwmodels.memory_mode import MemoryMode
 from hwmodels.paths import CopyPath, KernelLink
 from hwmodels.platform import Platform
@@ -77,9 +78,65 @@ def _compute(c: Table) -> Compute:
         launch_overhead_s=c.quantity("launch_overhead", TIME, strict=False),
         cores=c.integer("cores"),
         source=c.string("source", ""),
+        kernels=_kernels(c.table("kernels")) if c.has("kernels") else None,
     )
     c.done()
     return compute
+
+
+def _optional_time(t: Table, base: str) -> float | None:
+    """The time ``base_<unit>`` in seconds, or None where no such key is given."""
+    if not any(key.startswith(f"{base}_") for key in t.data):
+        return None
+    return t.quantity(base, TIME, strict=False)
+
+
+def _math_mode(k: Table, key: str, default: MathMode) -> MathMode:
+    """The math mode ``key`` names (``default`` if absent)."""
+    value = k.string(key, default.value)
+    try:
+        return MathMode(value)
+    except ValueError:
+        k.fail(f"{key} must be one of {', '.join(m.value for m in MathMode)}, got {value!r}")
+
+
+def _kernels(k: Table) -> KernelModel:
+    """A ``[compute.kernels]`` table: the calibrated kernel model, with one entry per kernel
+    family under ``families``."""
+    f = k.table("families")
+    families = []
+    for fam in KernelFamily:
+        e = f.table(fam.value)
+        families.append(
+            FamilyCost(
+                fam,
+                passes=e.number("passes", strict=True),
+                compute_efficiency=e.fraction("compute_efficiency")
+                if e.has("compute_efficiency")
+                else 1.0,
+                element_s=e.quantity("element", TIME, strict=False, default=0.0),
+                fixed_s=_optional_time(e, "fixed"),
+            )
+        )
+        e.done()
+    f.done()
+    model = KernelModel(
+        stream_bw_bytes_per_s=k.quantity("stream_bw", RATE),
+        fixed_s=k.quantity("fixed", TIME, strict=False),
+        dispatch_s=k.quantity("dispatch", TIME, strict=False),
+        families=tuple(families),
+        math=MathModes(
+            conv_fp32=_math_mode(k, "conv_fp32", MathMode.TF32),
+            matmul_fp32=_math_mode(k, "matmul_fp32", MathMode.FP32),
+        ),
+        tensor_core_multiple=k.integer("tensor_core_multiple", 8),
+        unaligned_efficiency=k.fraction("unaligned_efficiency")
+        if k.has("unaligned_efficiency")
+        else 1.0,
+        source=k.string("source", ""),
+    )
+    k.done()
+    return model
 
 
 def _host_compute(h: Table) -> HostCompute:

@@ -18,7 +18,14 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BASE = {"tmsim.errors", "tmsim.jsonio", "tmsim.intervals", "tmsim.levels"}
 WORKLOAD = {*BASE, "tmsim.workload"}
-COST = {*WORKLOAD, "hwmodels", "tmsim.cost", "tmsim.capacity", "tmsim.profiles"}
+COST = {
+    *WORKLOAD,
+    "hwmodels",
+    "tmsim.kernelwork",
+    "tmsim.cost",
+    "tmsim.capacity",
+    "tmsim.profiles",
+}
 PLAN = {*COST, "tmsim.plans"}
 
 #: Room -> the rooms it may import (its own room is always allowed).
@@ -30,7 +37,9 @@ ALLOWED: dict[str, set[str]] = {
     "tmsim.intervals": set(),
     "tmsim.levels": {"tmsim.errors"},
     "tmsim.workload": BASE,
-    "tmsim.cost": {*WORKLOAD, "hwmodels"},
+    # a graph's kernels as a calibrated kernel model prices them
+    "tmsim.kernelwork": {*WORKLOAD, "hwmodels"},
+    "tmsim.cost": {*WORKLOAD, "hwmodels", "tmsim.kernelwork"},
     "tmsim.capacity": {*WORKLOAD, "hwmodels"},
     # measured kernel times: read at the edge, resolved into the cost model's table
     "tmsim.profiles": {*WORKLOAD, "hwmodels", "tmsim.cost"},
@@ -48,7 +57,7 @@ ALLOWED: dict[str, set[str]] = {
         "tmsim.sim",
         "tmsim.strategies",
     },
-    "tmsim.calibration": {*BASE, "hwmodels", "tmsim.sim"},
+    "tmsim.calibration": {*COST, "tmsim.sim"},
     "tmsim.results": {*BASE, "tmsim"},
     "tmsim.plots": {*BASE, "tmsim.sim"},
     "tmsim.figures": {*BASE, "tmsim.results"},

@@ -25,6 +25,7 @@ from hwmodels.compute import op_class
 from hwmodels.platform import Platform
 from hwmodels.timing import MoveMode, Overlap, move_time_s, roofline
 from tmsim.errors import TmsimError
+from tmsim.kernelwork import calibrated_parts, kernel_dtype
 from tmsim.workload.graph import Graph
 
 FloatArray = npt.NDArray[np.float64]
@@ -40,7 +41,11 @@ class CostModel:
     Arrays (read-only, numpy): ``op_kernel``/``op_tensor`` [n_ops] give each operand's kernel
     and tensor; ``op_read_bytes``/``op_write_bytes`` [n_ops]; ``compute_s`` [n_kernels];
     ``read_s_per_byte``/``write_s_per_byte`` [n_kernels, n_tiers], ``inf`` on tiers the
-    kernels may not access; ``launch_s``. Every other time is finite: raises
+    kernels may not access; ``memory_efficiency`` [n_kernels], the fraction of the tiers'
+    rates each kernel's bytes reach; ``launch_s``. Where the platform's compute device has a
+    calibrated kernel model (:attr:`hwmodels.compute.Compute.kernels`), compute times and
+    memory efficiencies are that model's (:mod:`tmsim.kernelwork`), else the class
+    roofline's. Every other time is finite: raises
     :class:`TmsimError` naming the kernel (and tier) where one is not (the ranges of
     :mod:`hwmodels` and the bounds of :class:`~tmsim.workload.graph.Graph` keep them finite,
     so this guards values built around their checks). Raises
@@ -80,18 +85,37 @@ class CostModel:
         dtypes = [kernel_dtype(graph, k) for k in range(n_k)]
         flops = np.array([k.flops for k in graph.kernels], dtype=np.float64)
         zero = np.zeros((n_k, n_t))
-        base = roofline(platform, flops, classes, zero, zero, dtype=dtypes, overlap=self.overlap)
-        self.compute_s = base.compute_s
-        self.launch_s = float(base.launch_s)
         allowed = np.array(platform.kernel_tier_mask())
         unit = np.where(allowed, 1.0, 0.0)[None, :].repeat(n_k, axis=0)
-        per_read = roofline(platform, flops, classes, unit, zero, dtype=dtypes).memory_by_tier_s
-        per_write = roofline(platform, flops, classes, zero, unit, dtype=dtypes).memory_by_tier_s
+        model = platform.compute.kernels
+        if model is None:
+            base = roofline(
+                platform, flops, classes, zero, zero, dtype=dtypes, overlap=self.overlap
+            )
+            self.compute_s = base.compute_s
+            self.launch_s = float(base.launch_s)
+            per_read = roofline(platform, flops, classes, unit, zero, dtype=dtypes).memory_by_tier_s
+            per_write = roofline(
+                platform, flops, classes, zero, unit, dtype=dtypes
+            ).memory_by_tier_s
+            eff = {c: platform.compute.efficiency(c).memory for c in set(classes)}
+            self.memory_efficiency = np.array([eff[c] for c in classes], dtype=np.float64)
+        else:
+            parts = calibrated_parts(graph, platform, model)
+            self.compute_s = parts.compute_s
+            self.launch_s = float(platform.compute.launch_overhead_s)
+            self.memory_efficiency = parts.memory_efficiency
+            cores = platform.compute.cores
+            rates = [platform.kernel_bw_bytes_per_s(t.name, cores) for t in platform.tiers]
+            read_bw = np.array([r for r, _ in rates])
+            write_bw = np.array([w for _, w in rates])
+            per_read = unit / read_bw[None, :] / parts.memory_efficiency[:, None]
+            per_write = unit / write_bw[None, :] / parts.memory_efficiency[:, None]
         self.read_s_per_byte = np.where(allowed, per_read, np.inf)
         self.write_s_per_byte = np.where(allowed, per_write, np.inf)
         self.tier_allowed = allowed
         self._require_finite(per_read, per_write)
-        for arr in (self.op_kernel, reads, writes, self.compute_s):
+        for arr in (self.op_kernel, reads, writes, self.compute_s, self.memory_efficiency):
             arr.flags.writeable = False
 
     def _require_finite(self, per_read: FloatArray, per_write: FloatArray) -> None:
@@ -347,14 +371,3 @@ def step_time_s(
     per = sync_s.copy()
     per[:n_k] += np.maximum(kernel, async_s)
     return float(per.sum()), per
-
-
-def kernel_dtype(graph: Graph, k: int) -> str:
-    """The dtype a kernel computes in: that of its largest floating-point operand."""
-    ptr, tensor = graph.operand_csr
-    best, best_size = "fp32", -1
-    for t in tensor[ptr[k] : ptr[k + 1]]:
-        tt = graph.tensors[int(t)]
-        if tt.dtype.startswith(("fp", "bf")) and tt.size_bytes > best_size:
-            best, best_size = tt.dtype, tt.size_bytes
-    return best

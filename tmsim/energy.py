@@ -5,7 +5,7 @@
 platform's :class:`~hwmodels.energy.Energy`:
 
 - compute: every kernel's FLOPs, and those of every recompute, at the J per FLOP of the
-  dtype the kernel computes in (:func:`tmsim.cost.kernel_dtype`), on the host CPU's prices
+  dtype the kernel computes in (:func:`tmsim.kernelwork.kernel_dtype`), on the host CPU's prices
   for the kernels it runs (``host`` records);
 - memory: the bytes every record reads and writes on each tier, at that tier's J per byte;
 - links: the bytes every move carries from its source to its destination, at the copy
@@ -29,8 +29,8 @@ import numpy as np
 import numpy.typing as npt
 
 from hwmodels import Platform
-from tmsim.cost import kernel_dtype
 from tmsim.errors import TmsimError
+from tmsim.kernelwork import kernel_dtype
 from tmsim.sim.trace import HOST, KERNEL, MOVES, RECOMPUTE, Trace
 from tmsim.workload.graph import Graph
 

@@ -64,6 +64,20 @@ def _compute_lines(p: Platform, host: bool) -> list[str]:
     lines = [
         f"{label}: {c.name}, {c.cores} cores, {peaks}, launch {c.launch_overhead_s * 1e6:g} us"
     ]
+    k = c.kernels
+    if k is not None:
+        lines.append(
+            f"  kernel model: stream {k.stream_bw_bytes_per_s / 1e9:g} GB/s, fixed "
+            f"{k.fixed_s * 1e6:.3g} us, dispatch {k.dispatch_s * 1e6:.3g} us, fp32 conv in "
+            f"{k.math.conv_fp32.value}, fp32 matmul in {k.math.matmul_fp32.value}"
+        )
+        for f in k.families:
+            fixed = "" if f.fixed_s is None else f", fixed {f.fixed_s * 1e6:.3g} us"
+            lines.append(
+                f"    {f.family.value}: {f.passes:.3g} passes, {f.compute_efficiency:.3g} of "
+                f"peak, {f.element_s * 1e12:.3g} ps/element{fixed}"
+            )
+        lines.append("  class roofline (unused while the kernel model is given):")
     for e in c.efficiencies:
         lines.append(
             f"  {e.op_class.value}: {e.compute:g} of peak FLOP/s, {e.memory:g} of bandwidth"

@@ -37,8 +37,9 @@ import numpy.typing as npt
 
 from hwmodels.compute import op_class
 from hwmodels.timing import MoveMode, roofline
-from tmsim.cost import BesideCosts, CostModel, IndexMove, IndexRecompute, kernel_dtype, step_time_s
+from tmsim.cost import BesideCosts, CostModel, IndexMove, IndexRecompute, step_time_s
 from tmsim.errors import TmsimError
+from tmsim.kernelwork import kernel_dtype
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

@@ -22,12 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from hwmodels.compute import op_class
-from hwmodels.platform import Platform
 from hwmodels.timing import Overlap
 from tmsim.cost import CostModel
 from tmsim.sim.flows import Flow, Role
-from tmsim.workload.graph import Graph
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -68,7 +65,7 @@ def kernel_specs(cost: CostModel, op_tier: IntArray) -> KernelSpecs:
         floor_s[k] = body_s[k] = max(0.0, float(kernel_s[k]) - cost.launch_s)
         demand[k] = measured_demand(float(body_s[k]), float(mem_s[k]))
         serial[k] = False
-    eff = memory_efficiency(graph, platform)
+    eff = cost.memory_efficiency
     writers = platform.compute.cores
     flows = tuple(
         kernel_flow(
@@ -82,14 +79,6 @@ def kernel_specs(cost: CostModel, op_tier: IntArray) -> KernelSpecs:
         for k in range(n_k)
     )
     return KernelSpecs(flows, floor_s, serial, kernel_s, read_bytes, write_bytes)
-
-
-def memory_efficiency(graph: Graph, platform: Platform) -> FloatArray:
-    """Fraction of peak bandwidth each kernel's access pattern reaches [K]: the memory
-    efficiency of its op class on ``platform``'s compute device."""
-    comp = platform.compute
-    eff = {c: comp.efficiency(c).memory for c in {op_class(k.op) for k in graph.kernels}}
-    return np.array([eff[op_class(k.op)] for k in graph.kernels], dtype=np.float64)
 
 
 def measured_demand(body_s: float, memory_s: float) -> float:
@@ -137,4 +126,4 @@ def _measured_kernels(cost: CostModel, op_tier: IntArray) -> list[int]:
     return sorted(out)
 
 
-__all__ = ["KernelSpecs", "kernel_flow", "kernel_specs", "measured_demand", "memory_efficiency"]
+__all__ = ["KernelSpecs", "kernel_flow", "kernel_specs", "measured_demand"]

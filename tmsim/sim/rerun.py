@@ -18,7 +18,7 @@ from tmsim.cost import CostModel
 from tmsim.errors import PlanError
 from tmsim.plans.values import Plan
 from tmsim.sim.flows import Flow
-from tmsim.sim.kernels import kernel_flow, measured_demand, memory_efficiency
+from tmsim.sim.kernels import kernel_flow, measured_demand
 
 IntArray = npt.NDArray[np.int64]
 
@@ -48,7 +48,7 @@ def recompute_specs(plan: Plan, cost: CostModel) -> tuple[RecomputeSpec, ...]:
     n_k, n_t = len(graph.kernels), len(platform.tiers)
     tiers = {name: i for i, name in enumerate(platform.tier_names)}
     index = {t.name: i for i, t in enumerate(graph.tensors)}
-    eff = memory_efficiency(graph, platform) if plan.recomputes else np.zeros(0)
+    eff = cost.memory_efficiency
     out = []
     for i, rc in enumerate(plan.recomputes):
         where = f"recompute {i} ({rc.tensor!r} at kernel {rc.kernel})"

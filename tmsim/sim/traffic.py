@@ -28,7 +28,7 @@ kernel's compute floor stays a fixed delay there too).
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,13 +37,12 @@ import numpy.typing as npt
 import simpy
 
 from hwmodels.compute import OpClass, op_class
-from hwmodels.platform import Platform
 from hwmodels.timing import Overlap, roofline
 from tmsim.cost import CostModel
 from tmsim.levels import InterferenceLevel
 from tmsim.sim.body import kernel_body
 from tmsim.sim.fluid import Flow, FluidModel
-from tmsim.sim.kernels import kernel_flow, memory_efficiency
+from tmsim.sim.kernels import kernel_flow
 from tmsim.sim.rates import ChannelUse
 from tmsim.sim.threads import ThreadUse
 
@@ -64,18 +63,23 @@ class StepTimes:
     events: int
 
 
-def memory_s(
-    platform: Platform,
-    classes: Sequence[OpClass],
-    read_bytes: npt.ArrayLike,
-    write_bytes: npt.ArrayLike,
-) -> FloatArray:
-    """Roofline memory time [K] of kernels of op ``classes`` reading ``read_bytes`` and writing
-    ``write_bytes`` [K, tiers] on ``platform``'s tiers (every tier, the cache tier included)."""
+def memory_s(cost: CostModel, read_bytes: npt.ArrayLike, write_bytes: npt.ArrayLike) -> FloatArray:
+    """Roofline memory time [K] of ``cost``'s kernels reading ``read_bytes`` and writing
+    ``write_bytes`` [K, tiers] on its platform's tiers (every tier, the cache tier included):
+    by op class, or, on a compute device with a calibrated kernel model, at each kernel's
+    :attr:`~tmsim.cost.CostModel.memory_efficiency` of the tiers' kernel rates."""
+    platform = cost.platform
     r = np.asarray(read_bytes, dtype=np.float64)
+    w = np.asarray(write_bytes, dtype=np.float64)
+    if platform.compute.kernels is not None:
+        cores = platform.compute.cores
+        rates = [platform.kernel_bw_bytes_per_s(t.name, cores) for t in platform.tiers]
+        per_byte = r / np.array([rd for rd, _ in rates]) + w / np.array([wr for _, wr in rates])
+        return np.asarray(per_byte.sum(axis=1) / cost.memory_efficiency, dtype=np.float64)
     # The memory time depends on neither the FLOPs nor their dtype; any dtype with a peak does.
     dtype = platform.compute.dtypes[0]
-    times = roofline(platform, np.zeros(r.shape[0]), list(classes), r, write_bytes, dtype=dtype)
+    classes = op_classes(cost)
+    times = roofline(platform, np.zeros(r.shape[0]), list(classes), r, w, dtype=dtype)
     return times.memory_s
 
 
@@ -108,9 +112,9 @@ def time_traffic(
     reads = np.asarray(read_bytes, dtype=np.int64).reshape(n_k, len(platform.tiers))
     writes = np.asarray(write_bytes, dtype=np.int64).reshape(n_k, len(platform.tiers))
     pre = np.asarray(pre_s, dtype=np.float64)
-    mem_s = memory_s(platform, op_classes(cost), reads, writes)
+    mem_s = memory_s(cost, reads, writes)
     serial = cost.overlap is Overlap.SUM
-    eff = memory_efficiency(cost.graph, platform)
+    eff = cost.memory_efficiency
     cores = platform.compute.cores
     zero = np.zeros(len(platform.tiers), dtype=np.int64)
     flows: list[tuple[Flow, ...]] = []

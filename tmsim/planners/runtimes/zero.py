@@ -48,8 +48,9 @@ from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
 from hwmodels.timing import MoveMode
 from tmsim.capacity import fast_limit_bytes
-from tmsim.cost import CostModel, IndexMove, kernel_dtype
+from tmsim.cost import CostModel, IndexMove
 from tmsim.errors import TmsimError
+from tmsim.kernelwork import kernel_dtype
 from tmsim.planners.assemble import assemble_plan
 from tmsim.planners.heuristics.placement import require_fast_access
 from tmsim.planners.runtimes.common import DEVICE, check_fits, host_tier

@@ -61,7 +61,7 @@ from tmsim.sim.addresses import step_accesses, step_layout
 from tmsim.sim.cache.trace import CacheTrace
 from tmsim.sim.cache.walk import CacheReplayError, cache_of, default_block_bytes, walk_step
 from tmsim.sim.trace import KERNEL, Record, Trace
-from tmsim.sim.traffic import body_s, memory_s, op_classes, time_traffic
+from tmsim.sim.traffic import body_s, memory_s, time_traffic
 from tmsim.workload.graph import Graph
 
 #: The planner name of a 2LM trace.
@@ -159,7 +159,7 @@ def _all_on_s(cost: CostModel, tier: int) -> float:
     reads, writes = np.zeros((n_k, n_t)), np.zeros((n_k, n_t))
     reads[:, tier] = np.bincount(cost.op_kernel, weights=cost.op_read_bytes, minlength=n_k)
     writes[:, tier] = np.bincount(cost.op_kernel, weights=cost.op_write_bytes, minlength=n_k)
-    mem_s = memory_s(cost.platform, op_classes(cost), reads, writes)
+    mem_s = memory_s(cost, reads, writes)
     body = body_s(cost.compute_s, mem_s, cost.overlap is Overlap.SUM)
     return float(np.sum(body + cost.launch_s))
 

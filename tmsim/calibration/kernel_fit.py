@@ -1,0 +1,349 @@
+"""A GPU's calibrated kernel model, fitted to eager per-op profiles of real training steps.
+
+Data (``calibration/h200/``, measured on one NVIDIA H200 SXM on 2026-11-28 by
+``h200_measure.py``; its README says how): ``results.json`` (streaming and matrix-product
+rates, training steps) and ``ops_<config>.csv`` (every top-level ATen op of one profiled step
+with its device time), beside the graphs ``tmsim import`` traces from the same models
+(``graphs/<config>.json``).
+
+Which number comes from where (:class:`~hwmodels.kernels.KernelModel` has the mechanisms):
+
+- measured, read from ``results.json``: the stream rate (``a + b``, 2 reads and 1 write),
+  the matrix-product peaks of bf16, fp32 and TF32 (8192-cube products);
+- assumed: fp16's peak equals bf16's (the same tensor cores);
+- fitted here, per kernel: the device's fixed cost per kernel, each family's passes and
+  time per element (non-GEMM) or fraction of its math mode's peak (GEMM), and the unaligned
+  tensor-core efficiency, by least squares of the log ratio of predicted to measured device
+  time over every sample :func:`~tmsim.calibration.op_profiles.line_up` makes of the four
+  profiles (one kernel each where the graph and the profile pair up, a family's sum where
+  they do not);
+- fitted here, per step: the dispatch floor, the least time between two kernels' starts, by
+  least squares of the log ratio of each measured step to the sum over its profiled ops of
+  max(device time, floor): the gap between a step and its device time, from measured times
+  alone (no model in it).
+
+No workload's total is fitted: every parameter but the floor is fitted to single kernels or
+per-family sums, and the floor to the measured ops of four steps. ``python -m
+tmsim.calibration.kernel_fit [DIR]`` prints the fitted ``[compute.kernels]`` table and the
+error of each family.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+from scipy.optimize import least_squares, minimize_scalar
+
+from hwmodels.kernels import (
+    GEMM_FAMILIES,
+    FamilyCost,
+    KernelFamily,
+    KernelModel,
+    MathModes,
+)
+from hwmodels.platform import Platform
+from tmsim.calibration.op_profiles import EagerOp, Sample, line_up, read_eager_profile
+from tmsim.cost import CostModel
+from tmsim.errors import TmsimError
+from tmsim.kernelwork import kernel_work
+from tmsim.workload.files import load_graph
+from tmsim.workload.graph import Graph
+
+FloatArray = npt.NDArray[np.float64]
+
+#: The profiled configurations of ``calibration/h200`` (profile ``ops_<name>.csv``, graph
+#: ``graphs/<name>.json``, step ``results.json["training"][<name>]``).
+H200_CONFIGS = ("resnet50_b32", "resnet50_b64", "gpt2_fp32_b8", "gpt2_bf16_b8")
+#: Where the H200 data lives, from the repository's root.
+H200_DIR = Path(__file__).resolve().parents[2] / "calibration" / "h200"
+#: Bounds of the fitted parameters: fixed cost and dispatch floor (s), passes, seconds per
+#: element, fraction of peak.
+FIXED_BOUNDS_S = (1e-7, 1e-4)
+PASSES_BOUNDS = (0.25, 50.0)
+ELEMENT_BOUNDS_S = (1e-16, 1e-9)
+EFFICIENCY_BOUNDS = (1e-3, 1.0)
+DISPATCH_BOUNDS_S = (0.0, 1e-4)
+#: The tensor-core alignment the fit assumes (elements).
+TENSOR_CORE_MULTIPLE = 8
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What ``results.json`` measured: ``stream_bw_bytes_per_s``, ``peaks`` (dtype or
+    ``tf32`` -> FLOP/s) and each configuration's ``step_s``."""
+
+    stream_bw_bytes_per_s: float
+    peaks: dict[str, float]
+    step_s: dict[str, float]
+
+
+def read_measured(path: str | Path) -> Measured:
+    """The rates and steps of an ``h200_measure.py`` ``results.json``. Raises
+    :class:`TmsimError` naming what is missing."""
+    try:
+        doc = json.loads(Path(path).read_text())
+        hbm = doc["hbm"]
+        peaks = {
+            "bf16": hbm["matmul_bfloat16"]["TFLOPs"] * 1e12,
+            "fp32": hbm["matmul_float32_tf32=False"]["TFLOPs"] * 1e12,
+            "tf32": hbm["matmul_float32_tf32=True"]["TFLOPs"] * 1e12,
+        }
+        peaks["fp16"] = peaks["bf16"]  # assumed: the same tensor cores
+        steps = {name: float(v["step_s"]) for name, v in doc["training"].items()}
+        return Measured(float(hbm["add"]["GBps"]) * 1e9, peaks, steps)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise TmsimError(f"{path}: not an h200_measure.py results file ({exc!r})") from None
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """Every kernel of the samples' graphs as one array each: family index, FLOPs, elements,
+    operand bytes, math-mode peak, whether aligned for tensor cores."""
+
+    family: npt.NDArray[np.int64]
+    flops: FloatArray
+    elements: FloatArray
+    bytes: FloatArray
+    peak: FloatArray
+    tensor_core_unaligned: npt.NDArray[np.bool_]
+
+
+FAMILIES = tuple(KernelFamily)
+
+
+def _kernels(graph: Graph, platform: Platform, peaks: dict[str, float]) -> Kernels:
+    work = kernel_work(graph, TENSOR_CORE_MULTIPLE)
+    cost = CostModel(graph, platform)
+    nbytes = np.bincount(
+        cost.op_kernel,
+        weights=cost.op_read_bytes + cost.op_write_bytes,
+        minlength=len(graph.kernels),
+    )
+    math_modes = MathModes()
+    keys = [
+        math_modes.peak_dtype(f, d) if f in GEMM_FAMILIES else "fp32"
+        for f, d in zip(work.families, work.dtypes, strict=True)
+    ]
+    return Kernels(
+        np.array([FAMILIES.index(f) for f in work.families], dtype=np.int64),
+        np.array(work.flops),
+        np.array(work.elements),
+        nbytes.astype(np.float64),
+        np.array([peaks[k] for k in keys]),
+        np.array(
+            [not a and k != "fp32" for a, k in zip(work.aligned, keys, strict=True)], dtype=bool
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class KernelFit:
+    """A fitted kernel model and how well it fits: ``model``; per family, the samples it was
+    fitted to and the root mean square of their log errors (``rms_log``); ``samples``."""
+
+    model: KernelModel
+    samples: int
+    per_family: dict[str, tuple[int, float]]
+
+
+def fit_kernels(
+    profiles: Sequence[tuple[Graph, list[EagerOp]]],
+    measured: Measured,
+    platform: Platform,
+    dispatch_s: float,
+    source: str = "",
+) -> KernelFit:
+    """The kernel model fitted to ``profiles`` (each a traced graph and the eager profile of
+    the same step; module documentation), with ``measured``'s rates and ``dispatch_s``.
+    ``platform`` is any platform with a peak for the graphs' dtypes (it gives operand bytes
+    only). Deterministic. Raises :class:`TmsimError` where no sample pairs up."""
+    samples: list[Sample] = []
+    arrays: list[Kernels] = []
+    offsets = [0]
+    for graph, ops in profiles:
+        samples.extend(line_up(graph, ops))
+        arrays.append(_kernels(graph, platform, measured.peaks))
+        offsets.append(offsets[-1] + len(graph.kernels))
+    if not samples:
+        raise TmsimError("no profiled op pairs up with a kernel of its graph")
+    fields = Kernels.__dataclass_fields__
+    k = Kernels(*(np.concatenate([getattr(a, f) for a in arrays]) for f in fields))
+    where = {id(g): offsets[i] for i, (g, _) in enumerate(profiles)}
+    members = [np.array(s.kernels, dtype=np.int64) + where[id(s.graph)] for s in samples]
+    seconds = np.array([s.seconds for s in samples])
+    present = sorted({FAMILIES.index(s.family) for s in samples})
+    unaligned = bool(any(k.tensor_core_unaligned[m].any() for m in members))
+    # Parameters (logs): fixed, then per present family (passes, element_s) or (efficiency,),
+    # then the unaligned efficiency if any kernel is unaligned.
+    layout: dict[int, slice] = {}
+    x0, lo, hi = [math.log(3e-6)], [math.log(FIXED_BOUNDS_S[0])], [math.log(FIXED_BOUNDS_S[1])]
+    for f in present:
+        if FAMILIES[f] in GEMM_FAMILIES:
+            layout[f] = slice(len(x0), len(x0) + 3)
+            x0 += [math.log(1.5), math.log(0.3), math.log(3e-6)]
+            lo += [math.log(PASSES_BOUNDS[0]), math.log(EFFICIENCY_BOUNDS[0])]
+            hi += [math.log(PASSES_BOUNDS[1]), math.log(EFFICIENCY_BOUNDS[1])]
+            lo.append(math.log(FIXED_BOUNDS_S[0]))
+            hi.append(math.log(FIXED_BOUNDS_S[1]))
+        else:
+            layout[f] = slice(len(x0), len(x0) + 2)
+            x0 += [math.log(1.5), math.log(1e-12)]
+            lo += [math.log(PASSES_BOUNDS[0]), math.log(ELEMENT_BOUNDS_S[0])]
+            hi += [math.log(PASSES_BOUNDS[1]), math.log(ELEMENT_BOUNDS_S[1])]
+    if unaligned:
+        x0.append(math.log(0.5))
+        lo.append(math.log(EFFICIENCY_BOUNDS[0]))
+        hi.append(math.log(EFFICIENCY_BOUNDS[1]))
+    stream = measured.stream_bw_bytes_per_s
+    optimizer = FAMILIES.index(KernelFamily.OPTIMIZER)
+
+    def kernel_s(x: FloatArray) -> FloatArray:
+        p = np.exp(x)
+        fixed = np.full(len(FAMILIES), p[0])
+        passes = np.ones(len(FAMILIES))
+        element = np.zeros(len(FAMILIES))
+        eff = np.ones(len(FAMILIES))
+        for f, sl in layout.items():
+            if FAMILIES[f] in GEMM_FAMILIES:
+                passes[f], eff[f], fixed[f] = p[sl]
+            else:
+                passes[f], element[f] = p[sl]
+        slow = np.where(k.tensor_core_unaligned, p[-1] if unaligned else 1.0, 1.0)
+        gemm = np.isin(k.family, [FAMILIES.index(f) for f in GEMM_FAMILIES])
+        busy = np.where(
+            gemm, k.flops / (eff[k.family] * slow * k.peak), k.elements * element[k.family]
+        )
+        busy = busy + np.where(k.family == optimizer, 0.0, fixed[k.family])
+        return np.asarray(np.maximum(busy, passes[k.family] * k.bytes / stream))
+
+    # Each sample weighs by its share of the measured time (squared residuals times seconds):
+    # a step's time is its long kernels', and a thousand 2-us kernels must not outvote them.
+    weight = np.sqrt(seconds / seconds.mean())
+
+    def errors(x: FloatArray) -> FloatArray:
+        t = kernel_s(x)
+        predicted = np.array([t[m].sum() for m in members])
+        return np.asarray(np.log(predicted) - np.log(seconds))
+
+    def residuals(x: FloatArray) -> FloatArray:
+        return np.asarray(errors(x) * weight)
+
+    solution = least_squares(residuals, np.array(x0), bounds=(np.array(lo), np.array(hi)))
+    p = np.exp(solution.x)
+    costs = []
+    elementwise = FAMILIES.index(KernelFamily.ELEMENTWISE)
+    for f, fam in enumerate(FAMILIES):
+        # A family the profiles never ran takes the element-wise family's cost.
+        sl = layout.get(f, layout.get(elementwise))
+        if fam in GEMM_FAMILIES:
+            passes_f, eff_f, fixed_f = (float(v) for v in p[sl]) if f in layout else (1, 0.5, p[0])
+            costs.append(
+                FamilyCost(fam, passes=passes_f, compute_efficiency=eff_f, fixed_s=fixed_f)
+            )
+        elif sl is None:
+            costs.append(FamilyCost(fam, passes=1.0))
+        else:
+            passes_f, element_f = (float(v) for v in p[sl])
+            costs.append(FamilyCost(fam, passes=passes_f, element_s=element_f))
+    model = KernelModel(
+        stream_bw_bytes_per_s=stream,
+        fixed_s=float(p[0]),
+        dispatch_s=dispatch_s,
+        families=tuple(costs),
+        tensor_core_multiple=TENSOR_CORE_MULTIPLE,
+        unaligned_efficiency=float(p[-1]) if unaligned else 1.0,
+        source=source,
+    )
+    log_errors = errors(solution.x)
+    per_family = {}
+    for f in present:
+        picked = [i for i, s in enumerate(samples) if FAMILIES.index(s.family) == f]
+        rms = float(np.sqrt(np.mean(log_errors[picked] ** 2)))
+        per_family[FAMILIES[f].value] = (len(picked), rms)
+    return KernelFit(model, len(samples), per_family)
+
+
+def fit_dispatch(steps: Sequence[tuple[Sequence[float], float]]) -> float:
+    """The dispatch floor (seconds) that best predicts each measured step from its profiled
+    ops' device times, a step taking the sum over its ops of max(device time, floor):
+    least squares of the log ratio. ``steps``: (device times, measured step) pairs."""
+    data = [(np.asarray(g, dtype=np.float64), float(s)) for g, s in steps]
+
+    def loss(d: float) -> float:
+        return float(sum(math.log(np.maximum(g, d).sum() / s) ** 2 for g, s in data))
+
+    result = minimize_scalar(
+        loss, bounds=DISPATCH_BOUNDS_S, method="bounded", options={"xatol": 1e-9}
+    )
+    return float(result.x)
+
+
+def fit_h200(directory: str | Path = H200_DIR, platform: Platform | None = None) -> KernelFit:
+    """The H200's kernel model from ``directory`` (``calibration/h200``: module
+    documentation)."""
+    from hwmodels.presets import load_preset
+
+    root = Path(directory)
+    measured = read_measured(root / "results.json")
+    base = platform if platform is not None else load_preset("h200-host-nvme")
+    profiles = []
+    steps = []
+    for name in H200_CONFIGS:
+        ops = read_eager_profile(root / f"ops_{name}.csv")
+        profiles.append((load_graph(root / "graphs" / f"{name}.json"), ops))
+        steps.append(([op.device_s for op in ops], measured.step_s[name]))
+    dispatch = fit_dispatch(steps)
+    source = "fitted by tmsim.calibration.kernel_fit to calibration/h200 (H200 SXM, 2026-11-28)"
+    return fit_kernels(profiles, measured, base, dispatch, source)
+
+
+def kernels_toml(model: KernelModel) -> str:
+    """``model`` as a ``[compute.kernels]`` table (microseconds, picoseconds, GB/s)."""
+    lines = [
+        "[compute.kernels]",
+        f"stream_bw_GBps = {model.stream_bw_bytes_per_s / 1e9:.6g}",
+        f"fixed_us = {model.fixed_s * 1e6:.6g}",
+        f"dispatch_us = {model.dispatch_s * 1e6:.6g}",
+        f'conv_fp32 = "{model.math.conv_fp32.value}"',
+        f'matmul_fp32 = "{model.math.matmul_fp32.value}"',
+        f"tensor_core_multiple = {model.tensor_core_multiple}",
+        f"unaligned_efficiency = {model.unaligned_efficiency:.6g}",
+        f'source = "{model.source}"',
+        "",
+        "[compute.kernels.families]",
+    ]
+    for f in model.families:
+        if f.family in GEMM_FAMILIES:
+            fixed = "" if f.fixed_s is None else f", fixed_us = {f.fixed_s * 1e6:.6g}"
+            lines.append(
+                f"{f.family.value} = {{ passes = {f.passes:.6g}, "
+                f"compute_efficiency = {f.compute_efficiency:.6g}{fixed} }}"
+            )
+        else:
+            lines.append(
+                f"{f.family.value} = {{ passes = {f.passes:.6g}, "
+                f"element_ps = {f.element_s * 1e12:.6g} }}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the fitted table and each family's error; the argument is the data folder."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    fit = fit_h200(args[0] if args else H200_DIR)
+    print(kernels_toml(fit.model))
+    print(f"# {fit.samples} samples; per family: samples, rms of log(predicted / measured)")
+    for fam, (n, rms) in sorted(fit.per_family.items()):
+        print(f"# {fam:22s} {n:4d} {rms:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,103 @@
+"""What each kernel of a graph does, as a calibrated kernel model prices it.
+
+:class:`hwmodels.kernels.KernelModel` prices kernels by family, FLOPs, elements, dtype and
+GEMM alignment (:class:`hwmodels.kernels.KernelWork`); this module reads those off a
+:class:`~tmsim.workload.graph.Graph` and turns the model's parts into the cost model's
+per-kernel compute time and memory efficiency (:func:`calibrated_parts`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from hwmodels.kernels import KernelFamily, KernelModel, KernelWork, family_of
+from hwmodels.kernels import kernel_parts as model_parts
+from hwmodels.platform import Platform
+from tmsim.workload.graph import Graph
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def kernel_dtype(graph: Graph, k: int) -> str:
+    """The dtype a kernel computes in: that of its largest floating-point operand."""
+    ptr, tensor = graph.operand_csr
+    best, best_size = "fp32", -1
+    for t in tensor[ptr[k] : ptr[k + 1]]:
+        tt = graph.tensors[int(t)]
+        if tt.dtype.startswith(("fp", "bf")) and tt.size_bytes > best_size:
+            best, best_size = tt.dtype, tt.size_bytes
+    return best
+
+
+def gemm_aligned(graph: Graph, k: int, multiple: int) -> bool:
+    """Whether the leading dimension of every matrix kernel ``k`` reads or writes (the last
+    dimension of each operand of rank 2 or more whose shape is known, row-major storage) is
+    a multiple of ``multiple`` elements. A kernel with no known shape counts as aligned."""
+    kern = graph.kernels[k]
+    for name in (*kern.inputs, *kern.outputs, *kern.updates):
+        shape = graph.tensor(name).shape
+        if len(shape) >= 2 and shape[-1] % multiple:
+            return False
+    return True
+
+
+def conv_aligned(graph: Graph, k: int, multiple: int) -> bool:
+    """Whether the channels (dimension 1) of every image and filter kernel ``k`` reads or
+    writes (operands of rank 3 or more whose shape is known) are a multiple of ``multiple``:
+    tensor-core convolutions pad other channel counts (a first layer's 3 colour channels)."""
+    kern = graph.kernels[k]
+    for name in (*kern.inputs, *kern.outputs, *kern.updates):
+        shape = graph.tensor(name).shape
+        if len(shape) >= 3 and shape[1] % multiple:
+            return False
+    return True
+
+
+def kernel_work(graph: Graph, multiple: int) -> KernelWork:
+    """Every kernel of ``graph`` as :class:`~hwmodels.kernels.KernelWork`: its family (by op
+    name), FLOPs, the elements of its largest operand, its dtype (:func:`kernel_dtype`) and,
+    for matrix products :func:`gemm_aligned`, for convolutions :func:`conv_aligned`, at
+    ``multiple``."""
+    ptr, tensor = graph.operand_csr
+    families, flops, elements, dtypes, aligned = [], [], [], [], []
+    for k, kern in enumerate(graph.kernels):
+        fam = family_of(kern.op)
+        families.append(fam)
+        flops.append(float(kern.flops))
+        operands = [graph.tensors[int(t)] for t in tensor[ptr[k] : ptr[k + 1]]]
+        elements.append(float(max((t.elements for t in operands), default=0)))
+        dtypes.append(kernel_dtype(graph, k))
+        if fam is KernelFamily.MATMUL:
+            aligned.append(gemm_aligned(graph, k, multiple))
+        elif fam in (KernelFamily.CONV, KernelFamily.CONV_BACKWARD):
+            aligned.append(conv_aligned(graph, k, multiple))
+        else:
+            aligned.append(True)
+    return KernelWork(tuple(families), tuple(flops), tuple(elements), tuple(dtypes), tuple(aligned))
+
+
+@dataclass(frozen=True)
+class CalibratedParts:
+    """A calibrated model's view of a graph's kernels: ``compute_s`` [K] (the compute part,
+    with the device's fixed cost and dispatch floor), ``memory_efficiency`` [K] (fraction of
+    the kernel tiers' rates each kernel's bytes reach: the stream rate over the fastest
+    kernel tier's read rate, over the family's passes, at most 1), ``families`` [K]."""
+
+    compute_s: FloatArray
+    memory_efficiency: FloatArray
+    families: tuple[KernelFamily, ...]
+
+
+def calibrated_parts(graph: Graph, platform: Platform, model: KernelModel) -> CalibratedParts:
+    """The compute time and memory efficiency of every kernel of ``graph`` under ``model``
+    on ``platform``'s compute device (:func:`hwmodels.kernels.kernel_parts`). Raises
+    :class:`hwmodels.errors.HardwareModelError` for a GEMM whose math mode has no peak."""
+    work = kernel_work(graph, model.tensor_core_multiple)
+    compute, passes = model_parts(model, dict(platform.compute.peak_flop_per_s), work)
+    fastest = max(platform.tier(t).read_bw_bytes_per_s for t in platform.kernel_tiers)
+    stream = model.stream_bw_bytes_per_s / fastest
+    eff = np.minimum(1.0, stream / np.asarray(passes, dtype=np.float64))
+    return CalibratedParts(np.asarray(compute, dtype=np.float64), eff, work.families)
