@@ -27,7 +27,7 @@ BYTES = {
     "TB": 10**12,
 }
 RATE = {"bytes_per_s": 1.0, "MBps": 1e6, "GBps": 1e9, "TBps": 1e12, "GiBps": float(2**30)}
-TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "ps": 1e-12}
+TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 FLOPS = {"flop_per_s": 1.0, "GFLOPs": 1e9, "TFLOPs": 1e12}
 
 

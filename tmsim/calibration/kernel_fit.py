@@ -305,7 +305,7 @@ def fit_h200(directory: str | Path = H200_DIR, platform: Platform | None = None)
 
 
 def kernels_toml(model: KernelModel) -> str:
-    """``model`` as a ``[compute.kernels]`` table (microseconds, picoseconds, GB/s)."""
+    """``model`` as a ``[compute.kernels]`` table (microseconds, nanoseconds, GB/s)."""
     lines = [
         "[compute.kernels]",
         f"stream_bw_GBps = {model.stream_bw_bytes_per_s / 1e9:.6g}",
@@ -329,7 +329,7 @@ def kernels_toml(model: KernelModel) -> str:
         else:
             lines.append(
                 f"{f.family.value} = {{ passes = {f.passes:.6g}, "
-                f"element_ps = {f.element_s * 1e12:.6g} }}"
+                f"element_ns = {f.element_s * 1e9:.6g} }}"
             )
     return "\n".join(lines) + "\n"
 
