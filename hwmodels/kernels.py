@@ -28,7 +28,7 @@ from its data) or assumed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
@@ -250,7 +250,9 @@ class KernelModel:
       (one pass: bytes read plus written over time);
     - ``fixed_s``: device time every kernel pays but the optimizer's (PyTorch's multi-tensor
       update runs one kernel for many parameters);
-    - ``dispatch_s``: the least time between two kernels' starts, the framework's dispatch;
+    - ``dispatch_s``: the host's time to issue one kernel (the framework's dispatch): the
+      host issues kernels one after another and the device waits where it falls behind
+      (:func:`dispatch_waits`);
     - ``tensor_core_multiple``, ``unaligned_efficiency``: a tensor-core GEMM with a dimension
       not a multiple of that many elements runs at that fraction of its peak;
     - ``math``: :class:`MathModes`; ``families``: one :class:`FamilyCost` for every
@@ -332,14 +334,13 @@ def kernel_parts(
 ) -> tuple[list[float], list[float]]:
     """``(compute_s, passes)`` of each kernel of ``work`` under ``model``.
 
-    ``compute_s`` = max(``dispatch_s``, fixed + work time) for every kernel but the
-    optimizer's (work time alone), the fixed time being the family's own or the device's
-    ``fixed_s``, where the work time of a GEMM is flops / (its family's
-    compute efficiency x the peak of its math mode, :meth:`MathModes.peak_dtype`, x
-    ``unaligned_efficiency`` when not aligned on tensor cores, any math mode but fp32) and of
-    any other kernel elements x its
-    family's ``element_s``. ``passes`` is the family's. ``peak_flop_per_s`` maps canonical
-    dtypes (and ``tf32``) to peaks; raises :class:`HardwareModelError` for a GEMM whose peak
+    ``compute_s`` = fixed + work time for every kernel but the optimizer's (work time alone),
+    the fixed time being the family's own or the device's ``fixed_s``. The work time of a GEMM
+    is flops / (its family's compute efficiency x the peak of its math mode,
+    :meth:`MathModes.peak_dtype`, x ``unaligned_efficiency`` when not aligned on tensor
+    cores, any math mode but fp32); of any other kernel, elements x its family's
+    ``element_s``. ``passes`` is the family's. ``peak_flop_per_s`` maps canonical dtypes (and
+    ``tf32``) to peaks; raises :class:`HardwareModelError` for a GEMM whose peak
     it lacks.
     """
     compute: list[float] = []
@@ -365,6 +366,25 @@ def kernel_parts(
             compute.append(busy)
         else:
             fixed = model.fixed_s if cost.fixed_s is None else cost.fixed_s
-            compute.append(max(model.dispatch_s, fixed + busy))
+            compute.append(fixed + busy)
         passes.append(cost.passes)
     return compute, passes
+
+
+def dispatch_waits(
+    device_s: Sequence[float], dispatch_s: float, issued: Sequence[bool]
+) -> list[float]:
+    """How long the device waits for the host before each kernel: the host issues the
+    kernels marked ``issued`` in order, ``dispatch_s`` each (the others cost it nothing: the
+    optimizer's per-parameter kernels, one multi-tensor launch in PyTorch), starting with the
+    step; kernel ``i`` starts at max(the end of kernel ``i - 1``, when it is issued) and runs
+    ``device_s[i]``. The waits are >= 0; the step is ``sum(device_s) + sum(waits)``."""
+    waits: list[float] = []
+    end = issue = 0.0
+    for busy, host in zip(device_s, issued, strict=True):
+        if host:
+            issue += dispatch_s
+        wait = max(0.0, issue - end)
+        waits.append(wait)
+        end += wait + busy
+    return waits

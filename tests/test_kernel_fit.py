@@ -23,14 +23,8 @@ from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.workload.files import load_graph
 
-#: Each measured step's bound on |predicted / measured - 1|: the target is 10%; ResNet-50 b64
-#: is predicted 11.7% slow (its idle time between kernels is a third of the floor's).
-STEP_TOLERANCE = {
-    "resnet50_b32": 0.10,
-    "resnet50_b64": 0.12,
-    "gpt2_fp32_b8": 0.10,
-    "gpt2_bf16_b8": 0.10,
-}
+#: The bound on |predicted / measured - 1| of each measured step (the issue's target).
+STEP_TOLERANCE = 0.10
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +64,7 @@ def test_the_preset_predicts_each_measured_step(config: str) -> None:
     graph = load_graph(H200_DIR / "graphs" / f"{config}.json")
     cost = CostModel(graph, load_preset("h200-host-nvme"))
     predicted = float(cost.kernel_times_s(np.zeros(cost.op_tensor.size, dtype=np.int64)).sum())
-    assert abs(predicted / measured - 1) <= STEP_TOLERANCE[config]
+    assert abs(predicted / measured - 1) <= STEP_TOLERANCE
 
 
 def test_every_family_of_the_profiles_is_fitted(fitted: object) -> None:
@@ -100,8 +94,9 @@ def test_profiles_line_up_with_their_graphs() -> None:
 
 
 def test_fit_dispatch_by_hand() -> None:
-    """Ops of 1, 1 and 10 us in a step of 14 us: a floor of 2 us gives 2 + 2 + 10."""
-    assert fit_dispatch([([1e-6, 1e-6, 1e-5], 1.4e-5)]) == pytest.approx(2e-6, rel=1e-3)
+    """Ops of 1, 1 and 10 us in a step of 16 us: the host issuing one every 2 us makes the
+    device wait 2 + 1 + 1 us (tests/test_kernel_model.py)."""
+    assert fit_dispatch([([1e-6, 1e-6, 1e-5], 1.6e-5)]) == pytest.approx(2e-6, rel=1e-3)
 
 
 def test_a_bad_profile_is_one_line(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from hwmodels import (
     platform_from_dict,
     platform_to_dict,
 )
-from hwmodels.kernels import KernelWork, kernel_parts
+from hwmodels.kernels import KernelWork, dispatch_waits, kernel_parts
 from tmsim.cost import CostModel
 from tmsim.kernelwork import conv_aligned, gemm_aligned, kernel_work
 from tmsim.workload.graph import Graph, Kernel, Phase
@@ -98,10 +98,17 @@ def test_kernel_parts_by_hand() -> None:
     # An unaligned fp32 GEMM runs on the vector units: no tensor-core penalty.
     assert compute == pytest.approx([0.3, 0.5, 0.3, 0.15, 0.05])
     assert passes == [2.0] * 5
-    floored, _ = kernel_parts(model(dispatch_s=0.2), peaks, work)
-    assert floored == pytest.approx([0.3, 0.5, 0.3, 0.2, 0.05])
     with pytest.raises(HardwareModelError, match="no peak FLOP/s for 'bf16'"):
         kernel_parts(model(), {"fp32": 1e7}, work)
+
+
+def test_dispatch_waits_by_hand() -> None:
+    """The host issues a kernel every 2 s: kernels of 1, 1 and 10 s start at 2, 4 and 6 s
+    (waits 2, 1, 1), the step ends at 16 s; a kernel the host does not issue waits for
+    nothing, and a host faster than the kernels never holds the device up."""
+    assert dispatch_waits([1.0, 1.0, 10.0], 2.0, [True] * 3) == [2.0, 1.0, 1.0]
+    assert dispatch_waits([1.0, 1.0], 2.0, [True, False]) == [2.0, 0.0]
+    assert dispatch_waits([5.0, 5.0, 5.0], 1.0, [True] * 3) == [1.0, 0.0, 0.0]
 
 
 def tiny_graph() -> Graph:

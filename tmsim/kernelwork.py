@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from hwmodels.kernels import KernelFamily, KernelModel, KernelWork, family_of
+from hwmodels.kernels import KernelFamily, KernelModel, KernelWork, dispatch_waits, family_of
 from hwmodels.kernels import kernel_parts as model_parts
 from hwmodels.platform import Platform
 from tmsim.workload.graph import Graph
@@ -82,7 +82,8 @@ def kernel_work(graph: Graph, multiple: int) -> KernelWork:
 @dataclass(frozen=True)
 class CalibratedParts:
     """A calibrated model's view of a graph's kernels: ``compute_s`` [K] (the compute part,
-    with the device's fixed cost and dispatch floor), ``memory_efficiency`` [K] (fraction of
+    with the device's fixed cost; for a kernel the device waits for the host to issue, its
+    whole time on the device and the wait), ``memory_efficiency`` [K] (fraction of
     the kernel tiers' rates each kernel's bytes reach: the stream rate over the fastest
     kernel tier's read rate, over the family's passes, at most 1), ``families`` [K]."""
 
@@ -100,4 +101,28 @@ def calibrated_parts(graph: Graph, platform: Platform, model: KernelModel) -> Ca
     fastest = max(platform.tier(t).read_bw_bytes_per_s for t in platform.kernel_tiers)
     stream = model.stream_bw_bytes_per_s / fastest
     eff = np.minimum(1.0, stream / np.asarray(passes, dtype=np.float64))
-    return CalibratedParts(np.asarray(compute, dtype=np.float64), eff, work.families)
+    compute_s = np.asarray(compute, dtype=np.float64)
+    # The host's dispatch, timed with every operand at the stream rate (on a GPU, where
+    # kernels reach device memory alone, the only placement): a kernel the device waits for
+    # takes its wait on top of its time, in its compute part.
+    memory = np.asarray(passes, dtype=np.float64) * operand_bytes(graph)
+    device = np.maximum(compute_s, memory / model.stream_bw_bytes_per_s)
+    device += platform.compute.launch_overhead_s
+    issued = [f is not KernelFamily.OPTIMIZER for f in work.families]
+    waits = np.asarray(dispatch_waits(device.tolist(), model.dispatch_s, issued))
+    waited = waits > 0
+    compute_s[waited] = device[waited] - platform.compute.launch_overhead_s + waits[waited]
+    return CalibratedParts(compute_s, eff, work.families)
+
+
+def operand_bytes(graph: Graph) -> FloatArray:
+    """Bytes each kernel reads and writes over its distinct operands (an input read once,
+    an output written once, an in-place update both), as the cost model counts them."""
+    out = np.zeros(len(graph.kernels))
+    for k, kern in enumerate(graph.kernels):
+        read = set(kern.inputs) | set(kern.updates)
+        written = set(kern.outputs) | set(kern.updates)
+        out[k] = sum(graph.tensor(n).size_bytes for n in read) + sum(
+            graph.tensor(n).size_bytes for n in written
+        )
+    return out

@@ -17,12 +17,12 @@ Which number comes from where (:class:`~hwmodels.kernels.KernelModel` has the me
   time over every sample :func:`~tmsim.calibration.op_profiles.line_up` makes of the four
   profiles (one kernel each where the graph and the profile pair up, a family's sum where
   they do not);
-- fitted here, per step: the dispatch floor, the least time between two kernels' starts, by
-  least squares of the log ratio of each measured step to the sum over its profiled ops of
-  max(device time, floor): the gap between a step and its device time, from measured times
-  alone (no model in it).
+- fitted here, per step: the host's time to issue one op, by least squares of the log ratio
+  of each measured step to the step its profiled ops make when the host issues them one
+  after another and the device waits where the host falls behind: the gap between a step
+  and its device time, from measured times alone (no model in it).
 
-No workload's total is fitted: every parameter but the floor is fitted to single kernels or
+No workload's total is fitted: every parameter but the dispatch time is fitted to single kernels or
 per-family sums, and the floor to the measured ops of four steps. ``python -m
 tmsim.calibration.kernel_fit [DIR]`` prints the fitted ``[compute.kernels]`` table and the
 error of each family.
@@ -47,6 +47,7 @@ from hwmodels.kernels import (
     KernelFamily,
     KernelModel,
     MathModes,
+    dispatch_waits,
 )
 from hwmodels.platform import Platform
 from tmsim.calibration.op_profiles import EagerOp, Sample, line_up, read_eager_profile
@@ -271,13 +272,18 @@ def fit_kernels(
 
 
 def fit_dispatch(steps: Sequence[tuple[Sequence[float], float]]) -> float:
-    """The dispatch floor (seconds) that best predicts each measured step from its profiled
-    ops' device times, a step taking the sum over its ops of max(device time, floor):
-    least squares of the log ratio. ``steps``: (device times, measured step) pairs."""
-    data = [(np.asarray(g, dtype=np.float64), float(s)) for g, s in steps]
+    """The host's time to issue one op (seconds) that best predicts each measured step from
+    its profiled ops' device times, the host issuing them one after another and the device
+    waiting where it falls behind (:func:`hwmodels.kernels.dispatch_waits`): least squares
+    of the log ratio. ``steps``: (device times, measured step) pairs."""
+    data = [(list(map(float, g)), float(s)) for g, s in steps]
 
     def loss(d: float) -> float:
-        return float(sum(math.log(np.maximum(g, d).sum() / s) ** 2 for g, s in data))
+        total = 0.0
+        for g, s in data:
+            step = sum(g) + sum(dispatch_waits(g, d, [True] * len(g)))
+            total += math.log(step / s) ** 2
+        return total
 
     result = minimize_scalar(
         loss, bounds=DISPATCH_BOUNDS_S, method="bounded", options={"xatol": 1e-9}
