@@ -26,7 +26,12 @@ converting them to floats (which would overflow).
 from __future__ import annotations
 
 import math
-from typing import TypeGuard
+from enum import StrEnum
+from typing import TypeGuard, TypeVar
+
+from hwmodels.errors import HardwareModelError
+
+_E = TypeVar("_E", bound=StrEnum)
 
 MIN_RATE_PER_S = 1.0
 MAX_RATE_PER_S = 1e21
@@ -122,3 +127,13 @@ def shown(value: object) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
         return f"{'-' if value < 0 else ''}about 2**{abs(value).bit_length() - 1}"
     return repr(value)
+
+
+def member(kind: type[_E], value: _E | str, what: str) -> _E:
+    """The member of ``kind`` that ``value`` names; raises :class:`HardwareModelError`
+    ("unknown WHAT 'x'; known: ...") for a name it lacks."""
+    try:
+        return kind(value)
+    except ValueError:
+        known = ", ".join(m.value for m in kind)
+        raise HardwareModelError(f"unknown {what} {value!r}; known: {known}") from None

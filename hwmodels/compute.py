@@ -7,7 +7,18 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
-from hwmodels._checks import COUNT, FRACTION, LATENCY, RATE, count, fraction, latency, rate, shown
+from hwmodels._checks import (
+    COUNT,
+    FRACTION,
+    LATENCY,
+    RATE,
+    count,
+    fraction,
+    latency,
+    member,
+    rate,
+    shown,
+)
 from hwmodels.dtypes import canonical_dtype
 from hwmodels.errors import HardwareModelError
 from hwmodels.kernels import KernelModel
@@ -255,12 +266,7 @@ class Compute:
 
     def efficiency(self, cls: OpClass | str) -> ClassEfficiency:
         """Efficiencies of op class ``cls``. Raises :class:`HardwareModelError` if unknown."""
-        try:
-            key = OpClass(cls)
-        except ValueError:
-            raise HardwareModelError(
-                f"unknown op class {cls!r}; known: {', '.join(c.value for c in OpClass)}"
-            ) from None
+        key = member(OpClass, cls, "op class")
         for e in self.efficiencies:
             if e.op_class is key:
                 return e

@@ -21,14 +21,15 @@ repository) say otherwise: what a kernel costs depends on what the framework run
   ``tensor_core_multiple`` elements falls back to slower kernels (``unaligned_efficiency`` of
   the math mode's peak).
 
-Times are seconds, rates bytes or FLOP per second, as everywhere in :mod:`hwmodels`. Every
+:mod:`hwmodels.kernel_time` prices kernels with it. Times are seconds, rates bytes or FLOP
+per second, as everywhere in :mod:`hwmodels`. Every
 number of a preset says whether it was measured, fitted (by ``tmsim.calibration``, rerunnable
 from its data) or assumed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
@@ -41,6 +42,7 @@ from hwmodels._checks import (
     factor,
     fraction,
     latency,
+    member,
     rate,
     shown,
 )
@@ -305,86 +307,5 @@ class KernelModel:
 
     def family(self, family: KernelFamily | str) -> FamilyCost:
         """The cost of ``family``; raises :class:`HardwareModelError` for an unknown one."""
-        try:
-            key = KernelFamily(family)
-        except ValueError:
-            raise HardwareModelError(
-                f"unknown kernel family {family!r}; known: "
-                f"{', '.join(f.value for f in KernelFamily)}"
-            ) from None
+        key = member(KernelFamily, family, "kernel family")
         return next(f for f in self.families if f.family is key)
-
-
-@dataclass(frozen=True, slots=True)
-class KernelWork:
-    """What ``n`` kernels do, as :func:`kernel_parts` prices it: ``families`` [n];
-    ``flops`` [n]; ``elements`` [n], of each kernel's largest operand; ``dtypes`` [n], the
-    dtype each computes in; ``aligned`` [n], whether every GEMM dimension is a multiple of the
-    tensor-core multiple (ignored for other families)."""
-
-    families: tuple[KernelFamily, ...]
-    flops: tuple[float, ...]
-    elements: tuple[float, ...]
-    dtypes: tuple[str, ...]
-    aligned: tuple[bool, ...]
-
-
-def kernel_parts(
-    model: KernelModel, peak_flop_per_s: Mapping[str, float], work: KernelWork
-) -> tuple[list[float], list[float]]:
-    """``(compute_s, passes)`` of each kernel of ``work`` under ``model``.
-
-    ``compute_s`` = fixed + work time for every kernel but the optimizer's (work time alone),
-    the fixed time being the family's own or the device's ``fixed_s``. The work time of a GEMM
-    is flops / (its family's compute efficiency x the peak of its math mode,
-    :meth:`MathModes.peak_dtype`, x ``unaligned_efficiency`` when not aligned on tensor
-    cores, any math mode but fp32); of any other kernel, elements x its family's
-    ``element_s``. ``passes`` is the family's. ``peak_flop_per_s`` maps canonical dtypes (and
-    ``tf32``) to peaks; raises :class:`HardwareModelError` for a GEMM whose peak
-    it lacks.
-    """
-    compute: list[float] = []
-    passes: list[float] = []
-    for fam, flops, elements, dtype, aligned in zip(
-        work.families, work.flops, work.elements, work.dtypes, work.aligned, strict=True
-    ):
-        cost = model.family(fam)
-        if fam in GEMM_FAMILIES:
-            key = model.math.peak_dtype(fam, dtype)
-            if key not in peak_flop_per_s:
-                raise HardwareModelError(
-                    f"no peak FLOP/s for {key!r}, the math mode of a {fam.value} kernel in "
-                    f"{dtype}; known: {', '.join(peak_flop_per_s)}"
-                )
-            tensor_cores = key != "fp32"
-            slowed = tensor_cores and not aligned
-            eff = cost.compute_efficiency * (model.unaligned_efficiency if slowed else 1.0)
-            busy = flops / (eff * peak_flop_per_s[key])
-        else:
-            busy = elements * cost.element_s
-        if fam is KernelFamily.OPTIMIZER:
-            compute.append(busy)
-        else:
-            fixed = model.fixed_s if cost.fixed_s is None else cost.fixed_s
-            compute.append(fixed + busy)
-        passes.append(cost.passes)
-    return compute, passes
-
-
-def dispatch_waits(
-    device_s: Sequence[float], dispatch_s: float, issued: Sequence[bool]
-) -> list[float]:
-    """How long the device waits for the host before each kernel: the host issues the
-    kernels marked ``issued`` in order, ``dispatch_s`` each (the others cost it nothing: the
-    optimizer's per-parameter kernels, one multi-tensor launch in PyTorch), starting with the
-    step; kernel ``i`` starts at max(the end of kernel ``i - 1``, when it is issued) and runs
-    ``device_s[i]``. The waits are >= 0; the step is ``sum(device_s) + sum(waits)``."""
-    waits: list[float] = []
-    end = issue = 0.0
-    for busy, host in zip(device_s, issued, strict=True):
-        if host:
-            issue += dispatch_s
-        wait = max(0.0, issue - end)
-        waits.append(wait)
-        end += wait + busy
-    return waits

@@ -10,11 +10,11 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from hwmodels._checks import member
 from hwmodels.cachesim import CacheTraffic
 from hwmodels.compute import OpClass
 from hwmodels.errors import HardwareModelError
@@ -22,8 +22,6 @@ from hwmodels.platform import Platform
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-
-_E = TypeVar("_E", bound=StrEnum)
 
 #: Most placements :func:`placement_profile` enumerates (tiers ** operands).
 MAX_PLACEMENTS = 1 << 20
@@ -60,14 +58,6 @@ class KernelTimes:
     memory_s: FloatArray
     memory_by_tier_s: FloatArray
     launch_s: float
-
-
-def _enum(kind: type[_E], value: _E | str, what: str) -> _E:
-    try:
-        return kind(value)
-    except ValueError:
-        known = ", ".join(m.value for m in kind)
-        raise HardwareModelError(f"unknown {what} {value!r}; known: {known}") from None
 
 
 def _class_codes(op_classes: OpClass | str | Sequence[OpClass | str], n: int) -> IntArray:
@@ -184,7 +174,7 @@ def roofline(
         by_tier = by_tier * factors
     memory_s = by_tier.sum(axis=1)
     launch = comp.launch_overhead_s
-    if _enum(Overlap, overlap, "overlap rule") is Overlap.MAX:
+    if member(Overlap, overlap, "overlap rule") is Overlap.MAX:
         body = np.maximum(compute_s, memory_s)
     else:
         body = compute_s + memory_s
@@ -291,7 +281,7 @@ def move_time_s(
     n = np.asarray(nbytes, dtype=np.float64)
     if not np.all(n >= 0):
         raise HardwareModelError(f"nbytes must be >= 0, got {nbytes!r}")
-    asynchronous = _enum(MoveMode, mode, "move mode") is MoveMode.ASYNC
+    asynchronous = member(MoveMode, mode, "move mode") is MoveMode.ASYNC
     if src == dst:
         platform.tier(src)
         return np.zeros_like(n)

@@ -18,7 +18,7 @@ from tmsim.calibration.kernel_fit import (
     kernels_toml,
     read_measured,
 )
-from tmsim.calibration.op_profiles import EagerOp, line_up, read_eager_profile
+from tmsim.calibration.op_profiles import line_up, read_eager_profile
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.workload.files import load_graph
@@ -112,4 +112,3 @@ def test_a_bad_profile_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(TmsimError, match=r"not an h200_measure\.py results file"):
         read_measured(bad)
     assert line_up(load_graph(H200_DIR / "graphs" / "resnet50_b32.json"), []) == []
-    assert EagerOp("aten::add", 1e-6, "").device_s == 1e-6

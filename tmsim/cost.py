@@ -101,7 +101,9 @@ class CostModel:
             eff = {c: platform.compute.efficiency(c).memory for c in set(classes)}
             self.memory_efficiency = np.array([eff[c] for c in classes], dtype=np.float64)
         else:
-            parts = calibrated_parts(graph, platform, model)
+            moved = np.bincount(self.op_kernel, weights=reads + writes, minlength=n_k)
+            kernel_bytes = moved.astype(np.float64)
+            parts = calibrated_parts(graph, platform, model, kernel_bytes)
             self.compute_s = parts.compute_s
             self.launch_s = float(platform.compute.launch_overhead_s)
             self.memory_efficiency = parts.memory_efficiency

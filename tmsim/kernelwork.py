@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from hwmodels.kernels import KernelFamily, KernelModel, KernelWork, dispatch_waits, family_of
-from hwmodels.kernels import kernel_parts as model_parts
+from hwmodels.kernel_time import KernelWork, dispatch_waits, kernel_parts
+from hwmodels.kernels import KernelFamily, KernelModel, family_of
 from hwmodels.platform import Platform
 from tmsim.workload.graph import Graph
 
@@ -92,37 +92,25 @@ class CalibratedParts:
     families: tuple[KernelFamily, ...]
 
 
-def calibrated_parts(graph: Graph, platform: Platform, model: KernelModel) -> CalibratedParts:
+def calibrated_parts(
+    graph: Graph, platform: Platform, model: KernelModel, kernel_bytes: FloatArray
+) -> CalibratedParts:
     """The compute time and memory efficiency of every kernel of ``graph`` under ``model``
-    on ``platform``'s compute device (:func:`hwmodels.kernels.kernel_parts`). Raises
+    on ``platform``'s compute device (:func:`hwmodels.kernel_time.kernel_parts`), given the
+    bytes each kernel reads and writes over its operands, ``kernel_bytes`` [K]. Raises
     :class:`hwmodels.errors.HardwareModelError` for a GEMM whose math mode has no peak."""
     work = kernel_work(graph, model.tensor_core_multiple)
-    compute, passes = model_parts(model, dict(platform.compute.peak_flop_per_s), work)
+    compute_s, passes = kernel_parts(model, dict(platform.compute.peak_flop_per_s), work)
     fastest = max(platform.tier(t).read_bw_bytes_per_s for t in platform.kernel_tiers)
     stream = model.stream_bw_bytes_per_s / fastest
-    eff = np.minimum(1.0, stream / np.asarray(passes, dtype=np.float64))
-    compute_s = np.asarray(compute, dtype=np.float64)
+    eff = np.minimum(1.0, stream / passes)
     # The host's dispatch, timed with every operand at the stream rate (on a GPU, where
     # kernels reach device memory alone, the only placement): a kernel the device waits for
     # takes its wait on top of its time, in its compute part.
-    memory = np.asarray(passes, dtype=np.float64) * operand_bytes(graph)
-    device = np.maximum(compute_s, memory / model.stream_bw_bytes_per_s)
+    device = np.maximum(compute_s, passes * kernel_bytes / model.stream_bw_bytes_per_s)
     device += platform.compute.launch_overhead_s
     issued = [f is not KernelFamily.OPTIMIZER for f in work.families]
     waits = np.asarray(dispatch_waits(device.tolist(), model.dispatch_s, issued))
     waited = waits > 0
     compute_s[waited] = device[waited] - platform.compute.launch_overhead_s + waits[waited]
     return CalibratedParts(compute_s, eff, work.families)
-
-
-def operand_bytes(graph: Graph) -> FloatArray:
-    """Bytes each kernel reads and writes over its distinct operands (an input read once,
-    an output written once, an in-place update both), as the cost model counts them."""
-    out = np.zeros(len(graph.kernels))
-    for k, kern in enumerate(graph.kernels):
-        read = set(kern.inputs) | set(kern.updates)
-        written = set(kern.outputs) | set(kern.updates)
-        out[k] = sum(graph.tensor(n).size_bytes for n in read) + sum(
-            graph.tensor(n).size_bytes for n in written
-        )
-    return out

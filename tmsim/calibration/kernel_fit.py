@@ -41,14 +41,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy.optimize import least_squares, minimize_scalar
 
-from hwmodels.kernels import (
-    GEMM_FAMILIES,
-    FamilyCost,
-    KernelFamily,
-    KernelModel,
-    MathModes,
-    dispatch_waits,
-)
+from hwmodels.kernel_time import FAMILIES, KernelWork, dispatch_waits, kernel_parts
+from hwmodels.kernels import GEMM_FAMILIES, FamilyCost, KernelFamily, KernelModel, MathModes
 from hwmodels.platform import Platform
 from tmsim.calibration.op_profiles import EagerOp, Sample, line_up, read_eager_profile
 from tmsim.cost import CostModel
@@ -103,45 +97,20 @@ def read_measured(path: str | Path) -> Measured:
         raise TmsimError(f"{path}: not an h200_measure.py results file ({exc!r})") from None
 
 
-@dataclass(frozen=True)
-class Kernels:
-    """Every kernel of the samples' graphs as one array each: family index, FLOPs, elements,
-    operand bytes, math-mode peak, whether aligned for tensor cores."""
-
-    family: npt.NDArray[np.int64]
-    flops: FloatArray
-    elements: FloatArray
-    bytes: FloatArray
-    peak: FloatArray
-    tensor_core_unaligned: npt.NDArray[np.bool_]
-
-
-FAMILIES = tuple(KernelFamily)
-
-
-def _kernels(graph: Graph, platform: Platform, peaks: dict[str, float]) -> Kernels:
-    work = kernel_work(graph, TENSOR_CORE_MULTIPLE)
-    cost = CostModel(graph, platform)
-    nbytes = np.bincount(
-        cost.op_kernel,
-        weights=cost.op_read_bytes + cost.op_write_bytes,
-        minlength=len(graph.kernels),
-    )
-    math_modes = MathModes()
-    keys = [
-        math_modes.peak_dtype(f, d) if f in GEMM_FAMILIES else "fp32"
-        for f, d in zip(work.families, work.dtypes, strict=True)
-    ]
-    return Kernels(
-        np.array([FAMILIES.index(f) for f in work.families], dtype=np.int64),
-        np.array(work.flops),
-        np.array(work.elements),
-        nbytes.astype(np.float64),
-        np.array([peaks[k] for k in keys]),
-        np.array(
-            [not a and k != "fp32" for a, k in zip(work.aligned, keys, strict=True)], dtype=bool
-        ),
-    )
+def _work(
+    profiles: Sequence[tuple[Graph, list[EagerOp]]], platform: Platform
+) -> tuple[KernelWork, FloatArray]:
+    """The kernels of every profiled graph, one after another, as one
+    :class:`~hwmodels.kernel_time.KernelWork`, and the bytes each reads and writes."""
+    works, nbytes = [], []
+    for graph, _ in profiles:
+        works.append(kernel_work(graph, TENSOR_CORE_MULTIPLE))
+        cost = CostModel(graph, platform)
+        weights = cost.op_read_bytes + cost.op_write_bytes
+        nbytes.append(np.bincount(cost.op_kernel, weights=weights, minlength=len(graph.kernels)))
+    fields = ("families", "flops", "elements", "dtypes", "aligned")
+    joined = (tuple(x for w in works for x in getattr(w, f)) for f in fields)
+    return KernelWork(*joined), np.concatenate(nbytes).astype(np.float64)
 
 
 @dataclass(frozen=True)
@@ -166,108 +135,92 @@ def fit_kernels(
     ``platform`` is any platform with a peak for the graphs' dtypes (it gives operand bytes
     only). Deterministic. Raises :class:`TmsimError` where no sample pairs up."""
     samples: list[Sample] = []
-    arrays: list[Kernels] = []
     offsets = [0]
     for graph, ops in profiles:
         samples.extend(line_up(graph, ops))
-        arrays.append(_kernels(graph, platform, measured.peaks))
         offsets.append(offsets[-1] + len(graph.kernels))
     if not samples:
         raise TmsimError("no profiled op pairs up with a kernel of its graph")
-    fields = Kernels.__dataclass_fields__
-    k = Kernels(*(np.concatenate([getattr(a, f) for a in arrays]) for f in fields))
+    work, nbytes = _work(profiles, platform)
     where = {id(g): offsets[i] for i, (g, _) in enumerate(profiles)}
     members = [np.array(s.kernels, dtype=np.int64) + where[id(s.graph)] for s in samples]
     seconds = np.array([s.seconds for s in samples])
-    present = sorted({FAMILIES.index(s.family) for s in samples})
-    unaligned = bool(any(k.tensor_core_unaligned[m].any() for m in members))
-    # Parameters (logs): fixed, then per present family (passes, element_s) or (efficiency,),
-    # then the unaligned efficiency if any kernel is unaligned.
-    layout: dict[int, slice] = {}
+    present = sorted({s.family for s in samples}, key=FAMILIES.index)
+    # A GEMM on tensor cores (any math mode but fp32) that is not aligned.
+    modes = MathModes()
+    unaligned_at = [
+        f in GEMM_FAMILIES and not a and modes.peak_dtype(f, d) != "fp32"
+        for f, d, a in zip(work.families, work.dtypes, work.aligned, strict=True)
+    ]
+    unaligned = any(any(unaligned_at[i] for i in m) for m in members)
+    # Parameters (logs): the fixed time, then per present family (passes, efficiency, fixed)
+    # for GEMMs or (passes, element_s), then the unaligned efficiency if any kernel is.
+    layout: dict[KernelFamily, slice] = {}
     x0, lo, hi = [math.log(3e-6)], [math.log(FIXED_BOUNDS_S[0])], [math.log(FIXED_BOUNDS_S[1])]
-    for f in present:
-        if FAMILIES[f] in GEMM_FAMILIES:
-            layout[f] = slice(len(x0), len(x0) + 3)
-            x0 += [math.log(1.5), math.log(0.3), math.log(3e-6)]
-            lo += [math.log(PASSES_BOUNDS[0]), math.log(EFFICIENCY_BOUNDS[0])]
-            hi += [math.log(PASSES_BOUNDS[1]), math.log(EFFICIENCY_BOUNDS[1])]
-            lo.append(math.log(FIXED_BOUNDS_S[0]))
-            hi.append(math.log(FIXED_BOUNDS_S[1]))
+    for fam in present:
+        start: tuple[float, ...]
+        bounds: tuple[tuple[float, float], ...]
+        if fam in GEMM_FAMILIES:
+            start = (1.5, 0.3, 3e-6)
+            bounds = (PASSES_BOUNDS, EFFICIENCY_BOUNDS, FIXED_BOUNDS_S)
         else:
-            layout[f] = slice(len(x0), len(x0) + 2)
-            x0 += [math.log(1.5), math.log(1e-12)]
-            lo += [math.log(PASSES_BOUNDS[0]), math.log(ELEMENT_BOUNDS_S[0])]
-            hi += [math.log(PASSES_BOUNDS[1]), math.log(ELEMENT_BOUNDS_S[1])]
+            start = (1.5, 1e-12)
+            bounds = (PASSES_BOUNDS, ELEMENT_BOUNDS_S)
+        layout[fam] = slice(len(x0), len(x0) + len(start))
+        x0 += [math.log(v) for v in start]
+        lo += [math.log(b[0]) for b in bounds]
+        hi += [math.log(b[1]) for b in bounds]
     if unaligned:
         x0.append(math.log(0.5))
         lo.append(math.log(EFFICIENCY_BOUNDS[0]))
         hi.append(math.log(EFFICIENCY_BOUNDS[1]))
     stream = measured.stream_bw_bytes_per_s
-    optimizer = FAMILIES.index(KernelFamily.OPTIMIZER)
 
-    def kernel_s(x: FloatArray) -> FloatArray:
+    def model_at(x: FloatArray) -> KernelModel:
         p = np.exp(x)
-        fixed = np.full(len(FAMILIES), p[0])
-        passes = np.ones(len(FAMILIES))
-        element = np.zeros(len(FAMILIES))
-        eff = np.ones(len(FAMILIES))
-        for f, sl in layout.items():
-            if FAMILIES[f] in GEMM_FAMILIES:
-                passes[f], eff[f], fixed[f] = p[sl]
+        costs = []
+        for fam in FAMILIES:
+            # A family the profiles never ran takes the element-wise family's cost.
+            sl = layout.get(fam, layout.get(KernelFamily.ELEMENTWISE))
+            if fam in GEMM_FAMILIES:
+                passes, eff, fixed = (float(v) for v in p[sl]) if fam in layout else (1, 0.5, p[0])
+                costs.append(FamilyCost(fam, passes, compute_efficiency=eff, fixed_s=fixed))
+            elif sl is None:
+                costs.append(FamilyCost(fam, passes=1.0))
             else:
-                passes[f], element[f] = p[sl]
-        slow = np.where(k.tensor_core_unaligned, p[-1] if unaligned else 1.0, 1.0)
-        gemm = np.isin(k.family, [FAMILIES.index(f) for f in GEMM_FAMILIES])
-        busy = np.where(
-            gemm, k.flops / (eff[k.family] * slow * k.peak), k.elements * element[k.family]
+                passes, element = (float(v) for v in p[sl])
+                costs.append(FamilyCost(fam, passes=passes, element_s=element))
+        return KernelModel(
+            stream_bw_bytes_per_s=stream,
+            fixed_s=float(p[0]),
+            dispatch_s=dispatch_s,
+            families=tuple(costs),
+            tensor_core_multiple=TENSOR_CORE_MULTIPLE,
+            unaligned_efficiency=float(p[-1]) if unaligned else 1.0,
+            source=source,
         )
-        busy = busy + np.where(k.family == optimizer, 0.0, fixed[k.family])
-        return np.asarray(np.maximum(busy, passes[k.family] * k.bytes / stream))
+
+    def errors(x: FloatArray) -> FloatArray:
+        compute, passes = kernel_parts(model_at(x), measured.peaks, work)
+        t = np.maximum(compute, passes * nbytes / stream)
+        predicted = np.array([t[m].sum() for m in members])
+        return np.asarray(np.log(predicted) - np.log(seconds))
 
     # Each sample weighs by its share of the measured time (squared residuals times seconds):
     # a step's time is its long kernels', and a thousand 2-us kernels must not outvote them.
     weight = np.sqrt(seconds / seconds.mean())
 
-    def errors(x: FloatArray) -> FloatArray:
-        t = kernel_s(x)
-        predicted = np.array([t[m].sum() for m in members])
-        return np.asarray(np.log(predicted) - np.log(seconds))
-
     def residuals(x: FloatArray) -> FloatArray:
         return np.asarray(errors(x) * weight)
 
     solution = least_squares(residuals, np.array(x0), bounds=(np.array(lo), np.array(hi)))
-    p = np.exp(solution.x)
-    costs = []
-    elementwise = FAMILIES.index(KernelFamily.ELEMENTWISE)
-    for f, fam in enumerate(FAMILIES):
-        # A family the profiles never ran takes the element-wise family's cost.
-        sl = layout.get(f, layout.get(elementwise))
-        if fam in GEMM_FAMILIES:
-            passes_f, eff_f, fixed_f = (float(v) for v in p[sl]) if f in layout else (1, 0.5, p[0])
-            costs.append(
-                FamilyCost(fam, passes=passes_f, compute_efficiency=eff_f, fixed_s=fixed_f)
-            )
-        elif sl is None:
-            costs.append(FamilyCost(fam, passes=1.0))
-        else:
-            passes_f, element_f = (float(v) for v in p[sl])
-            costs.append(FamilyCost(fam, passes=passes_f, element_s=element_f))
-    model = KernelModel(
-        stream_bw_bytes_per_s=stream,
-        fixed_s=float(p[0]),
-        dispatch_s=dispatch_s,
-        families=tuple(costs),
-        tensor_core_multiple=TENSOR_CORE_MULTIPLE,
-        unaligned_efficiency=float(p[-1]) if unaligned else 1.0,
-        source=source,
-    )
+    model = model_at(solution.x)
     log_errors = errors(solution.x)
     per_family = {}
-    for f in present:
-        picked = [i for i, s in enumerate(samples) if FAMILIES.index(s.family) == f]
+    for fam in present:
+        picked = [i for i, s in enumerate(samples) if s.family is fam]
         rms = float(np.sqrt(np.mean(log_errors[picked] ** 2)))
-        per_family[FAMILIES[f].value] = (len(picked), rms)
+        per_family[fam.value] = (len(picked), rms)
     return KernelFit(model, len(samples), per_family)
 
 
