@@ -317,6 +317,35 @@ def import_argv(draw: st.DrawFn, s: Scratch) -> Arg:
     return argv, bad or not text(model)
 
 
+@st.composite
+def profile_argv(draw: st.DrawFn, s: Scratch) -> Arg:
+    """``profile``: ``import``'s model and step arguments on the scratch folder's one-layer
+    model (measured in a fraction of a second on the CPU), with profile's own options."""
+    mine = f"{s.root / 'tinymodel.py'}:build"
+    if draw(st.integers(0, 3)) == 0:
+        extra = draw(st.sampled_from([[], ["--tier", "DRAM"], ["--loss", "mse"]]))
+        argv = ["profile", mine, "--input", "4", "--out", "p.csv", "--graph", "g.json"]
+        return [*argv, "--repeats", "1", "--warmup", "0", *extra], False
+    model = draw(st.sampled_from([mine, mine, "torchvision:nope"]) | NAME_GARBAGE)
+    parts = [
+        option("--batch", ["1", "2"]),
+        option("--device", ["cpu", "cuda", "tpu", "cuda:7"]),
+        option("--tier", ["host", "DRAM", ""]),
+        option("--warmup", ["0", "1", "-1", "x"]),
+        option("--repeats", ["1", "0", "100001"]),
+        option("--loss", ["mse", "hinge"]),
+    ]
+    required = [
+        option("--input", ["4", "0", "4:fp7"]),
+        option("--out", ["p.csv", "no/such/dir/p.csv"]),
+        option("--graph", ["g.json", "no/such/dir/g.json"]),
+    ]
+    argv, bad = draw(combine(["profile", model], parts, required))
+    if "--repeats" not in argv:
+        argv += ["--repeats", "1", "--warmup", "0"]
+    return argv, bad or not text(model)
+
+
 def run(argv: Argv, s: Scratch) -> tuple[int, str, str]:
     """Exit code, stdout and stderr of ``tmsim ARGV`` run in ``s.root``."""
     out, err = io.StringIO(), io.StringIO()
@@ -407,6 +436,7 @@ ARGVS = {
     "reproduce": reproduce_argv,
     "simulate": simulate_argv,
     "import": import_argv,
+    "profile": profile_argv,
 }
 
 

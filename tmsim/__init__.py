@@ -67,6 +67,8 @@ _SOURCES: dict[str, str] = {
     "save": "tmsim.api.files",
     "load_graph": "tmsim.api.inputs",
     "import_torch": "tmsim.api.torchimport",
+    "calibrate": "tmsim.api.calibrate",
+    "profile": "tmsim.api.torchimport",
     "graph_of": "tmsim.api.graphs",
     "simulate_cache": "tmsim.api.cache",
     "CacheRun": "tmsim.api.cache",
@@ -106,6 +108,7 @@ __all__ = [
     "TmsimError",
     "Validation",
     "__version__",
+    "calibrate",
     "compare",
     "fast_limit",
     "figure",
@@ -120,6 +123,7 @@ __all__ = [
     "plan_chain",
     "plan_table",
     "platform",
+    "profile",
     "read_profile",
     "read_table",
     "save",
@@ -133,6 +137,7 @@ __all__ = [
 if TYPE_CHECKING:
     from hwmodels.platform import Platform
     from tmsim.api.cache import CacheRun, simulate_cache
+    from tmsim.api.calibrate import calibrate
     from tmsim.api.figures import figure, figure_names, read_table, write_table
     from tmsim.api.files import load_plan, save
     from tmsim.api.graphs import graph_of
@@ -142,7 +147,7 @@ if TYPE_CHECKING:
     from tmsim.api.runs import Run, fast_limit, plan, plan_chain, simulate, validate
     from tmsim.api.sweeps import sweep
     from tmsim.api.tables import compare, plan_table
-    from tmsim.api.torchimport import import_torch
+    from tmsim.api.torchimport import import_torch, profile
     from tmsim.capacity import Capacity
     from tmsim.energy import StepEnergy
     from tmsim.errors import TmsimError

@@ -108,6 +108,40 @@ class Profile:
         return {"path": self.path, "sha256": self.sha256, "entries": len(self.entries)}
 
 
+def write_profile(
+    path: str | os.PathLike[str], graph: Graph, seconds: dict[str, float], tier: str
+) -> Profile:
+    """Write the times ``seconds`` (kernel name -> seconds > 0) of ``graph``'s kernels as a
+    profile at ``path``, every operand on tier ``tier``, in graph order, and read it back.
+    The file is written whole or not at all (a temporary file beside it, then renamed).
+    Raises :class:`TmsimError` for a kernel the graph lacks, a time that is not > 0 and
+    finite, or a file that cannot be written."""
+    names = {k.name for k in graph.kernels}
+    unknown = sorted(set(seconds) - names)
+    if unknown:
+        raise TmsimError(f"kernel {unknown[0]!r} is not in graph {graph.name!r}")
+    bad = [k for k, v in seconds.items() if not (math.isfinite(v) and v > 0)]
+    if bad:
+        raise TmsimError(f"kernel {bad[0]!r}: {seconds[bad[0]]!r} s is not a time > 0")
+    ptr, _ = graph.operand_csr
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for k, kern in enumerate(graph.kernels):
+        if kern.name in seconds:
+            placement = "|".join([tier] * int(ptr[k + 1] - ptr[k]))
+            writer.writerow((kern.name, placement, repr(float(seconds[kern.name]))))
+    target = os.fspath(path)
+    partial = f"{target}.partial"
+    try:
+        with open(partial, "w", encoding="utf-8", newline="") as f:
+            f.write(out.getvalue())
+        os.replace(partial, target)
+    except OSError as exc:
+        raise TmsimError(f"profile {shown_path(target)}: {exc.strerror or exc}") from None
+    return read_profile(target)
+
+
 def read_profile(path: str | os.PathLike[str]) -> Profile:
     """Read the profile at ``path`` (see the module documentation).
 

@@ -14,10 +14,19 @@ Importing this module does not import torch; calling either function without tor
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from typing import Any
 
+from tmsim.profiles import Profile, write_profile
 from tmsim.workload.graph import Graph
-from tmsim.workload.torchimport import LOSSES, OPTIMIZERS, TorchImportError, build_model
+from tmsim.workload.torchimport import (
+    LOSSES,
+    OPTIMIZERS,
+    TorchImportError,
+    build_model,
+    measure_torch,
+)
 from tmsim.workload.torchimport import import_torch as _import_torch
 
 
@@ -58,6 +67,57 @@ def import_torch(
     return _import_torch(module, inputs, targets=targets, loss=loss, optimizer=optimizer, name=name)
 
 
+def profile(
+    module: Any,
+    inputs: object,
+    out: str | os.PathLike[str],
+    *,
+    targets: object = None,
+    loss: str = "cross_entropy",
+    optimizer: str = "sgd",
+    name: str | None = None,
+    device: str = "cpu",
+    tier: str | None = None,
+    warmup: int = 2,
+    repeats: int = 5,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[Graph, Profile]:
+    """Measure every kernel of ``module``'s training step on this machine and write the
+    profile ``--profile`` reads to ``out``: the step traced as :func:`import_torch` traces
+    it (same arguments), each kernel run on real tensors on ``device`` (``cpu`` or ``cuda``)
+    ``warmup`` times, then timed ``repeats`` times, the median kept
+    (:mod:`tmsim.workload.torchimport.measure`). Each row puts every operand on ``tier``
+    (default: ``device`` on CUDA, ``host`` on the CPU, the kernel tiers of the platforms
+    :func:`calibrate` writes). Returns the graph (save it to plan with the profile) and the
+    profile read back. ``progress(done, total)`` is called after each kernel.
+
+    Raises :class:`~tmsim.errors.TmsimError` in one line when torch is missing, for a bad
+    argument, when the step cannot be traced or run, and when it does not fit on the device.
+
+    .. code-block:: python
+
+       g, prof = tmsim.profile(model, (64, 1024), "mlp.csv", loss="mse")
+       tmsim.save(g, "mlp.json")
+       plan = tmsim.plan(g, tmsim.platform("host.toml"), "all-fast", profile=prof)
+    """
+    if tier is not None and (not isinstance(tier, str) or not tier.strip()):
+        raise TorchImportError(f"tier must be a tier's name, got {tier!r}")
+    measured = measure_torch(
+        module,
+        inputs,
+        targets=targets,
+        loss=loss,
+        optimizer=optimizer,
+        name=name,
+        device=device,
+        warmup=warmup,
+        repeats=repeats,
+        progress=progress,
+    )
+    chosen = tier or ("device" if measured.device.startswith("cuda") else "host")
+    return measured.graph, write_profile(out, measured.graph, measured.seconds, chosen)
+
+
 def torch_model(source: str, dtype: str | None = None) -> Any:
     """The :class:`torch.nn.Module` named ``source``: ``torchvision:NAME`` (built with
     ``weights=None``), ``package.module:ATTR`` or ``path/to/file.py:ATTR``, where ``ATTR``
@@ -70,4 +130,4 @@ def torch_model(source: str, dtype: str | None = None) -> Any:
     return build_model(source, dtype)
 
 
-__all__ = ["LOSSES", "OPTIMIZERS", "import_torch", "torch_model"]
+__all__ = ["LOSSES", "OPTIMIZERS", "import_torch", "profile", "torch_model"]

@@ -1,4 +1,5 @@
-"""``tmsim platforms`` and ``tmsim platform``: the hardware presets and platform files.
+"""``tmsim platforms``, ``tmsim platform`` and ``tmsim calibrate``: the hardware presets,
+platform files, and a platform file of this machine.
 
 The hardware models (numpy) are imported when a command runs, not when its parser is built.
 """
@@ -29,6 +30,38 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the platform as JSON (SI units)")
     p.set_defaults(func=_platform)
+
+    p = sub.add_parser(
+        "calibrate",
+        help="measure this machine into a platform file",
+        description="Measure this machine (memory rates, matrix-product peaks, dispatch; a "
+        "CUDA device's memory, peaks and copy rates where torch has one) and write a "
+        "platform file that --platform takes, every number marked measured or assumed.",
+    )
+    p.add_argument(
+        "--out", type=text_arg, required=True, metavar="PATH", help="write the platform to PATH"
+    )
+    p.add_argument(
+        "--name", type=text_arg, default="this-machine", help="the platform's name (this-machine)"
+    )
+    p.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default="auto",
+        help="auto: a CUDA device where torch has one, else the host alone (auto)",
+    )
+    p.add_argument("--quick", action="store_true", help="small sizes: seconds, less sure rates")
+    p.set_defaults(func=_calibrate)
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    import tmsim
+
+    platform = tmsim.calibrate(args.out, name=args.name, device=args.device, quick=args.quick)
+    for line in describe(platform):
+        print(line)
+    print(f"saved            {args.out}")
+    return 0
 
 
 def _platforms(args: argparse.Namespace) -> int:

@@ -1,9 +1,12 @@
-"""``tmsim import``: a PyTorch model's training step as a graph file.
+"""``tmsim import`` and ``tmsim profile``: a PyTorch model's training step as a graph file,
+and its kernels measured on this machine.
 
 ``tmsim import torchvision:resnet50 --batch 32 --input 3x224x224 --out resnet50.json``
 traces the model's forward pass, loss, backward pass and optimizer update on fake tensors
 (:func:`tmsim.import_torch`) and writes the graph, which ``tmsim graph --file``,
-``tmsim plan --file`` and sweeps then take. Needs the optional extra: ``pip install
+``tmsim plan --file`` and sweeps then take. ``tmsim profile`` traces the same step, times
+each of its kernels on this machine (:func:`tmsim.profile`) and writes the profile
+``--profile`` reads beside the graph. Both need the optional extra: ``pip install
 'tmsim[torch]'``. Building the parser imports neither torch nor numpy.
 """
 
@@ -55,14 +58,8 @@ def shape_arg(text: str) -> Shape:
     return tuple(shape), (dtype or None)
 
 
-def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
-    """Register ``import`` on ``sub``."""
-    p = sub.add_parser(
-        "import",
-        help="trace a PyTorch model's training step into a graph file (needs tmsim[torch])",
-        description="Trace a PyTorch model's training step (forward, loss, backward, "
-        "optimizer update) on fake tensors and write it as a graph file.",
-    )
+def _model_args(p: argparse.ArgumentParser) -> None:
+    """The arguments that name a model and its step, shared by ``import`` and ``profile``."""
     p.add_argument(
         "model",
         type=text_arg,
@@ -108,11 +105,62 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
         "(default: the model's own)",
     )
     p.add_argument("--name", type=text_arg, help="the graph's name (MODEL-bBATCH)")
+
+
+def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
+    """Register ``import`` and ``profile`` on ``sub``."""
+    p = sub.add_parser(
+        "import",
+        help="trace a PyTorch model's training step into a graph file (needs tmsim[torch])",
+        description="Trace a PyTorch model's training step (forward, loss, backward, "
+        "optimizer update) on fake tensors and write it as a graph file.",
+    )
+    _model_args(p)
     p.add_argument(
         "--out", type=text_arg, required=True, metavar="PATH", help="write the graph to PATH"
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=_import)
+    q = sub.add_parser(
+        "profile",
+        help="measure every kernel of a PyTorch model's training step on this machine "
+        "(needs tmsim[torch])",
+        description="Trace a PyTorch model's training step as `tmsim import` does, run each "
+        "of its kernels on real tensors on this machine (the median of --repeats runs after "
+        "--warmup), and write the profile that --profile reads and the graph it belongs to.",
+    )
+    _model_args(q)
+    q.add_argument(
+        "--out", type=text_arg, required=True, metavar="PATH", help="write the profile to PATH"
+    )
+    q.add_argument(
+        "--graph",
+        type=text_arg,
+        required=True,
+        metavar="PATH",
+        help="write the traced graph to PATH (plan it with --file and --profile)",
+    )
+    q.add_argument("--device", default="cpu", help="cpu or cuda (cpu)")
+    q.add_argument(
+        "--tier",
+        type=text_arg,
+        help="the tier every operand is on in the profile (device on cuda, host on cpu: the "
+        "kernel tiers of the platforms `tmsim calibrate` writes)",
+    )
+    q.add_argument("--warmup", type=count_arg(0), default=2, help="untimed runs per kernel (2)")
+    q.add_argument("--repeats", type=count_arg(1), default=5, help="timed runs per kernel (5)")
+    q.set_defaults(func=_profile)
+
+
+def count_arg(low: int) -> Any:
+    """An argparse type: a whole number from ``low`` to 10000."""
+
+    def parse(text: str) -> int:
+        if not text.strip().isdigit() or not low <= int(text) <= 10_000:
+            raise argparse.ArgumentTypeError(f"give a whole number of {low} to 10000, got {text!r}")
+        return int(text)
+
+    return parse
 
 
 def default_name(source: str, batch: int) -> str:
@@ -121,24 +169,59 @@ def default_name(source: str, batch: int) -> str:
     return f"{attr.rsplit('.', 1)[-1]}-b{batch}"
 
 
-def _import(args: argparse.Namespace) -> int:
-    from tmsim.api.torchimport import import_torch, torch_model
-    from tmsim.cli.graph import print_summary
+def _step_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The model and the keyword arguments of :func:`tmsim.import_torch` that ``args`` give."""
+    from tmsim.api.torchimport import torch_model
 
     batch = DEFAULT_BATCH if args.batch is None else args.batch
-    model = torch_model(args.model, args.dtype)
 
     def batched(shapes: list[Shape]) -> list[object]:
         return [(batch, *dims) if dt is None else ((batch, *dims), dt) for dims, dt in shapes]
 
-    graph = import_torch(
-        model,
-        batched(args.input),
-        targets=batched(args.target) if args.target else None,
-        loss=args.loss,
-        optimizer=args.optimizer,
-        name=args.name or default_name(args.model, batch),
-    )
+    return {
+        "module": torch_model(args.model, args.dtype),
+        "inputs": batched(args.input),
+        "targets": batched(args.target) if args.target else None,
+        "loss": args.loss,
+        "optimizer": args.optimizer,
+        "name": args.name or default_name(args.model, batch),
+    }
+
+
+def _import(args: argparse.Namespace) -> int:
+    from tmsim.api.torchimport import import_torch
+    from tmsim.cli.graph import print_summary
+
+    graph = import_torch(**_step_args(args))
     tmsim.save(graph, args.out)
     print_summary(graph, args.out, args.json)
+    return 0
+
+
+def _profile(args: argparse.Namespace) -> int:
+    import sys
+
+    from tmsim.api.torchimport import profile
+
+    interactive = sys.stderr.isatty()
+
+    def progress(done: int, total: int) -> None:
+        if interactive and (done == total or done % 25 == 0):
+            end = "\n" if done == total else ""
+            print(f"\rprofiled {done}/{total} kernels", end=end, file=sys.stderr, flush=True)
+
+    graph, prof = profile(
+        **_step_args(args),
+        out=args.out,
+        device=args.device,
+        tier=args.tier,
+        warmup=args.warmup,
+        repeats=args.repeats,
+        progress=progress,
+    )
+    tmsim.save(graph, args.graph)
+    total = sum(e.seconds for e in prof.entries)
+    print(f"graph            {graph.name} ({len(graph.kernels):,} kernels) -> {args.graph}")
+    print(f"profile          {len(prof.entries):,} kernels on {args.device} -> {args.out}")
+    print(f"kernels in all   {total * 1e3:.3f} ms (each the median of {args.repeats} runs)")
     return 0

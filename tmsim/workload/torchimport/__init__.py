@@ -69,10 +69,61 @@ def import_torch(
     Raises :class:`TorchImportError` (one line) when torch is missing, for an argument of
     the wrong kind, and when PyTorch cannot trace the step, with its reason.
     """
+    from tmsim.workload.torchimport import trace
+
+    given, wanted, name = _prepared(module, inputs, targets, loss, optimizer, name)
+    traced = trace.trace(module, given, wanted, loss, name)
+    return step_graph(traced, Optimizer(optimizer))
+
+
+def measure_torch(
+    module: Any,
+    inputs: object,
+    *,
+    targets: object = None,
+    loss: str = "cross_entropy",
+    optimizer: str = "sgd",
+    name: str | None = None,
+    device: str = "cpu",
+    warmup: int = 2,
+    repeats: int = 5,
+    progress: Any = None,
+) -> Any:
+    """The training step of ``module`` (arguments as :func:`import_torch`) with every kernel
+    timed on ``device`` after ``warmup`` runs, the median of ``repeats``
+    (:func:`~tmsim.workload.torchimport.measure.measure_step`): a
+    :class:`~tmsim.workload.torchimport.measure.MeasuredStep`. ``progress(done, total)`` is
+    called after each kernel. Raises :class:`TorchImportError` in one line."""
+    for label, value in (("warmup", warmup), ("repeats", repeats)):
+        low = 0 if label == "warmup" else 1
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 10_000:
+            raise TorchImportError(f"{label} must be an integer of {low} to 10000, got {value!r}")
+    from tmsim.workload.torchimport import measure
+
+    given, wanted, name = _prepared(module, inputs, targets, loss, optimizer, name)
+    return measure.measure_step(
+        module,
+        given,
+        wanted,
+        loss,
+        Optimizer(optimizer),
+        name,
+        device=device,
+        warmup=warmup,
+        repeats=repeats,
+        progress=progress,
+    )
+
+
+def _prepared(
+    module: Any, inputs: object, targets: object, loss: str, optimizer: str, name: str | None
+) -> tuple[Any, Any, str]:
+    """The checked arguments of a trace: input specs, target specs (None: the loss's
+    default) and the graph's name. Raises :class:`TorchImportError` for a bad one."""
     require_torch()
     import torch
 
-    from tmsim.workload.torchimport import specs, trace
+    from tmsim.workload.torchimport import specs
 
     if not isinstance(module, torch.nn.Module):
         raise TorchImportError(f"module must be a torch.nn.Module, got {type(module).__name__}")
@@ -95,8 +146,7 @@ def import_torch(
     if name is None:
         batch = f"-b{given[0].shape[0]}" if given[0].shape else ""
         name = f"{type(module).__name__.lower()}{batch}"
-    traced = trace.trace(module, given, wanted, loss, name)
-    return step_graph(traced, Optimizer(optimizer))
+    return given, wanted, name
 
 
 def build_model(source: str, dtype: str | None = None) -> Any:
@@ -124,6 +174,7 @@ __all__ = [
     "TorchImportError",
     "build_model",
     "import_torch",
+    "measure_torch",
     "model_name",
     "require_torch",
     "step_graph",

@@ -32,6 +32,7 @@ import itertools
 import operator
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -120,14 +121,27 @@ def default_targets(
     return [Spec(shape[:-1], torch.int64)]
 
 
-def trace(
+@dataclass(frozen=True)
+class Joint:
+    """A traced joint graph: the FX module ``gm`` (forward, loss and backward), its export
+    ``signature``, and the wrapper ``step`` (the fake-parameter copy of the model and its loss)
+    whose parameters and buffers are the graph's by name."""
+
+    gm: Any
+    signature: Any
+    step: Any
+    n_inputs: int
+    n_targets: int
+
+
+def export_joint(
     module: Any, inputs: Sequence[Spec], targets: Sequence[Spec] | None, loss: str, name: str
-) -> TracedStep:
-    """The training step of ``module`` on ``inputs`` (and ``targets``, by default those of
-    :func:`default_targets`) with ``loss``, as a :class:`TracedStep` named ``name`` (module
-    documentation). Raises :class:`TorchImportError` with PyTorch's message on one line when
-    the model cannot be traced (a shape the model refuses, data-dependent control flow, a
-    trainable parameter that receives no gradient...)."""
+) -> Joint:
+    """The joint graph of ``module``'s training step on ``inputs`` (and ``targets``, by
+    default those of :func:`default_targets`) with ``loss`` (module documentation). Raises
+    :class:`TorchImportError` with PyTorch's message on one line when the model cannot be
+    traced (a shape the model refuses, data-dependent control flow, a trainable parameter that
+    receives no gradient...)."""
     mode = FakeTensorMode()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -147,7 +161,21 @@ def trace(
             if "did not receive a gradient" in reason:
                 reason += " (freeze what the loss does not reach: requires_grad_(False))"
             raise TorchImportError(one_line(f"cannot trace {name}: {reason}")) from None
-    return _Reduction(gm, sig, len(inputs), len(targets)).step(name)
+    return Joint(gm, sig, step, len(inputs), len(targets))
+
+
+def reduce_joint(joint: Joint, name: str) -> TracedStep:
+    """The storages and ops of ``joint`` as a :class:`TracedStep` named ``name``: each op is
+    named after the graph node that runs it."""
+    return _Reduction(joint.gm, joint.signature, joint.n_inputs, joint.n_targets).step(name)
+
+
+def trace(
+    module: Any, inputs: Sequence[Spec], targets: Sequence[Spec] | None, loss: str, name: str
+) -> TracedStep:
+    """The training step of ``module`` as a :class:`TracedStep` named ``name``:
+    :func:`export_joint`, then :func:`reduce_joint`."""
+    return reduce_joint(export_joint(module, inputs, targets, loss, name), name)
 
 
 def _tensors(value: object) -> list[tuple[int, Any]]:
