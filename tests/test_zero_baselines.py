@@ -127,6 +127,20 @@ def test_save_on_cpu_offloads_every_saved_activation_and_nothing_else() -> None:
     kept = saved(g) - down
     assert kept == {"loss.logprobs"}
     assert len(down) > 30 and all(g.tensor(n).role is Role.ACTIVATION for n in down)
+    # one pack per backward op that reads it and one unpack before each of them
+    for name in down:
+        readers = sum(
+            g.kernels[int(k)].phase is Phase.BACKWARD for k in g.users(g.tensor_index(name))
+        )
+        packs = [m for m in plan.moves if m.tensor == name and m.dst == "host"]
+        unpacks = sorted(m.kernel for m in plan.moves if m.tensor == name and m.dst == "device")
+        assert len(packs) == len(unpacks) == readers
+        backward = sorted(
+            int(k)
+            for k in g.users(g.tensor_index(name))
+            if g.kernels[int(k)].phase is Phase.BACKWARD
+        )
+        assert unpacks == backward
     assert replay(plan, g, H100, contention=False).simulated_s == pytest.approx(
         plan.predicted_s, rel=1e-9
     )
