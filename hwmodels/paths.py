@@ -22,6 +22,10 @@ class CopyPath:
     - ``duplex``: whether a copy in this direction runs at full rate while a copy in the
       reverse direction runs (separate engines on a full-duplex link). When False, the two
       directions share the engines and one copy runs at a time.
+    - ``both_bw_bytes_per_s``: on a duplex path, the asynchronous rate of this direction while
+      the reverse direction copies too (PCIe 5 x16 on an H200: 55 GB/s alone, 46.6 GB/s each
+      way at once), or None: the directions do not slow each other. The replay puts both
+      directions' asynchronous copies on one more link of the two directions' rates summed.
     - ``source``: where the numbers come from.
 
     Raises :class:`HardwareModelError` naming the path and the field if a value is bad or
@@ -35,6 +39,7 @@ class CopyPath:
     copy_engines: int = 1
     duplex: bool = True
     source: str = ""
+    both_bw_bytes_per_s: float | None = None
 
     def __post_init__(self) -> None:
         where = f"copy path {self.src!r} -> {self.dst!r}"
@@ -54,6 +59,17 @@ class CopyPath:
             )
         if not isinstance(self.duplex, bool):
             raise HardwareModelError(f"{where}: duplex must be true or false, got {self.duplex!r}")
+        both = self.both_bw_bytes_per_s
+        if both is not None:
+            if not rate(both):
+                raise HardwareModelError(
+                    f"{where}: both_bw_bytes_per_s must be {RATE}, got {shown(both)}"
+                )
+            if not self.duplex:
+                raise HardwareModelError(
+                    f"{where}: both_bw_bytes_per_s is for a duplex path (one copy runs at a "
+                    "time on this one)"
+                )
 
     def bw_bytes_per_s(self, asynchronous: bool) -> float:
         """The asynchronous rate if ``asynchronous``, else the synchronous one (bytes/s)."""

@@ -54,6 +54,11 @@ def platform_to_dict(p: Platform) -> dict[str, Any]:
                 "copy_engines": c.copy_engines,
                 "duplex": c.duplex,
                 "source": c.source,
+                **(
+                    {}
+                    if c.both_bw_bytes_per_s is None
+                    else {"both_bw_bytes_per_s": c.both_bw_bytes_per_s}
+                ),
             }
             for c in p.copy_paths
         ],

@@ -84,11 +84,11 @@ def _compute(c: Table) -> Compute:
     return compute
 
 
-def _optional_time(t: Table, base: str) -> float | None:
-    """The time ``base_<unit>`` in seconds, or None where no such key is given."""
+def _optional(t: Table, base: str, units: Mapping[str, float]) -> float | None:
+    """The quantity ``base_<unit>`` in SI units (>= 0), or None where no such key is given."""
     if not any(key.startswith(f"{base}_") for key in t.data):
         return None
-    return t.quantity(base, TIME, strict=False)
+    return t.quantity(base, units, strict=False)
 
 
 def _math_mode(k: Table, key: str, default: MathMode) -> MathMode:
@@ -115,7 +115,7 @@ def _kernels(k: Table) -> KernelModel:
                 if e.has("compute_efficiency")
                 else 1.0,
                 element_s=e.quantity("element", TIME, strict=False, default=0.0),
-                fixed_s=_optional_time(e, "fixed"),
+                fixed_s=_optional(e, "fixed", TIME),
             )
         )
         e.done()
@@ -169,9 +169,11 @@ def _copy_path(p: Table, thread: CopyThread | None) -> CopyPath:
         copy_engines=p.integer("copy_engines", 1),
         duplex=p.boolean("duplex", True),
         source=p.string("source", ""),
+        both_bw_bytes_per_s=_optional(p, "both_bw", RATE),
     )
     p.done()
     return path
+
 
 
 def _kernel_link(k: Table) -> KernelLink:

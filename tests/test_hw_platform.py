@@ -164,3 +164,13 @@ def test_kernels_must_reach_the_fastest_addressable_tier() -> None:
     two_lm = load_preset("cascadelake-2lm")  # the cache hides DRAM; PMM is the fastest left
     assert two_lm.addressable_tiers[0].name == "PMM" and two_lm.kernel_tiers == ("PMM",)
     assert replace(gpu, kernel_tiers=("host", "device")).kernel_tiers == ("host", "device")
+
+
+def test_both_directions_rate_is_checked() -> None:
+    from hwmodels import CopyPath, HardwareModelError
+
+    assert CopyPath("a", "b", 1e9, 1e9, both_bw_bytes_per_s=8e8).both_bw_bytes_per_s == 8e8
+    with pytest.raises(HardwareModelError, match="both_bw_bytes_per_s must be"):
+        CopyPath("a", "b", 1e9, 1e9, both_bw_bytes_per_s=0.0)
+    with pytest.raises(HardwareModelError, match="is for a duplex path"):
+        CopyPath("a", "b", 1e9, 1e9, duplex=False, both_bw_bytes_per_s=8e8)

@@ -71,6 +71,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     "tmsim.api": {
         *PLAN,
+        "tmsim.calibration",
         "tmsim.energy",
         "tmsim.comparison",
         "tmsim.figures",
@@ -112,8 +113,9 @@ THIRD_PARTY: dict[str, set[str]] = {
     "simpy": {"tmsim.sim"},
     "dask": {"tmsim.sweeps"},
     "distributed": {"tmsim.sweeps"},
-    # the optional PyTorch importer (tmsim/workload/torchimport) alone traces models
-    "torch": {"tmsim.workload"},
+    # the optional PyTorch importer (tmsim/workload/torchimport) alone traces models; the
+    # machine's calibration measures a CUDA device through it
+    "torch": {"tmsim.workload", "tmsim.calibration"},
     "torchvision": {"tmsim.workload"},
 }
 

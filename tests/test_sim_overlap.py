@@ -199,3 +199,39 @@ def test_sum_overlap_and_measured_times_follow_the_cost_model() -> None:
     # Not overlapped: launch, then compute, then memory.
     serial = summed.launch_s + float(summed.compute_s[0] + summed.memory_s(op_tiers)[0])
     assert k0.end_s - k0.start_s == pytest.approx(serial, rel=REL)
+
+
+def test_both_directions_at_once_share_the_pair_rate() -> None:
+    """With ``both_bw`` (PCIe measured: 55 GB/s alone, 46.6 each way at once) an upload and a
+    download beside one kernel each run at the both rate while the other runs; alone, at the
+    path's own rate."""
+    from dataclasses import replace
+
+    both = 10e9
+    paths = tuple(
+        replace(p, both_bw_bytes_per_s=both) if {p.src, p.dst} == {"host", "device"} else p
+        for p in GPU.copy_paths
+    )
+    gpu = replace(GPU, copy_paths=paths)
+    s = 120 * MB
+    graph = gpu_graph(s)
+    initial = {0: (FAST,), 1: (FAST,), 2: (SLOW,), **{t: (FAST,) for t in (3, 4, 5)}}
+    moves = [
+        IndexMove(2, SLOW, FAST, 0, MoveMode.ASYNC),
+        IndexMove(1, FAST, SLOW, 0, MoveMode.ASYNC),
+    ]
+    plan = hand_plan(graph, gpu, [FAST] * 9, initial, moves)
+    on = replay(plan, graph, gpu, contention=True, level=BANDWIDTH)
+    up, down = only(on, ASYNC, "i0"), only(on, ASYNC, "u")
+    # Both start after their latencies (101.5 and 86.9 ns) and share 2 x 10 GB/s: each moves
+    # at 10 GB/s to its end (the first 14.6 ns of the download alone at 12 make no visible
+    # difference).
+    assert up.end_s == pytest.approx(101.5e-9 + s / both, rel=1e-6)
+    assert down.end_s == pytest.approx(86.9e-9 + s / both, rel=1e-4)
+    # Alone (no download), the upload runs at the path's 12 GB/s.
+    alone = hand_plan(graph, gpu, [FAST] * 9, initial, moves[:1])
+    solo = replay(alone, graph, gpu, contention=True, level=BANDWIDTH)
+    assert only(solo, ASYNC, "i0").end_s == pytest.approx(101.5e-9 + s / 12e9, rel=1e-6)
+    # Without both_bw, the two directions do not slow each other (the test above).
+    plain = replay(hand_plan(graph, GPU, [FAST] * 9, initial, moves), graph, GPU, level=BANDWIDTH)
+    assert only(plain, ASYNC, "i0").end_s == pytest.approx(101.5e-9 + s / 12e9, rel=1e-6)

@@ -14,6 +14,9 @@ and platform and describes, in indices and :class:`~tmsim.sim.fluid.Flow` values
   copy runs at a time", :class:`hwmodels.CopyPath`). Between two tiers of the platform's copy
   thread (:class:`hwmodels.copythread.CopyThread`) it is a thread's flow
   (:attr:`~tmsim.sim.flows.Role.THREAD`); kernel flows are :attr:`~tmsim.sim.flows.Role.KERNEL`.
+  On a path that gives ``both_bw_bytes_per_s``, both directions' asynchronous copies also
+  cross one link of their two such rates summed (:func:`pair_bw_bytes_per_s`): each runs at
+  its own rate alone and at its ``both`` rate while the other direction copies too.
 """
 
 from __future__ import annotations
@@ -151,12 +154,19 @@ def build_schedule(
 
 
 def copy_flow(
-    platform: Platform, src: int, dst: int, nbytes: int, asynchronous: bool, link: int = -1
+    platform: Platform,
+    src: int,
+    dst: int,
+    nbytes: int,
+    asynchronous: bool,
+    link: int = -1,
+    pair: int = -1,
 ) -> Flow:
     """A copy of ``nbytes`` from tier ``src`` to ``dst`` (indices) at its path's rate for
-    ``asynchronous``, across ``link`` (its index among the replay's links; -1: none), one
-    writer; a copy thread's flow where the platform's copy thread copies between the two
-    tiers asynchronously. Raises :class:`PlanError` if no copy path joins them."""
+    ``asynchronous``, across ``link`` (its index among the replay's links; -1: none) and
+    ``pair`` (the link both directions of the pair share; -1: none), one writer; a copy
+    thread's flow where the platform's copy thread copies between the two tiers
+    asynchronously. Raises :class:`PlanError` if no copy path joins them."""
     names = platform.tier_names
     path = _path(platform, names[src], names[dst], f"a copy {names[src]} -> {names[dst]}")
     n_t = len(names)
@@ -168,7 +178,7 @@ def copy_flow(
         tuple(read),
         tuple(write),
         path.bw_bytes_per_s(asynchronous),
-        links=((link, float(nbytes)),) if link >= 0 else (),
+        links=tuple((i, float(nbytes)) for i in (link, pair) if i >= 0),
         writers=COPY_WRITERS,
         role=(
             Role.THREAD
@@ -176,6 +186,18 @@ def copy_flow(
             else Role.OTHER
         ),
     )
+
+
+def pair_bw_bytes_per_s(platform: Platform, path: CopyPath) -> float | None:
+    """The rate both directions of ``path``'s pair of tiers share when both copy at once:
+    the two directions' ``both_bw_bytes_per_s`` summed (a direction without one, or without a
+    reverse path, counts as this one's), or None where ``path`` has none."""
+    own = path.both_bw_bytes_per_s
+    if own is None:
+        return None
+    reverse = next((p for p in platform.copy_paths if (p.src, p.dst) == (path.dst, path.src)), None)
+    other = reverse.both_bw_bytes_per_s if reverse is not None else None
+    return own + (own if other is None else other)
 
 
 def operand_tiers(plan: Plan, graph: Graph, cost: CostModel) -> IntArray:
@@ -213,7 +235,7 @@ def _moves(
 ) -> tuple[list[MoveSpec], list[int], list[float]]:
     n_k = len(graph.kernels)
     pool_of: dict[tuple[str, str], int] = {}
-    link_of: dict[tuple[str, str], int] = {}
+    link_of: dict[tuple[str, ...], int] = {}
     pools: list[int] = []
     links: list[float] = []
     out: list[MoveSpec] = []
@@ -231,7 +253,7 @@ def _moves(
         path = _path(platform, m.src, m.dst, where)
         nbytes = int(graph.sizes_bytes[t])
         rate = path.bw_bytes_per_s(asynchronous)
-        pool = link = -1
+        pool = link = pair = -1
         if asynchronous:
             ends = (m.src, m.dst)
             key = ends if path.duplex else (min(ends), max(ends))
@@ -242,7 +264,13 @@ def _moves(
                 link_of[(m.src, m.dst)] = len(links)
                 links.append(path.async_bw_bytes_per_s)
             pool, link = pool_of[key], link_of[(m.src, m.dst)]
-        flow = copy_flow(platform, src, dst, nbytes, asynchronous, link)
+            both = pair_bw_bytes_per_s(platform, path)
+            pair_key = (min(ends), max(ends), "both")
+            if both is not None and pair_key not in link_of:
+                link_of[pair_key] = len(links)
+                links.append(both)
+            pair = link_of[pair_key] if both is not None else -1
+        flow = copy_flow(platform, src, dst, nbytes, asynchronous, link, pair)
         latency = platform.copy_latency_s(m.src, m.dst) if nbytes > 0 else 0.0
         spec = MoveSpec(
             m.tensor,
