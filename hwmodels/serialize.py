@@ -175,7 +175,6 @@ def _copy_path(p: Table, thread: CopyThread | None) -> CopyPath:
     return path
 
 
-
 def _kernel_link(k: Table) -> KernelLink:
     """A ``[[kernel_links]]`` entry: ``tier``, ``read_bw_<unit>``, ``write_bw_<unit>`` and an
     optional ``source``."""
