@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hwmodels._checks import COUNT, RATE, count, rate, shown
+from hwmodels._checks import COUNT, FACTOR, RATE, count, factor, rate, shown
 from hwmodels.errors import HardwareModelError
 
 
@@ -26,6 +26,11 @@ class CopyPath:
       the reverse direction copies too (PCIe 5 x16 on an H200: 55 GB/s alone, 46.6 GB/s each
       way at once), or None: the directions do not slow each other. The replay puts both
       directions' asynchronous copies on one more link of the two directions' rates summed.
+    - ``dst_cost_factor``: the device time a copied byte costs its destination tier, in
+      written bytes of a kernel (1: the same; from 1 to 1e6). Measured on an H200, a copy from
+      host memory into device memory slows the kernels beside it seven times more than its
+      bytes would (``tmsim.calibration.copy_fit``); the replay charges the destination tier that
+      much more for it, where it competes with kernels.
     - ``source``: where the numbers come from.
 
     Raises :class:`HardwareModelError` naming the path and the field if a value is bad or
@@ -40,6 +45,7 @@ class CopyPath:
     duplex: bool = True
     source: str = ""
     both_bw_bytes_per_s: float | None = None
+    dst_cost_factor: float = 1.0
 
     def __post_init__(self) -> None:
         where = f"copy path {self.src!r} -> {self.dst!r}"
@@ -59,6 +65,11 @@ class CopyPath:
             )
         if not isinstance(self.duplex, bool):
             raise HardwareModelError(f"{where}: duplex must be true or false, got {self.duplex!r}")
+        if not (factor(self.dst_cost_factor) and self.dst_cost_factor >= 1):
+            raise HardwareModelError(
+                f"{where}: dst_cost_factor must be {FACTOR} and at least 1, got "
+                f"{shown(self.dst_cost_factor)}"
+            )
         both = self.both_bw_bytes_per_s
         if both is not None:
             if not rate(both):

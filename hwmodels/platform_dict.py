@@ -54,6 +54,7 @@ def platform_to_dict(p: Platform) -> dict[str, Any]:
                 "copy_engines": c.copy_engines,
                 "duplex": c.duplex,
                 "source": c.source,
+                "dst_cost_factor": c.dst_cost_factor,
                 **(
                     {}
                     if c.both_bw_bytes_per_s is None

@@ -170,6 +170,7 @@ def _copy_path(p: Table, thread: CopyThread | None) -> CopyPath:
         duplex=p.boolean("duplex", True),
         source=p.string("source", ""),
         both_bw_bytes_per_s=_optional(p, "both_bw", RATE),
+        dst_cost_factor=p.number("dst_cost_factor") if p.has("dst_cost_factor") else 1.0,
     )
     p.done()
     return path

@@ -334,6 +334,9 @@ class _Run:
 
     def _move(self, m: MoveSpec, res: FlowResult, seq: int, start_s: float) -> None:
         s = self.sched
+        # The bytes it wrote (its flow charges the destination the path's cost factor more).
+        written = [0] * len(self.tier_names)
+        written[self.tier_names.index(m.dst)] = m.nbytes
         rec = Record(
             kind=ASYNC if m.link >= 0 else SYNC,
             name=m.tensor,
@@ -344,7 +347,7 @@ class _Run:
             start_s=start_s,
             end_s=float(res.end_s),
             read_bytes=tuple(int(x) for x in m.flow.read_bytes),
-            write_bytes=tuple(int(x) for x in m.flow.write_bytes),
+            write_bytes=tuple(written),
             uncontended_s=m.uncontended_s,
             fast_resident_bytes=-1,
             **(lost_fields(res.losses) if res.losses.total_s else {}),

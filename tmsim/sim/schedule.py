@@ -163,15 +163,17 @@ def copy_flow(
     pair: int = -1,
 ) -> Flow:
     """A copy of ``nbytes`` from tier ``src`` to ``dst`` (indices) at its path's rate for
-    ``asynchronous``, across ``link`` (its index among the replay's links; -1: none) and
-    ``pair`` (the link both directions of the pair share; -1: none), one writer; a copy
-    thread's flow where the platform's copy thread copies between the two tiers
-    asynchronously. Raises :class:`PlanError` if no copy path joins them."""
+    ``asynchronous``, its writes charged the path's ``dst_cost_factor``, across ``link`` (its
+    index among the replay's links; -1: none) and ``pair`` (the link both directions of the
+    pair share; -1: none), one writer; a copy thread's flow where the platform's copy thread
+    copies between the two tiers asynchronously. Raises :class:`PlanError` if no copy path
+    joins them."""
     names = platform.tier_names
     path = _path(platform, names[src], names[dst], f"a copy {names[src]} -> {names[dst]}")
     n_t = len(names)
     read, write = [0.0] * n_t, [0.0] * n_t
-    read[src] = write[dst] = float(nbytes)
+    read[src] = float(nbytes)
+    write[dst] = float(nbytes) * path.dst_cost_factor
     thread = platform.copy_thread
     return Flow(
         float(nbytes),
