@@ -24,6 +24,7 @@ FIGURES: tuple[str, ...] = (
     "sensitivity",  # async/sync as each assumed interference parameter spans its range
     "price_performance",  # memory cost against slowdown (DRAM 2.1x the price of PMM per GB)
     "prediction",  # planner prediction against simulation with contention
+    "prediction_gpu",  # predicted against measured step time on a real GPU (an H200)
     "solve_time",  # MILP solve time against graph size
     "memory_planning",  # the lecture's memory planning: reuse schemes against the liveness bound
     "recompute",  # keep, move or recompute: step time against the fast-memory budget
