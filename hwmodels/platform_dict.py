@@ -17,7 +17,8 @@ def platform_to_dict(p: Platform) -> dict[str, Any]:
 
     ``cache``, ``memory_mode``, ``unified_memory``, ``controller``, ``copy_thread``,
     ``energy`` and ``host_compute`` are omitted when None (TOML has no null), ``kernel_links``
-    when there are none.
+    when there are none; a copy path's ``both_bw_bytes_per_s`` when None and its
+    ``dst_cost_factor`` when 1 (so that a platform without them keeps its identity).
     """
     out: dict[str, Any] = {
         "name": p.name,
@@ -54,7 +55,7 @@ def platform_to_dict(p: Platform) -> dict[str, Any]:
                 "copy_engines": c.copy_engines,
                 "duplex": c.duplex,
                 "source": c.source,
-                "dst_cost_factor": c.dst_cost_factor,
+                **({} if c.dst_cost_factor == 1.0 else {"dst_cost_factor": c.dst_cost_factor}),
                 **(
                     {}
                     if c.both_bw_bytes_per_s is None
