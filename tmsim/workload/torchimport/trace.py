@@ -87,15 +87,15 @@ def first_tensor(out: object) -> Any:
     return out
 
 
-def fake_copy(module: Any, mode: FakeTensorMode, device: str = "cpu") -> Any:
+def fake_copy(module: Any, mode: FakeTensorMode) -> Any:
     """A copy of ``module`` in training mode whose parameters and buffers are fake tensors
-    of ``mode`` (same shapes, strides, dtypes, ``requires_grad``) on ``device``."""
+    of ``mode`` (same shapes, strides, dtypes, ``requires_grad``; on the CPU)."""
     memo: dict[int, Any] = {}
     with mode:
         for t in itertools.chain(module.parameters(), module.buffers()):
             if id(t) in memo:
                 continue
-            fake = torch.empty_strided(tuple(t.shape), t.stride(), dtype=t.dtype, device=device)
+            fake = torch.empty_strided(tuple(t.shape), t.stride(), dtype=t.dtype, device="cpu")
             if isinstance(t, torch.nn.Parameter):
                 fake = torch.nn.Parameter(fake, requires_grad=t.requires_grad)
             memo[id(t)] = fake
@@ -104,7 +104,7 @@ def fake_copy(module: Any, mode: FakeTensorMode, device: str = "cpu") -> Any:
 
 
 def default_targets(
-    model: Any, inputs: Sequence[Spec], loss: str, mode: FakeTensorMode, device: str = "cpu"
+    model: Any, inputs: Sequence[Spec], loss: str, mode: FakeTensorMode
 ) -> list[Spec]:
     """The targets ``loss`` needs for the model's output, found by a forward pass on fake
     tensors: class indices (int64) of the output's shape less its last dimension (the
@@ -112,7 +112,7 @@ def default_targets(
     if loss == "sum":
         return []
     with mode, torch.no_grad():
-        out = first_tensor(model(*(s.empty(device) for s in inputs)))
+        out = first_tensor(model(*(s.empty() for s in inputs)))
     shape = tuple(int(d) for d in out.shape)
     if loss == "mse":
         return [Spec(shape, out.dtype)]
@@ -135,17 +135,10 @@ class Joint:
 
 
 def export_joint(
-    module: Any,
-    inputs: Sequence[Spec],
-    targets: Sequence[Spec] | None,
-    loss: str,
-    name: str,
-    device: str = "cpu",
+    module: Any, inputs: Sequence[Spec], targets: Sequence[Spec] | None, loss: str, name: str
 ) -> Joint:
     """The joint graph of ``module``'s training step on ``inputs`` (and ``targets``, by
-    default those of :func:`default_targets`) with ``loss`` (module documentation), every
-    fake tensor on ``device`` (``cpu`` or ``cuda``: the kernels PyTorch dispatches to there,
-    which differ, e.g. fused attention's backend and the tensors it saves). Raises
+    default those of :func:`default_targets`) with ``loss`` (module documentation). Raises
     :class:`TorchImportError` with PyTorch's message on one line when the model cannot be
     traced (a shape the model refuses, data-dependent control flow, a trainable parameter that
     receives no gradient...)."""
@@ -153,12 +146,12 @@ def export_joint(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            model = fake_copy(module, mode, device)
+            model = fake_copy(module, mode)
             if targets is None:
-                targets = default_targets(model, inputs, loss, mode, device)
+                targets = default_targets(model, inputs, loss, mode)
             step = _Step(model, loss, len(inputs))
             with mode:
-                args = tuple(s.empty(device) for s in (*inputs, *targets))
+                args = tuple(s.empty() for s in (*inputs, *targets))
                 gm, sig = aot_export_module(step, args, trace_joint=True, output_loss_index=0)
         except TorchImportError:
             raise
@@ -178,16 +171,11 @@ def reduce_joint(joint: Joint, name: str) -> TracedStep:
 
 
 def trace(
-    module: Any,
-    inputs: Sequence[Spec],
-    targets: Sequence[Spec] | None,
-    loss: str,
-    name: str,
-    device: str = "cpu",
+    module: Any, inputs: Sequence[Spec], targets: Sequence[Spec] | None, loss: str, name: str
 ) -> TracedStep:
     """The training step of ``module`` as a :class:`TracedStep` named ``name``:
-    :func:`export_joint` on ``device``, then :func:`reduce_joint`."""
-    return reduce_joint(export_joint(module, inputs, targets, loss, name, device), name)
+    :func:`export_joint`, then :func:`reduce_joint`."""
+    return reduce_joint(export_joint(module, inputs, targets, loss, name), name)
 
 
 def _tensors(value: object) -> list[tuple[int, Any]]:
