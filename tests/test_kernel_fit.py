@@ -142,3 +142,20 @@ def test_the_peak_is_within_5_percent_of_the_measured_one(config: str) -> None:
     plan = tmsim.plan(graph, platform, "all-fast")
     peak = tmsim.validate(plan, graph, platform).fast_peak_bytes
     assert abs(peak / doc["peak_allocated"] - 1) <= 0.05
+
+
+@pytest.mark.parametrize("name", ["h100-host-nvme", "h100-pcie5", "gh200"])
+def test_the_other_hopper_presets_carry_the_h200_model(name: str) -> None:
+    """The same Hopper GPU: the H200's fitted families, fixed and dispatch times and peaks;
+    only the stream rate is the machine's own (the H100's HBM3 scaled by the H200's measured
+    stream efficiency; GH200's GPU STREAM)."""
+    h200 = load_preset("h200-host-nvme").compute
+    other = load_preset(name).compute
+    assert h200.kernels is not None and other.kernels is not None
+    assert other.kernels.families == h200.kernels.families
+    assert (other.kernels.fixed_s, other.kernels.dispatch_s) == (
+        h200.kernels.fixed_s,
+        h200.kernels.dispatch_s,
+    )
+    assert dict(other.peak_flop_per_s) == dict(h200.peak_flop_per_s)
+    assert other.kernels.stream_bw_bytes_per_s < h200.kernels.stream_bw_bytes_per_s
