@@ -204,3 +204,23 @@ def test_a_plan_of_a_graph_file_is_simulated_without_naming_it_again(
     capsys.readouterr()
     assert main(["simulate", str(p), "--no-contention", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["simulated_s"] > 0
+
+
+def test_set_changes_a_field_of_the_platform(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--set compute.kernels.matmul_fp32=tf32``: GPT-2's fp32 matrix products in TF32 (what
+    ``torch.set_float32_matmul_precision('high')`` does) make its step shorter."""
+    graph = Path(__file__).resolve().parent.parent / "calibration/h200/graphs/gpt2_fp32_b8.json"
+    base = ["plan", "--file", str(graph), "--platform", "h200-host-nvme", "--mode", "all-fast"]
+
+    def predicted(*extra: str) -> float:
+        assert main([*base, *extra, "--json"]) == 0
+        return float(json.loads(capsys.readouterr().out)["predicted_s"])
+
+    fp32 = predicted()
+    tf32 = predicted("--set", "compute.kernels.matmul_fp32=tf32")
+    assert tf32 < 0.6 * fp32
+    with pytest.raises(SystemExit):
+        main([*base, "--set", "=tf32"])
+    assert "give KEY=VALUE" in capsys.readouterr().err
+    assert main([*base, "--set", "compute.kernels.matmul_fp32=fp8"]) == 2
+    assert "matmul_fp32 must be one of fp32, tf32" in capsys.readouterr().err

@@ -185,6 +185,21 @@ def size_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def setting_arg(text: str) -> tuple[str, object]:
+    """An argparse type: ``KEY=VALUE``, the value a JSON number, boolean or quoted string, or
+    else the text as it is."""
+    import json
+
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"give KEY=VALUE, e.g. compute.cores=64, got {text!r}")
+    try:
+        value: object = json.loads(raw)
+    except ValueError:
+        value = raw
+    return key.strip(), value
+
+
 def add_plan_arguments(
     p: argparse.ArgumentParser, time_limit_s: float = PLAN_DEFAULTS.time_limit_s
 ) -> None:
@@ -192,6 +207,17 @@ def add_plan_arguments(
     the MILP time limit defaults to ``time_limit_s``."""
     p.add_argument(
         "--platform", type=text_arg, default=DEFAULT_PLATFORM, help="preset name or TOML file"
+    )
+    p.add_argument(
+        "--set",
+        type=setting_arg,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="platform_set",
+        help="set a field of the platform, a dotted path as sweeps write them (e.g. "
+        "compute.kernels.matmul_fp32=tf32: fp32 matrix products in TF32, as "
+        "torch.set_float32_matmul_precision('high') does); repeatable",
     )
     cap = p.add_mutually_exclusive_group()
     cap.add_argument(

@@ -112,7 +112,7 @@ def _compare(args: argparse.Namespace) -> int:
             raise TmsimError(f"--perfetto {args.perfetto}: a trace-event file is written as .json")
         check_output("--perfetto", args.perfetto)
     graph = graph_from_args(args)
-    platform = tmsim.platform(args.platform)
+    platform = tmsim.platform(args.platform, dict(args.platform_set))
     settings = settings_from_args(args)
     level = args.interference if args.contention else InterferenceLevel.NONE
     progress = None if args.quiet else _Progress(sys.stderr)

@@ -32,7 +32,7 @@ def _plan(args: argparse.Namespace) -> int:
     from tmsim.api.summaries import plan_summary
 
     graph = graph_from_args(args)
-    platform = tmsim.platform(args.platform)
+    platform = tmsim.platform(args.platform, dict(args.platform_set))
     settings = settings_from_args(args)
     # the plan names its graph file, so `tmsim simulate` finds it alone
     result = tmsim.plan(graph, platform, args.mode, settings=settings, graph_file=args.file)
