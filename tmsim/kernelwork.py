@@ -1,7 +1,7 @@
 """What each kernel of a graph does, as a calibrated kernel model prices it.
 
 :class:`hwmodels.kernels.KernelModel` prices kernels by family, FLOPs, elements, dtype and
-GEMM alignment (:class:`hwmodels.kernels.KernelWork`); this module reads those off a
+GEMM alignment (:class:`hwmodels.kernel_time.KernelWork`); this module reads those off a
 :class:`~tmsim.workload.graph.Graph` and turns the model's parts into the cost model's
 per-kernel compute time and memory efficiency (:func:`calibrated_parts`).
 """
@@ -57,7 +57,7 @@ def conv_aligned(graph: Graph, k: int, multiple: int) -> bool:
 
 
 def kernel_work(graph: Graph, multiple: int) -> KernelWork:
-    """Every kernel of ``graph`` as :class:`~hwmodels.kernels.KernelWork`: its family (by op
+    """Every kernel of ``graph`` as :class:`~hwmodels.kernel_time.KernelWork`: its family (by op
     name), FLOPs, the elements of its largest operand, its dtype (:func:`kernel_dtype`) and,
     for matrix products :func:`gemm_aligned`, for convolutions :func:`conv_aligned`, at
     ``multiple``."""

@@ -22,8 +22,8 @@ Which number comes from where (:class:`~hwmodels.kernels.KernelModel` has the me
   after another and the device waits where the host falls behind: the gap between a step
   and its device time, from measured times alone (no model in it).
 
-No workload's total is fitted: every parameter but the dispatch time is fitted to single kernels or
-per-family sums, and the floor to the measured ops of four steps. ``python -m
+No workload's total is fitted: every parameter but the dispatch time is fitted to single
+kernels or per-family sums, and the dispatch time to the measured ops of four steps. ``python -m
 tmsim.calibration.kernel_fit [DIR]`` prints the fitted ``[compute.kernels]`` table and the
 error of each family.
 """
@@ -58,7 +58,7 @@ FloatArray = npt.NDArray[np.float64]
 H200_CONFIGS = ("resnet50_b32", "resnet50_b64", "gpt2_fp32_b8", "gpt2_bf16_b8")
 #: Where the H200 data lives, from the repository's root.
 H200_DIR = Path(__file__).resolve().parents[2] / "calibration" / "h200"
-#: Bounds of the fitted parameters: fixed cost and dispatch floor (s), passes, seconds per
+#: Bounds of the fitted parameters: fixed cost and dispatch time (s), passes, seconds per
 #: element, fraction of peak.
 FIXED_BOUNDS_S = (1e-7, 1e-4)
 PASSES_BOUNDS = (0.25, 50.0)
