@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from hwmodels.platform import Platform
 from tmsim.profiles import Profile, write_profile
 from tmsim.workload.graph import Graph
 from tmsim.workload.torchimport import (
@@ -38,6 +39,7 @@ def import_torch(
     loss: str = "cross_entropy",
     optimizer: str = "sgd",
     name: str | None = None,
+    device: str = "cpu",
 ) -> Graph:
     """The training step of ``module`` on example ``inputs``, ending with ``loss`` (one of
     ``cross_entropy``, ``mse``, ``sum``) and ``optimizer``'s update (``sgd`` with momentum,
@@ -50,7 +52,10 @@ def import_torch(
     dimension) and the name is the module's class and the batch, ``"resnet-b32"``. The module
     may live on the ``meta`` device (build it under ``torch.device("meta")``); it is neither
     run nor changed. Sizes come from the traced tensors, FLOPs from each ATen op's shapes,
-    and weights, gradients, activations and optimizer state take their roles.
+    and weights, gradients, activations and optimizer state take their roles. ``device``
+    (``cpu`` or ``cuda``; :func:`target_device` names a platform's) is the device whose kernels
+    the graph holds: traced on the CPU, with the ops a GPU dispatches differently (fused
+    attention's backend and what it saves) as the GPU runs them.
 
     Raises :class:`~tmsim.errors.TmsimError` in one line when torch is missing, for a bad
     argument, and when PyTorch cannot trace the step.
@@ -64,7 +69,18 @@ def import_torch(
        g = tmsim.import_torch(model, inputs=(32, 3, 224, 224), optimizer="sgd")
        plan = tmsim.plan(g, tmsim.platform(), "sync", fast="4:1")
     """
-    return _import_torch(module, inputs, targets=targets, loss=loss, optimizer=optimizer, name=name)
+    return _import_torch(
+        module, inputs, targets=targets, loss=loss, optimizer=optimizer, name=name, device=device
+    )
+
+
+def target_device(platform: Platform) -> str:
+    """The device PyTorch runs a step on for ``platform``: ``cuda`` for a GPU, whose kernels
+    reach a tier that copy paths join to one they do not reach (device memory, host memory
+    behind a link) or a tier behind a kernel link (GH200's LPDDR5X), else ``cpu``."""
+    reach = set(platform.kernel_tiers)
+    behind = any((p.src in reach) != (p.dst in reach) for p in platform.copy_paths)
+    return "cuda" if behind or platform.kernel_links else "cpu"
 
 
 def profile(
@@ -130,4 +146,4 @@ def torch_model(source: str, dtype: str | None = None) -> Any:
     return build_model(source, dtype)
 
 
-__all__ = ["LOSSES", "OPTIMIZERS", "import_torch", "profile", "torch_model"]
+__all__ = ["LOSSES", "OPTIMIZERS", "import_torch", "profile", "target_device", "torch_model"]

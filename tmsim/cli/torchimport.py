@@ -120,6 +120,18 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
         "--out", type=text_arg, required=True, metavar="PATH", help="write the graph to PATH"
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        help="the device whose kernels the graph holds (traced on the CPU; ops a GPU "
+        "dispatches differently as it runs them); default: --platform's, else cpu",
+    )
+    p.add_argument(
+        "--platform",
+        type=text_arg,
+        metavar="NAME_OR_FILE",
+        help="the platform the graph is for: cuda for a GPU preset, else cpu",
+    )
     p.set_defaults(func=_import)
     q = sub.add_parser(
         "profile",
@@ -189,10 +201,13 @@ def _step_args(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from tmsim.api.torchimport import import_torch
+    from tmsim.api.torchimport import import_torch, target_device
     from tmsim.cli.graph import print_summary
 
-    graph = import_torch(**_step_args(args))
+    device = args.device
+    if device is None:
+        device = target_device(tmsim.platform(args.platform)) if args.platform else "cpu"
+    graph = import_torch(**_step_args(args), device=device)
     tmsim.save(graph, args.out)
     print_summary(graph, args.out, args.json)
     return 0

@@ -49,6 +49,7 @@ def import_torch(
     loss: str = "cross_entropy",
     optimizer: str = "sgd",
     name: str | None = None,
+    device: str = "cpu",
 ) -> Graph:
     """The training step of ``module`` as a validated :class:`~tmsim.workload.graph.Graph`:
     forward pass on ``inputs``, ``loss`` (:data:`LOSSES`) against ``targets``, backward pass
@@ -65,14 +66,20 @@ def import_torch(
       its shape and dtype for MSE, none for a sum).
     - ``name``: the graph's name; by default the module's class name in lower case and the
       first input's first dimension, the batch: ``"resnet-b32"``.
+    - ``device``: the device whose kernels the graph holds, ``cpu`` or ``cuda`` (traced on the
+      CPU; an op a GPU dispatches differently takes its GPU kernel's name and output sizes,
+      :mod:`~tmsim.workload.torchimport.dispatch`).
 
     Raises :class:`TorchImportError` (one line) when torch is missing, for an argument of
     the wrong kind, and when PyTorch cannot trace the step, with its reason.
     """
     from tmsim.workload.torchimport import trace
+    from tmsim.workload.torchimport.dispatch import DEVICES
 
+    if device not in DEVICES:
+        raise TorchImportError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
     given, wanted, name = _prepared(module, inputs, targets, loss, optimizer, name)
-    traced = trace.trace(module, given, wanted, loss, name)
+    traced = trace.trace(module, given, wanted, loss, name, device)
     return step_graph(traced, Optimizer(optimizer))
 
 

@@ -2,7 +2,9 @@
 
 AutoTM profiled each kernel on its machine rather than trust a model; this does the same for
 a PyTorch model. The step is traced as ``tmsim import`` traces it (the joint graph of
-:func:`~tmsim.workload.torchimport.trace.export_joint`, reduced to the graph's kernels), then
+:func:`~tmsim.workload.torchimport.trace.export_joint`, reduced to the graph's kernels), on
+the device it is measured on (fake CUDA tensors on a machine with a GPU: not run where this
+was written, which had none), then
 run node by node on real tensors on ``device`` (``cpu`` or ``cuda``): every node that became a
 kernel of the graph is run ``warmup`` times and then timed ``repeats`` times (wall clock,
 synchronized on CUDA, launch included), and its median kept. The optimizer's update, which
@@ -71,8 +73,9 @@ def measure_step(
     cannot be traced, and when it does not fit in the device's memory.
     """
     dev = _device(device)
-    joint = export_joint(module, inputs, targets, loss, name)
-    graph = step_graph(reduce_joint(joint, name), optimizer)
+    # Traced where it runs: a GPU's own dispatch (fused attention's backend) on CUDA.
+    joint = export_joint(module, inputs, targets, loss, name, dev.type)
+    graph = step_graph(reduce_joint(joint, name, dev.type), optimizer)
     kernels = {k.name for k in graph.kernels}
     total = len(graph.kernels)
     seconds: dict[str, float] = {}

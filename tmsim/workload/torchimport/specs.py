@@ -47,9 +47,10 @@ class Spec:
     shape: tuple[int, ...]
     dtype: Any
 
-    def empty(self) -> Any:
-        """An uninitialised tensor of this shape and dtype (under a fake mode: no memory)."""
-        return torch.empty(self.shape, dtype=self.dtype)
+    def empty(self, device: str = "cpu") -> Any:
+        """An uninitialised tensor of this shape and dtype on ``device`` (under a fake mode:
+        no memory)."""
+        return torch.empty(self.shape, dtype=self.dtype, device=device)
 
 
 def torch_dtype(value: object, what: str) -> Any:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 import operator
 import warnings
 from collections.abc import Sequence
@@ -42,6 +43,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from tmsim.errors import one_line
+from tmsim.workload.torchimport.dispatch import Rewrite, gpu_rewrite
 from tmsim.workload.torchimport.errors import TorchImportError
 from tmsim.workload.torchimport.flops import Operand, aten_flops
 from tmsim.workload.torchimport.specs import TMSIM_DTYPES, Spec
@@ -87,15 +89,15 @@ def first_tensor(out: object) -> Any:
     return out
 
 
-def fake_copy(module: Any, mode: FakeTensorMode) -> Any:
+def fake_copy(module: Any, mode: FakeTensorMode, device: str = "cpu") -> Any:
     """A copy of ``module`` in training mode whose parameters and buffers are fake tensors
-    of ``mode`` (same shapes, strides, dtypes, ``requires_grad``; on the CPU)."""
+    of ``mode`` (same shapes, strides, dtypes, ``requires_grad``) on ``device``."""
     memo: dict[int, Any] = {}
     with mode:
         for t in itertools.chain(module.parameters(), module.buffers()):
             if id(t) in memo:
                 continue
-            fake = torch.empty_strided(tuple(t.shape), t.stride(), dtype=t.dtype, device="cpu")
+            fake = torch.empty_strided(tuple(t.shape), t.stride(), dtype=t.dtype, device=device)
             if isinstance(t, torch.nn.Parameter):
                 fake = torch.nn.Parameter(fake, requires_grad=t.requires_grad)
             memo[id(t)] = fake
@@ -104,7 +106,7 @@ def fake_copy(module: Any, mode: FakeTensorMode) -> Any:
 
 
 def default_targets(
-    model: Any, inputs: Sequence[Spec], loss: str, mode: FakeTensorMode
+    model: Any, inputs: Sequence[Spec], loss: str, mode: FakeTensorMode, device: str = "cpu"
 ) -> list[Spec]:
     """The targets ``loss`` needs for the model's output, found by a forward pass on fake
     tensors: class indices (int64) of the output's shape less its last dimension (the
@@ -112,7 +114,7 @@ def default_targets(
     if loss == "sum":
         return []
     with mode, torch.no_grad():
-        out = first_tensor(model(*(s.empty() for s in inputs)))
+        out = first_tensor(model(*(s.empty(device) for s in inputs)))
     shape = tuple(int(d) for d in out.shape)
     if loss == "mse":
         return [Spec(shape, out.dtype)]
@@ -135,10 +137,18 @@ class Joint:
 
 
 def export_joint(
-    module: Any, inputs: Sequence[Spec], targets: Sequence[Spec] | None, loss: str, name: str
+    module: Any,
+    inputs: Sequence[Spec],
+    targets: Sequence[Spec] | None,
+    loss: str,
+    name: str,
+    device: str = "cpu",
 ) -> Joint:
     """The joint graph of ``module``'s training step on ``inputs`` (and ``targets``, by
-    default those of :func:`default_targets`) with ``loss`` (module documentation). Raises
+    default those of :func:`default_targets`) with ``loss`` (module documentation), its fake
+    tensors on ``device``: the CPU for an import; the GPU itself when a step is measured on
+    one (a fake CUDA trace needs the device: without it the autograd engine cannot run the
+    backward, and fused attention falls back to its math path). Raises
     :class:`TorchImportError` with PyTorch's message on one line when the model cannot be
     traced (a shape the model refuses, data-dependent control flow, a trainable parameter that
     receives no gradient...)."""
@@ -146,12 +156,12 @@ def export_joint(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            model = fake_copy(module, mode)
+            model = fake_copy(module, mode, device)
             if targets is None:
-                targets = default_targets(model, inputs, loss, mode)
+                targets = default_targets(model, inputs, loss, mode, device)
             step = _Step(model, loss, len(inputs))
             with mode:
-                args = tuple(s.empty() for s in (*inputs, *targets))
+                args = tuple(s.empty(device) for s in (*inputs, *targets))
                 gm, sig = aot_export_module(step, args, trace_joint=True, output_loss_index=0)
         except TorchImportError:
             raise
@@ -164,18 +174,26 @@ def export_joint(
     return Joint(gm, sig, step, len(inputs), len(targets))
 
 
-def reduce_joint(joint: Joint, name: str) -> TracedStep:
+def reduce_joint(joint: Joint, name: str, device: str = "cpu") -> TracedStep:
     """The storages and ops of ``joint`` as a :class:`TracedStep` named ``name``: each op is
-    named after the graph node that runs it."""
-    return _Reduction(joint.gm, joint.signature, joint.n_inputs, joint.n_targets).step(name)
+    named after the graph node that runs it; for ``device`` ``cuda``, an op the GPU runs
+    differently takes its GPU kernel's name and output sizes
+    (:mod:`~tmsim.workload.torchimport.dispatch`)."""
+    reduction = _Reduction(joint.gm, joint.signature, joint.n_inputs, joint.n_targets, device)
+    return reduction.step(name)
 
 
 def trace(
-    module: Any, inputs: Sequence[Spec], targets: Sequence[Spec] | None, loss: str, name: str
+    module: Any,
+    inputs: Sequence[Spec],
+    targets: Sequence[Spec] | None,
+    loss: str,
+    name: str,
+    device: str = "cpu",
 ) -> TracedStep:
-    """The training step of ``module`` as a :class:`TracedStep` named ``name``:
-    :func:`export_joint`, then :func:`reduce_joint`."""
-    return reduce_joint(export_joint(module, inputs, targets, loss, name), name)
+    """The training step of ``module`` as a :class:`TracedStep` named ``name``, as ``device``
+    runs it: :func:`export_joint` (on the CPU), then :func:`reduce_joint`."""
+    return reduce_joint(export_joint(module, inputs, targets, loss, name), name, device)
 
 
 def _tensors(value: object) -> list[tuple[int, Any]]:
@@ -210,8 +228,10 @@ def _arg(a: object) -> object:
 class _Reduction:
     """One walk over a joint graph, building the storages and ops of :class:`TracedStep`."""
 
-    def __init__(self, gm: Any, sig: Any, n_inputs: int, n_targets: int) -> None:
-        self.gm, self.sig = gm, sig
+    def __init__(
+        self, gm: Any, sig: Any, n_inputs: int, n_targets: int, device: str = "cpu"
+    ) -> None:
+        self.gm, self.sig, self.device = gm, sig, device
         self.nodes = {n.name: n for n in gm.graph.nodes}
         self.names: set[str] = set()
         self.of: dict[StorageWeakRef, str] = {}  # storage -> its name
@@ -240,17 +260,23 @@ class _Reduction:
         self.names.add(chosen)
         return chosen
 
-    def _register(self, t: Any, wanted: str, kind: Kind) -> str | None:
-        """Name the storage of ``t`` (``None`` when it holds no byte)."""
+    def _register(
+        self, t: Any, wanted: str, kind: Kind, shape_as: tuple[int, ...] | None = None
+    ) -> str | None:
+        """Name the storage of ``t`` (``None`` when it holds no byte); with ``shape_as``, a
+        storage of that shape in ``t``'s dtype (what another device's kernel allocates)."""
         key = _key(t)
         nbytes = int(t.untyped_storage().nbytes())
+        dims = tuple(int(d) for d in t.shape)
+        if shape_as is not None:
+            nbytes, dims = math.prod(shape_as) * t.element_size(), shape_as
         if nbytes == 0:
             self.empty.add(key)
             return None
         name = self._take(wanted)
         dtype = TMSIM_DTYPES.get(t.dtype)
-        whole = dtype is not None and t.dim() > 0 and t.numel() * t.element_size() == nbytes
-        shape = tuple(int(d) for d in t.shape) if whole else ()
+        whole = dtype is not None and dims and math.prod(dims) * t.element_size() == nbytes
+        shape = dims if whole else ()
         self.of[key] = name
         self.kind[name] = kind
         self.storages.append(Storage(name, nbytes, dtype or _BYTES_DTYPE, shape, kind))
@@ -312,6 +338,7 @@ class _Reduction:
                 continue
             value = node.meta.get("val")
             outs = _tensors(value)
+            rewrite = self._rewrite(node)
             reads = [
                 self.of[k]
                 for inp in node.all_input_nodes
@@ -337,7 +364,8 @@ class _Reduction:
                 wanted = grad_names.get(k) or (
                     f"{node.name}.{i}" if isinstance(value, tuple | list) else node.name
                 )
-                made = self._register(t, wanted, Kind.VALUE)
+                shape_as = rewrite.output_shapes.get(i) if rewrite is not None else None
+                made = self._register(t, wanted, Kind.VALUE, shape_as)
                 if made is not None:
                     creates.append(made)
             if not creates and not updates:
@@ -346,6 +374,8 @@ class _Reduction:
             args = [_arg(a) for a in node.args]
             shapes = [tuple(int(d) for d in t.shape) for _, t in outs]
             flops = aten_flops(op.rpartition(".")[2], args, shapes)
+            if rewrite is not None:
+                op = rewrite.op
             ops.append(
                 TracedOp(
                     node.name,
@@ -357,6 +387,18 @@ class _Reduction:
                 )
             )
         return ops
+
+    def _rewrite(self, node: Any) -> Rewrite | None:
+        """What the target device runs for ``node`` where it differs from the CPU's."""
+        if self.device == "cpu":
+            return None
+
+        def val(a: object) -> object:
+            return a.meta.get("val") if isinstance(a, torch.fx.Node) else a
+
+        args = tuple(val(a) for a in node.args)
+        kwargs = {k: val(v) for k, v in node.kwargs.items()}
+        return gpu_rewrite(_op_name(node.target).rpartition(".")[2], args, kwargs)
 
     def _written(self, node: Any) -> set[StorageWeakRef]:
         """Storages of the arguments the op's schema marks as written in place."""
