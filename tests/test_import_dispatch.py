@@ -112,3 +112,52 @@ def test_the_command_imports_for_the_platform(tmp_path: Path) -> None:
 def test_an_unknown_device_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(TmsimError, match="device must be one of cpu, cuda"):
         tmsim.import_torch(attention(tmp_path), (8, 16, 64), loss="sum", device="tpu")
+
+
+def test_math_modes_travel_with_the_graph(tmp_path: Path) -> None:
+    """A step whose script sets TF32 matrix products records it; the graph file keeps it;
+    the H200's kernel model prices the step in it (GPT-2's fp32 step about halves)."""
+    import torch
+
+    from hwmodels.kernels import MathMode, MathModes
+    from tmsim.workload.graph import MATH_MODES
+
+    # The graph's table of modes is the kernel model's.
+    assert set(MATH_MODES) == {f for f in MathModes.__dataclass_fields__}
+    assert all(set(v) == {m.value for m in MathMode} for v in MATH_MODES.values())
+    model = attention(tmp_path)
+    assert tmsim.import_torch(model, (8, 16, 64), loss="sum").math == ()
+    saved = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("high")
+        high = tmsim.import_torch(model, (8, 16, 64), loss="sum")
+    finally:
+        torch.set_float32_matmul_precision(saved)
+    assert dict(high.math) == {"matmul_fp32": "tf32"}
+    tmsim.save(high, tmp_path / "g.json")
+    assert tmsim.load_graph(tmp_path / "g.json") == high
+    with pytest.raises(TmsimError, match="math mode matmul_fp32 must be one of fp32, tf32"):
+        tmsim.import_torch(model, (8, 16, 64), loss="sum", math={"matmul_fp32": "bf16"})
+    with pytest.raises(TmsimError, match="unknown math mode 'attention'"):
+        tmsim.import_torch(model, (8, 16, 64), loss="sum", math={"attention": "tf32"})
+    gpt = tmsim.load_graph(
+        Path(__file__).parent.parent / "calibration/h200/graphs/gpt2_fp32_b8.json"
+    )
+    tf32 = tmsim.Graph(gpt.name, gpt.tensors, gpt.kernels, {"matmul_fp32": "tf32"})
+    h200 = tmsim.platform("h200-host-nvme")
+    fp32_s = tmsim.plan(gpt, h200, "all-fast").predicted_s
+    tf32_s = tmsim.plan(tf32, h200, "all-fast").predicted_s
+    assert tf32_s < 0.6 * fp32_s
+    # the same as the platform set to it
+    as_set = tmsim.platform("h200-host-nvme", {"compute.kernels.matmul_fp32": "tf32"})
+    assert tmsim.plan(gpt, as_set, "all-fast").predicted_s == pytest.approx(tf32_s)
+
+
+def test_the_command_records_math_modes(tmp_path: Path) -> None:
+    (tmp_path / "attn.py").write_text(MODEL)
+    out = tmp_path / "g.json"
+    argv = ["import", f"{tmp_path / 'attn.py'}:build", "--input", "16x64", "--batch", "8"]
+    argv += ["--loss", "sum", "--out", str(out), "--math", "matmul_fp32=tf32"]
+    assert main(argv) == 0
+    assert dict(tmsim.load_graph(out).math) == {"matmul_fp32": "tf32"}
+    assert main([*argv[:-2], "--math", "matmul_fp32=fp8"]) == 2

@@ -8,13 +8,14 @@ per-kernel compute time and memory efficiency (:func:`calibrated_parts`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from hwmodels.kernel_time import KernelWork, dispatch_waits, kernel_parts
-from hwmodels.kernels import KernelFamily, KernelModel, family_of
+from hwmodels.kernels import KernelFamily, KernelModel, MathMode, family_of
 from hwmodels.platform import Platform
 from tmsim.workload.graph import Graph
 
@@ -96,9 +97,14 @@ def calibrated_parts(
     graph: Graph, platform: Platform, model: KernelModel, kernel_bytes: FloatArray
 ) -> CalibratedParts:
     """The compute time and memory efficiency of every kernel of ``graph`` under ``model``
-    on ``platform``'s compute device (:func:`hwmodels.kernel_time.kernel_parts`), given the
-    bytes each kernel reads and writes over its operands, ``kernel_bytes`` [K]. Raises
+    (in the graph's own math modes where it records any: the step's framework settings win
+    over the platform's defaults) on ``platform``'s compute device
+    (:func:`hwmodels.kernel_time.kernel_parts`), given the bytes each kernel reads and writes
+    over its operands, ``kernel_bytes`` [K]. Raises
     :class:`hwmodels.errors.HardwareModelError` for a GEMM whose math mode has no peak."""
+    if graph.math:  # the step's own math modes, as its framework was set
+        math = dataclasses.replace(model.math, **{k: MathMode(v) for k, v in graph.math})
+        model = dataclasses.replace(model, math=math)
     work = kernel_work(graph, model.tensor_core_multiple)
     compute_s, passes = kernel_parts(model, dict(platform.compute.peak_flop_per_s), work)
     fastest = max(platform.tier(t).read_bw_bytes_per_s for t in platform.kernel_tiers)

@@ -15,7 +15,7 @@ Importing this module does not import torch; calling either function without tor
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hwmodels.platform import Platform
@@ -40,6 +40,7 @@ def import_torch(
     optimizer: str = "sgd",
     name: str | None = None,
     device: str = "cpu",
+    math: Mapping[str, str] | None = None,
 ) -> Graph:
     """The training step of ``module`` on example ``inputs``, ending with ``loss`` (one of
     ``cross_entropy``, ``mse``, ``sum``) and ``optimizer``'s update (``sgd`` with momentum,
@@ -55,7 +56,11 @@ def import_torch(
     and weights, gradients, activations and optimizer state take their roles. ``device``
     (``cpu`` or ``cuda``; :func:`target_device` names a platform's) is the device whose kernels
     the graph holds: traced on the CPU, with the ops a GPU dispatches differently (fused
-    attention's backend and what it saves) as the GPU runs them.
+    attention's backend and what it saves) as the GPU runs them. ``math`` (``conv_fp32`` /
+    ``matmul_fp32`` -> ``fp32`` or ``tf32``) records the step's math modes, by default those
+    the running PyTorch is set to where they differ from its defaults
+    (``torch.set_float32_matmul_precision("high")`` before importing records fp32 matrix
+    products in TF32); a calibrated kernel model prices the step in them.
 
     Raises :class:`~tmsim.errors.TmsimError` in one line when torch is missing, for a bad
     argument, and when PyTorch cannot trace the step.
@@ -70,7 +75,14 @@ def import_torch(
        plan = tmsim.plan(g, tmsim.platform(), "sync", fast="4:1")
     """
     return _import_torch(
-        module, inputs, targets=targets, loss=loss, optimizer=optimizer, name=name, device=device
+        module,
+        inputs,
+        targets=targets,
+        loss=loss,
+        optimizer=optimizer,
+        name=name,
+        device=device,
+        math=math,
     )
 
 

@@ -132,6 +132,15 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="NAME_OR_FILE",
         help="the platform the graph is for: cuda for a GPU preset, else cpu",
     )
+    p.add_argument(
+        "--math",
+        type=math_arg,
+        action="append",
+        default=[],
+        metavar="KEY=MODE",
+        help="record a math mode of the step: conv_fp32 or matmul_fp32 = fp32 or tf32 (e.g. "
+        "matmul_fp32=tf32, as torch.set_float32_matmul_precision('high')); repeatable",
+    )
     p.set_defaults(func=_import)
     q = sub.add_parser(
         "profile",
@@ -175,6 +184,14 @@ def count_arg(low: int) -> Any:
     return parse
 
 
+def math_arg(text: str) -> tuple[str, str]:
+    """An argparse type: ``KEY=MODE``, a math mode the graph records."""
+    key, sep, mode = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"give KEY=MODE, e.g. matmul_fp32=tf32, got {text!r}")
+    return key.strip(), mode.strip()
+
+
 def default_name(source: str, batch: int) -> str:
     """``resnet50-b32`` for ``torchvision:resnet50`` at batch 32."""
     attr = source.rpartition(":")[2].strip() or "model"
@@ -207,7 +224,7 @@ def _import(args: argparse.Namespace) -> int:
     device = args.device
     if device is None:
         device = target_device(tmsim.platform(args.platform)) if args.platform else "cpu"
-    graph = import_torch(**_step_args(args), device=device)
+    graph = import_torch(**_step_args(args), device=device, math=dict(args.math))
     tmsim.save(graph, args.out)
     print_summary(graph, args.out, args.json)
     return 0

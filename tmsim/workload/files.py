@@ -6,7 +6,8 @@ Schema (version 1)::
      "tensors": [{"name": str, "size_bytes": int, "role": str,
                   "dtype": str = "fp32", "shape": [int, ...] = []}, ...],
      "kernels": [{"name": str, "op": str, "phase": str, "inputs": [str, ...],
-                  "outputs": [str, ...], "updates": [str, ...] = [], "flops": int = 0}, ...]}
+                  "outputs": [str, ...], "updates": [str, ...] = [], "flops": int = 0}, ...],
+     "math": {"conv_fp32" | "matmul_fp32": "fp32" | "tf32"} = {}}
 
 Fields with ``=`` are optional and take that default; unknown fields are rejected so a typo
 is never silently ignored. Integers are JSON integers, never ``true`` or ``false`` (Python
@@ -68,13 +69,16 @@ def graph_to_dict(graph: Graph) -> dict[str, Any]:
         if k.flops:
             kdoc["flops"] = k.flops
         kernels.append(kdoc)
-    return {
+    doc = {
         "format": FORMAT,
         "version": VERSION,
         "name": graph.name,
         "tensors": tensors,
         "kernels": kernels,
     }
+    if graph.math:
+        doc["math"] = dict(graph.math)
+    return doc
 
 
 def save_graph(graph: Graph, path: str | os.PathLike[str]) -> None:
@@ -106,7 +110,7 @@ def graph_from_dict(doc: object, source: str = "<graph>") -> Graph:
         raise GraphFileError(
             f"{source}: field 'version' is {version!r}; this tmsim reads version {VERSION}"
         )
-    unknown = set(doc) - {"format", "version", "name", "tensors", "kernels"}
+    unknown = set(doc) - {"format", "version", "name", "tensors", "kernels", "math"}
     if unknown:
         raise GraphFileError(f"{source}: unknown field {sorted(unknown)[0]!r}")
     name = doc.get("name")
@@ -114,8 +118,11 @@ def graph_from_dict(doc: object, source: str = "<graph>") -> Graph:
         raise GraphFileError(f"{source}: field 'name' must be a string")
     tensors = [_tensor(t, i, source) for i, t in enumerate(_list(doc, "tensors", source))]
     kernels = [_kernel(k, i, source) for i, k in enumerate(_list(doc, "kernels", source))]
+    math = doc.get("math", {})
+    if not isinstance(math, dict) or not all(isinstance(v, str) for v in math.values()):
+        raise GraphFileError(f"{source}: field 'math' must map math-mode names to strings")
     try:
-        return Graph(name, tensors, kernels)
+        return Graph(name, tensors, kernels, math)
     except GraphError as exc:
         raise GraphFileError(f"{source}: {exc}") from None
 

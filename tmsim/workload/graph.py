@@ -16,7 +16,7 @@ Lifetime rules (the contract every planner and the simulator rely on):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,6 +61,31 @@ def _csr(rows: IntArray, cols: IntArray, n_rows: int) -> _Csr:
     return _Csr(ptr=ptr, index=cols[order].astype(np.int64))
 
 
+#: The math modes a graph may record and the modes each takes (those of
+#: :class:`hwmodels.kernels.MathModes`, which a test holds equal).
+MATH_MODES: Mapping[str, tuple[str, ...]] = {
+    "conv_fp32": ("fp32", "tf32"),
+    "matmul_fp32": ("fp32", "tf32"),
+}
+
+
+def _math(name: str, math: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """``math`` as sorted pairs; raises :class:`GraphError` for an unknown key or mode."""
+    if not isinstance(math, Mapping):
+        raise GraphError(f"graph {name!r}: math must map math-mode names to modes")
+    for key, mode in math.items():
+        if key not in MATH_MODES:
+            raise GraphError(
+                f"graph {name!r}: unknown math mode {key!r}; known: {', '.join(MATH_MODES)}"
+            )
+        if mode not in MATH_MODES[key]:
+            raise GraphError(
+                f"graph {name!r}: math mode {key} must be one of "
+                f"{', '.join(MATH_MODES[key])}, got {mode!r}"
+            )
+    return tuple(sorted(math.items()))
+
+
 class Graph:
     """An immutable, validated training step: tensors and the kernels in execution order.
 
@@ -75,7 +100,12 @@ class Graph:
     update of a non-persistent tensor; a declared tensor that is never produced and is not
     pre-existing.
 
-    Two graphs are equal when their names, tensors and kernels are equal.
+    ``math`` records the math modes the step's framework was set to where they differ from
+    PyTorch's defaults (:data:`MATH_MODES`: ``conv_fp32`` / ``matmul_fp32`` -> ``fp32`` or
+    ``tf32``); a calibrated kernel model prices the step in them
+    (:class:`hwmodels.kernels.MathModes`). Raises :class:`GraphError` for another key or mode.
+
+    Two graphs are equal when their names, tensors, kernels and math modes are equal.
     """
 
     __slots__ = (
@@ -88,12 +118,14 @@ class Graph:
         "_size",
         "_users",
         "kernels",
+        "math",
         "name",
         "tensors",
     )
     name: str
     tensors: tuple[Tensor, ...]
     kernels: tuple[Kernel, ...]
+    math: tuple[tuple[str, str], ...]
     _index: dict[str, int]
     _size: IntArray
     _producer: IntArray
@@ -103,11 +135,18 @@ class Graph:
     _kernel_operands: _Csr
     _live_bytes: IntArray
 
-    def __init__(self, name: str, tensors: Iterable[Tensor], kernels: Iterable[Kernel]) -> None:
+    def __init__(
+        self,
+        name: str,
+        tensors: Iterable[Tensor],
+        kernels: Iterable[Kernel],
+        math: Mapping[str, str] | None = None,
+    ) -> None:
         set_ = object.__setattr__
         set_(self, "name", name)
         set_(self, "tensors", tuple(tensors))
         set_(self, "kernels", tuple(kernels))
+        set_(self, "math", _math(name, math or {}))
         self._derive()
 
     # ------------------------------------------------------------------ construction
@@ -232,10 +271,11 @@ class Graph:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Graph):
             return NotImplemented
-        return (self.name, self.tensors, self.kernels) == (
+        return (self.name, self.tensors, self.kernels, self.math) == (
             other.name,
             other.tensors,
             other.kernels,
+            other.math,
         )
 
     def __hash__(self) -> int:

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Mapping
 from typing import Any
 
+from tmsim.errors import GraphError
 from tmsim.workload.graph import Graph
 from tmsim.workload.torchimport.errors import TorchImportError
 from tmsim.workload.torchimport.step import Optimizer, step_graph
@@ -50,6 +52,7 @@ def import_torch(
     optimizer: str = "sgd",
     name: str | None = None,
     device: str = "cpu",
+    math: Mapping[str, str] | None = None,
 ) -> Graph:
     """The training step of ``module`` as a validated :class:`~tmsim.workload.graph.Graph`:
     forward pass on ``inputs``, ``loss`` (:data:`LOSSES`) against ``targets``, backward pass
@@ -69,6 +72,8 @@ def import_torch(
     - ``device``: the device whose kernels the graph holds, ``cpu`` or ``cuda`` (traced on the
       CPU; an op a GPU dispatches differently takes its GPU kernel's name and output sizes,
       :mod:`~tmsim.workload.torchimport.dispatch`).
+    - ``math``: math modes to record in the graph (``conv_fp32`` / ``matmul_fp32`` ->
+      ``fp32`` or ``tf32``) over those of the running PyTorch (:func:`framework_math`).
 
     Raises :class:`TorchImportError` (one line) when torch is missing, for an argument of
     the wrong kind, and when PyTorch cannot trace the step, with its reason.
@@ -79,8 +84,29 @@ def import_torch(
     if device not in DEVICES:
         raise TorchImportError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
     given, wanted, name = _prepared(module, inputs, targets, loss, optimizer, name)
+    if math is not None and not isinstance(math, Mapping):
+        raise TorchImportError(f"math must map math-mode names to modes, got {math!r}")
+    modes = {**framework_math(), **(math or {})}
     traced = trace.trace(module, given, wanted, loss, name, device)
-    return step_graph(traced, Optimizer(optimizer))
+    try:
+        return step_graph(traced, Optimizer(optimizer), modes)
+    except GraphError as exc:
+        raise TorchImportError(str(exc)) from None
+
+
+def framework_math() -> dict[str, str]:
+    """The math modes the running PyTorch is set to where they differ from its defaults:
+    ``conv_fp32`` ``fp32`` when ``torch.backends.cudnn.allow_tf32`` is off, ``matmul_fp32``
+    ``tf32`` when ``torch.get_float32_matmul_precision()`` is not ``highest`` (or
+    ``torch.backends.cuda.matmul.allow_tf32`` is on)."""
+    import torch
+
+    out = {}
+    if not torch.backends.cudnn.allow_tf32:
+        out["conv_fp32"] = "fp32"
+    if torch.get_float32_matmul_precision() != "highest" or torch.backends.cuda.matmul.allow_tf32:
+        out["matmul_fp32"] = "tf32"
+    return out
 
 
 def measure_torch(

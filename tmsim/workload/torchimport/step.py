@@ -129,9 +129,11 @@ _ROLES: Mapping[Kind, Role] = MappingProxyType(
 )
 
 
-def step_graph(step: TracedStep, optimizer: Optimizer) -> Graph:
+def step_graph(
+    step: TracedStep, optimizer: Optimizer, math: Mapping[str, str] | None = None
+) -> Graph:
     """The training-step graph of ``step`` with ``optimizer``'s update appended (module
-    documentation), named ``step.name``.
+    documentation), named ``step.name``, recording the math modes ``math``.
 
     Raises :class:`~tmsim.errors.GraphError` if the result is not a valid graph (a storage
     read before any op creates it, an op that creates a parameter), which for a step traced
@@ -176,7 +178,7 @@ def step_graph(step: TracedStep, optimizer: Optimizer) -> Graph:
                 (param, *state),
             )
         )
-    return Graph(step.name, tensors, kernels)
+    return Graph(step.name, tensors, kernels, math)
 
 
 def _free(name: str, taken: set[str]) -> str:
