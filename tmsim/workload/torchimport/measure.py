@@ -31,9 +31,10 @@ import torch
 from tmsim.errors import one_line
 from tmsim.workload.graph import Graph
 from tmsim.workload.torchimport.errors import TorchImportError
+from tmsim.workload.torchimport.reduction import Joint, reduce_joint
 from tmsim.workload.torchimport.specs import Spec
 from tmsim.workload.torchimport.step import Optimizer, step_graph
-from tmsim.workload.torchimport.trace import Joint, export_joint, reduce_joint
+from tmsim.workload.torchimport.trace import export_joint
 
 #: Called after each kernel is timed with (kernels timed, kernels in all).
 Progress = Callable[[int, int], None]
