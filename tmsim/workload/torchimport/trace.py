@@ -46,7 +46,6 @@ from tmsim.workload.torchimport.specs import Spec
 from tmsim.workload.torchimport.step import TracedStep
 
 
-
 class _Step(torch.nn.Module):  # type: ignore[misc]
     """The model and its loss: ``forward(*inputs, *targets) -> (loss,)``."""
 
