@@ -1,18 +1,24 @@
-# Every target works on a fresh clone: it creates .venv and installs what it needs.
+# Every target works on a fresh clone: it creates .venv and installs what it needs: the core
+# alone for the demo and the figures (no torch), every extra for the tests and the tools.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
 
 .PHONY: demo reproduce reproduce-quick test test-slow lint bench notebook docs constraints clean
 
-$(STAMP): pyproject.toml constraints.txt
+$(CORE): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c constraints.txt -e .
+	touch $(CORE)
+
+$(STAMP): $(CORE)
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,dev,docs,torch]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(CORE)
 	$(BIN)/tmsim compare inception_v4 --batch 16 --ratio 4:1
 
 reproduce: $(STAMP)
