@@ -58,7 +58,7 @@ ALLOWED: dict[str, set[str]] = {
         "tmsim.strategies",
     },
     "tmsim.calibration": {*COST, "tmsim.sim"},
-    "tmsim.results": {*BASE, "tmsim"},
+    "tmsim.results": BASE,
     "tmsim.plots": {*BASE, "tmsim.sim"},
     "tmsim.figures": {*BASE, "tmsim.results"},
     "tmsim.sweeps": {

@@ -27,6 +27,10 @@ def test_tables_round_trip_with_their_metadata(tmp_path: Path, suffix: str) -> N
 def test_provenance_names_version_commit_and_solver() -> None:
     p = provenance("HIGHS")
     assert p["tmsim_version"] and p["solver"] == "HIGHS"
+    # read from the installed package's metadata, which names tmsim's own version
+    import tmsim
+
+    assert p["tmsim_version"] == tmsim.__version__
     assert p["solver_version"] != "not installed"  # highspy is a dependency
     assert set(p["libraries"]) >= {"numpy", "cvxpy", "simpy"}
     commit = git_commit()

@@ -23,7 +23,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tmsim import __version__
 from tmsim.errors import TmsimError
 
 _META_KEY = b"tmsim.meta"
@@ -70,7 +69,7 @@ def provenance(solver: str = "HIGHS", seed: int | None = None) -> dict[str, Any]
     solver_package = {"HIGHS": "highspy", "GUROBI": "gurobipy", "CBC": "cylp", "SCIP": "pyscipopt"}
     package = solver_package.get(solver.upper(), solver.lower())
     return {
-        "tmsim_version": __version__,
+        "tmsim_version": _version("tmsim"),
         "git_commit": git_commit(),
         "solver": solver,
         "solver_version": _version(package),
