@@ -3,7 +3,7 @@ what cost.
 
 For the paper's GPU workloads that oversubscribe ``rtx2080ti-pcie3`` and two Optane workloads
 at 4:1: the sync MILP is solved (1% gap, 120 s), its solution lifted into the async model
-(window 3) and :func:`tmsim.planners.milp.overlap.overlap_copies` run on it. Printed: model
+(window 3) and :func:`tmsim.planners.milp.chain.overlap.overlap_copies` run on it. Printed: model
 size, seconds to build the async model's arrays and cvxpy expressions (cvxpy compiles them for
 the solver only when it solves), to lift and to overlap, and the objective (predicted step
 seconds) of the lifted sync solution and of the overlapped one.
@@ -18,11 +18,11 @@ import numpy as np
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity, fast_limit_bytes
 from tmsim.cost import CostModel
-from tmsim.planners.milp.build import build_model
-from tmsim.planners.milp.gadgets import Formulation
-from tmsim.planners.milp.overlap import overlap_copies
-from tmsim.planners.milp.solve import solve, solver_options
-from tmsim.planners.milp.starts import lift
+from tmsim.planners.milp.chain.overlap import overlap_copies
+from tmsim.planners.milp.chain.solve import solve, solver_options
+from tmsim.planners.milp.chain.starts import lift
+from tmsim.planners.milp.formulation.build import build_model
+from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.workload.zoo import training_graph_of
 
 POINTS = (

@@ -3,9 +3,9 @@ with the heuristics' layout (before) and with the exact search after them (after
 
 The MILP counts bytes; its plan's fast-tier buffers then get addresses, and where the layout
 overflows the limit the chain lowers the limit there and solves again (AutoTM's loop,
-:mod:`tmsim.planners.milp.chain`). ``old`` lays out with first fit, best fit and first fit by
-start alone (:func:`~tmsim.plans.layout.overflow_bytes` with ``node_limit=0``); ``new`` adds
-the search of :mod:`tmsim.plans.packing` when none of them fits, with its default node limit.
+:mod:`tmsim.planners.milp.chain.plan`). ``old`` lays out with first fit, best fit and first fit by
+start alone (:func:`~tmsim.layout.fast_tier.overflow_bytes` with ``node_limit=0``); ``new`` adds
+the search of :mod:`tmsim.layout.packing` when none of them fits, with its default node limit.
 Both run side by side on the same chains.
 
 Sets: ``conventional`` (the AutoTM paper's conventional workloads on ``cascadelake-optane``
@@ -42,16 +42,16 @@ from experiments.common import CONVENTIONAL, GPU_WORKLOADS
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.errors import TmsimError
+from tmsim.layout.fast_tier import overflow_bytes
 from tmsim.planners import PlanSettings
-from tmsim.planners.milp import chain
-from tmsim.plans.layout import overflow_bytes
+from tmsim.planners.milp.chain import plan as chain
 from tmsim.plans.values import Plan
 from tmsim.workload.graph import Graph
 from tmsim.workload.zoo import training_graph_of
 
 RATIOS = ("1:1", "4:1", "8:1")
 #: The layouts compared: search nodes allowed after the heuristics (None: the default, up to
-#: :data:`tmsim.plans.memory.NODES_PER_BUFFER` per buffer).
+#: :data:`tmsim.layout.addresses.NODES_PER_BUFFER` per buffer).
 LAYOUTS: dict[str, int | None] = {"old": 0, "new": None}
 
 

@@ -37,7 +37,7 @@ from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.errors import TmsimError
 from tmsim.planners import PlanSettings
-from tmsim.planners.milp.chain import plan_milp, plan_milp_chain
+from tmsim.planners.milp.chain.plan import plan_milp, plan_milp_chain
 from tmsim.workload.graph import Graph
 from tmsim.workload.training import training_graph
 from tmsim.workload.zoo import training_graph_of

@@ -20,7 +20,7 @@ from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.planners import PlanSettings, plan
-from tmsim.planners.milp.build import catalogue_of
+from tmsim.planners.milp.formulation.build import catalogue_of
 from tmsim.workload.zoo import training_graph_of
 
 MODEL, BATCH = "resnet50", 64

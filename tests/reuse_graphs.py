@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 from hypothesis import strategies as st
 
-from tmsim.plans.reuse import InPlace
+from tmsim.layout.reuse import InPlace
 from tmsim.workload.graph import PERSISTENT_ROLES, Graph, Kernel, Phase, Role, Tensor
 
 F, B, U = Phase.FORWARD, Phase.BACKWARD, Phase.UPDATE

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from tmsim.plans import memory
-from tmsim.plans.arena import KernelArena, ScanArena, arena_for
-from tmsim.plans.memory import Strategy, plan_memory
+from tmsim.layout import addresses as memory
+from tmsim.layout.addresses import Strategy, plan_memory
+from tmsim.layout.arena import KernelArena, ScanArena, arena_for
 
 buffers = st.lists(
     st.tuples(

@@ -30,7 +30,7 @@ from tmsim.cost import BesideCosts, CostModel, IndexMove, step_time_s
 from tmsim.errors import TmsimError
 from tmsim.levels import InterferenceLevel
 from tmsim.planners import PlanSettings, plan
-from tmsim.planners.milp import chain
+from tmsim.planners.milp.chain import plan as chain
 from tmsim.plans.validate import validate
 from tmsim.plans.values import Plan
 from tmsim.sim import replay

@@ -16,8 +16,8 @@ from tmsim.cli.main import main
 from tmsim.comparison import CompareSettings, Row, compare, rows_frame
 from tmsim.errors import TmsimError
 from tmsim.planners import PlanSettings
-from tmsim.planners.milp.chain import plan_milp, plan_milp_chain
-from tmsim.planners.milp.gadgets import Formulation
+from tmsim.planners.milp.chain.plan import plan_milp, plan_milp_chain
+from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.results import read_table
 from tmsim.strategies import applicable, compared_by_default
 from tmsim.workload.zoo import training_graph_of

@@ -13,9 +13,9 @@ from tiny_graphs import MB, tiny_step
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
-from tmsim.planners.milp.build import build_model
-from tmsim.planners.milp.chain import plan_milp
-from tmsim.planners.milp.gadgets import Formulation
+from tmsim.planners.milp.chain.plan import plan_milp
+from tmsim.planners.milp.formulation.build import build_model
+from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.settings import PlanSettings
 
 CPU = load_preset("cascadelake-optane")

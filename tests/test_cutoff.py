@@ -18,14 +18,14 @@ from test_highs_run import _knapsack_problem, items
 from test_recompute import chain
 
 import tmsim
-import tmsim.planners.milp.chain as chain_module
+import tmsim.planners.milp.chain.plan as chain_module
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
-from tmsim.planners.milp.chain import plan_milp_chain
-from tmsim.planners.milp.gadgets import Formulation
-from tmsim.planners.milp.highs import CUT_OFF, run_highs
-from tmsim.planners.milp.nesting import cutoff_s
+from tmsim.planners.milp.chain.nesting import cutoff_s
+from tmsim.planners.milp.chain.plan import plan_milp_chain
+from tmsim.planners.milp.formulation.gadgets import Formulation
+from tmsim.planners.milp.solver.driver import CUT_OFF, run_highs
 from tmsim.planners.settings import PlanSettings
 
 

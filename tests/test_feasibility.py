@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tmsim.planners.milp import highs
-from tmsim.planners.milp.feasibility import first_point
-from tmsim.planners.milp.highs_model import compile_problem
+from tmsim.planners.milp.solver import driver as highs
+from tmsim.planners.milp.solver.compiled import compile_problem
+from tmsim.planners.milp.solver.feasibility import first_point
 
 rows = st.lists(
     st.tuples(st.lists(st.integers(-3, 3), min_size=4, max_size=4), st.integers(-4, 6)),

@@ -335,7 +335,7 @@ def test_every_residency_of_a_static_plan_is_needed(g: Graph, data: st.DataObjec
 def test_milp_start_placement_is_the_better_heuristic_plan(g: Graph, fraction: float) -> None:
     # the MILP's static start places tensors by index, without building the two plans;
     # it must be the placement of whichever plan predicts less time (greedy on a tie)
-    from tmsim.planners.milp.starts import best_heuristic_tiers
+    from tmsim.planners.milp.chain.starts import best_heuristic_tiers
 
     limit = max(1, int(g.peak_live_bytes * fraction))
     opts = PlanSettings(capacity=Capacity.of_bytes(limit))

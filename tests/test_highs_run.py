@@ -18,9 +18,9 @@ from tiny_graphs import tiny_graphs
 from hwmodels.presets import load_preset
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
-from tmsim.planners.milp.build import build_model
-from tmsim.planners.milp.gadgets import Formulation
-from tmsim.planners.milp.highs import NODE_LIMIT, TIME_LIMIT, _status, run_highs
+from tmsim.planners.milp.formulation.build import build_model
+from tmsim.planners.milp.formulation.gadgets import Formulation
+from tmsim.planners.milp.solver.driver import NODE_LIMIT, TIME_LIMIT, _status, run_highs
 from tmsim.workload.graph import Graph
 
 
@@ -181,7 +181,7 @@ def test_a_milp_plan_carries_its_progress_and_keeps_it_through_json() -> None:
     from hwmodels.presets import load_preset
     from tmsim.capacity import Capacity
     from tmsim.planners.heuristics import plan_all_fast
-    from tmsim.planners.milp.chain import plan_milp
+    from tmsim.planners.milp.chain.plan import plan_milp
     from tmsim.planners.settings import PlanSettings
     from tmsim.plans.files import plan_from_dict, plan_to_dict
     from tmsim.workload.identity import identity_of
@@ -224,7 +224,7 @@ def test_an_lp_beyond_its_iteration_budget_is_left_to_the_branch_and_bound() -> 
 
     from hwmodels.presets import load_preset
     from tmsim.capacity import Capacity
-    from tmsim.planners.milp.chain import plan_milp
+    from tmsim.planners.milp.chain.plan import plan_milp
     from tmsim.planners.settings import PlanSettings
 
     graph, platform = spill_step(), load_preset("cascadelake-optane")
@@ -286,8 +286,8 @@ def test_a_rens_point_within_the_gap_of_the_lp_ends_a_solve_without_a_start() ->
 
 
 def test_rens_leaves_a_neighbourhood_alone_that_frees_most_binaries() -> None:
-    from tmsim.planners.milp.neighbourhood import RENS_MAX_FREE
-    from tmsim.planners.milp.neighbourhood import fixed_bounds as _fixed
+    from tmsim.planners.milp.solver.neighbourhood import RENS_MAX_FREE
+    from tmsim.planners.milp.solver.neighbourhood import fixed_bounds as _fixed
 
     data = np.arange(4)
     bounds = (np.zeros(5), np.ones(5))
@@ -399,7 +399,7 @@ def test_a_start_within_the_lps_gap_but_not_the_known_bounds_does_not_end_the_so
 def test_an_interior_point_root_gives_the_optimum_simplex_gives(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import tmsim.planners.milp.highs_run as highs_run
+    import tmsim.planners.milp.solver.instance as highs_run
 
     rng = np.random.default_rng(13)
     weights = rng.integers(10, 60, (3, 80))
@@ -448,8 +448,8 @@ def test_the_lp_from_the_zero_point_has_the_lps_optimum(
     the one presolve and dual simplex find and the one cvxpy finds for the relaxed model."""
     import highspy
 
-    from tmsim.planners.milp.highs_model import compile_problem, objective_shift
-    from tmsim.planners.milp.highs_run import run_model
+    from tmsim.planners.milp.solver.compiled import compile_problem, objective_shift
+    from tmsim.planners.milp.solver.instance import run_model
 
     cost = CostModel(graph, load_preset("cascadelake-optane"))
     limits = np.full(len(graph.kernels), max(1, int(graph.peak_live_bytes * share)))
@@ -485,8 +485,8 @@ def test_the_lp_from_the_zero_point_perturbs_its_costs_more(
 ) -> None:
     import highspy
 
-    from tmsim.planners.milp.highs_model import compile_problem
-    from tmsim.planners.milp.highs_run import ZERO_POINT_PERTURBATION, run_model
+    from tmsim.planners.milp.solver.compiled import compile_problem
+    from tmsim.planners.milp.solver.instance import ZERO_POINT_PERTURBATION, run_model
 
     x = cp.Variable(3, boolean=True)
     problem = cp.Problem(cp.Minimize(x[0] + 2 * x[1] + 3 * x[2]), [cp.sum(x) >= 2])
@@ -505,9 +505,9 @@ def test_phase_4_runs_without_highs_own_searches_near_the_bound_and_the_caller_w
     within ``NEAR_GAPS`` gaps of the LP's bound (every point in the first case), with them
     where it is farther (every point above the bound in the second). The knapsack's optimum
     is an integer of four digits, so both gaps prove it."""
-    import tmsim.planners.milp.highs as highs_module
-    import tmsim.planners.milp.neighbourhood as neighbourhood_module
-    from tmsim.planners.milp.phases import AFTER_NEIGHBOURHOODS
+    import tmsim.planners.milp.solver.driver as highs_module
+    import tmsim.planners.milp.solver.neighbourhood as neighbourhood_module
+    from tmsim.planners.milp.solver.phases import AFTER_NEIGHBOURHOODS
 
     monkeypatch.setattr(highs_module, "NEAR_GAPS", near_gaps)
 
@@ -517,7 +517,7 @@ def test_phase_4_runs_without_highs_own_searches_near_the_bound_and_the_caller_w
     x = cp.Variable(50, boolean=True)
     problem = cp.Problem(cp.Minimize(-(values @ x)), [weights @ x <= int(0.4 * weights.sum())])
     seen: list[tuple[bool, int, dict[str, object]]] = []
-    from tmsim.planners.milp.highs_run import run_model as real
+    from tmsim.planners.milp.solver.instance import run_model as real
 
     def spy(highspy: Any, lp: Any, options: Mapping[str, Any], *args: Any, **kw: Any) -> Any:
         relax = bool(args[2]) if len(args) > 2 else bool(kw.get("relax", False))

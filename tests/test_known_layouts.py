@@ -13,15 +13,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_graph_properties import graphs
 
-import tmsim.plans.layout as layout_module
+import tmsim.layout.fast_tier as layout_module
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.errors import TmsimError
-from tmsim.planners.milp.chain import plan_milp
-from tmsim.planners.milp.gadgets import Formulation
-from tmsim.planners.milp.starts import static_tiers
-from tmsim.planners.settings import PlanSettings
-from tmsim.plans.layout import (
+from tmsim.layout.addresses import (
+    Layout,
+    Strategy,
+    check_layout,
+    fit_below,
+    fit_memory,
+    plan_memory,
+)
+from tmsim.layout.fast_tier import (
     fast_buffers,
     fast_keys,
     fast_layout,
@@ -29,7 +33,10 @@ from tmsim.plans.layout import (
     laid_out_overflow_bytes,
     overflow_bytes,
 )
-from tmsim.plans.memory import Layout, Strategy, check_layout, fit_below, fit_memory, plan_memory
+from tmsim.planners.milp.chain.plan import plan_milp
+from tmsim.planners.milp.chain.starts import static_tiers
+from tmsim.planners.milp.formulation.gadgets import Formulation
+from tmsim.planners.settings import PlanSettings
 from tmsim.plans.validate import validate
 from tmsim.profiles import cost_model
 from tmsim.workload.graph import Graph

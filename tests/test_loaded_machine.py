@@ -16,7 +16,7 @@ import pytest
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.planners import PlanSettings
-from tmsim.planners.milp.chain import plan_milp_chain
+from tmsim.planners.milp.chain.plan import plan_milp_chain
 from tmsim.plans.values import Plan
 from tmsim.workload.zoo import training_graph_of
 

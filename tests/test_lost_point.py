@@ -13,9 +13,9 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
-import tmsim.planners.milp.highs as highs_module
-from tmsim.planners.milp.highs import run_highs
-from tmsim.planners.milp.highs_run import lost_its_point, run_model, solution_value
+import tmsim.planners.milp.solver.driver as highs_module
+from tmsim.planners.milp.solver.driver import run_highs
+from tmsim.planners.milp.solver.instance import lost_its_point, run_model, solution_value
 
 
 class _Shown:
@@ -130,9 +130,9 @@ def test_a_sub_mip_that_lost_its_point_is_run_again_without_the_start(
     better (the optimum), else the start's."""
     import highspy
 
-    import tmsim.planners.milp.neighbourhood as neighbourhood_module
-    from tmsim.planners.milp.highs_model import compile_problem
-    from tmsim.planners.milp.neighbourhood import search
+    import tmsim.planners.milp.solver.neighbourhood as neighbourhood_module
+    from tmsim.planners.milp.solver.compiled import compile_problem
+    from tmsim.planners.milp.solver.neighbourhood import search
 
     problem, _, best = _knapsack()
     compiled = compile_problem(highspy, problem)

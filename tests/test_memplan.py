@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tmsim.errors import TmsimError
-from tmsim.plans.memory import Layout, Strategy, check_layout, plan_memory
+from tmsim.layout.addresses import Layout, Strategy, check_layout, plan_memory
 from tmsim.workload.zoo import training_graph_of
 
 

@@ -19,7 +19,7 @@ from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
 from tmsim.errors import InfeasibleError, TmsimError
 from tmsim.planners.heuristics import plan_all_fast
-from tmsim.planners.milp.chain import plan_milp
+from tmsim.planners.milp.chain.plan import plan_milp
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.validate import validate
 from tmsim.sim import replay
@@ -96,9 +96,9 @@ def test_milp_matches_exhaustive_search_on_random_graphs(
 
 def test_static_start_reproduces_the_heuristic_it_comes_from() -> None:
     from tmsim.planners.heuristics import plan_greedy
-    from tmsim.planners.milp.build import build_model
-    from tmsim.planners.milp.gadgets import Formulation
-    from tmsim.planners.milp.starts import best_heuristic_tiers, static_start
+    from tmsim.planners.milp.chain.starts import best_heuristic_tiers, static_start
+    from tmsim.planners.milp.formulation.build import build_model
+    from tmsim.planners.milp.formulation.gadgets import Formulation
 
     graph = tiny_step()
     plat = load_preset("cascadelake-optane")
@@ -247,7 +247,7 @@ def test_static_needs_no_copy_path() -> None:
 
 
 def test_named_planners_are_the_formulations() -> None:
-    from tmsim.planners.milp.chain import plan_async, plan_static, plan_sync
+    from tmsim.planners.milp.chain.plan import plan_async, plan_static, plan_sync
 
     plat = load_preset("cascadelake-optane")
     opts = PlanSettings(capacity=Capacity.of_bytes(60 * MB), gap=1e-9, window=1)
@@ -264,7 +264,7 @@ def test_layout_loop_cuts_the_peak_when_cutting_limits_does_not_help() -> None:
     190 KB at kernels where the plan holds 11 MB less than its limit, so lowering the limit
     there changes nothing and the loop used to spend all ten rounds and fall back to static
     (0.968 s). Cutting the plan's peak instead lays it out in the third round."""
-    from tmsim.plans.layout import overflow_bytes
+    from tmsim.layout.fast_tier import overflow_bytes
     from tmsim.workload.zoo import training_graph_of
 
     graph = training_graph_of("inception_v4", 16)
@@ -280,7 +280,7 @@ def test_layout_loop_cuts_the_peak_when_cutting_limits_does_not_help() -> None:
 
 def test_the_highs_path_refuses_untested_cvxpy_internals() -> None:
     from tmsim.errors import TmsimError
-    from tmsim.planners.milp.highs_model import check_cvxpy_version
+    from tmsim.planners.milp.solver.compiled import check_cvxpy_version
 
     check_cvxpy_version()  # what the suite runs with is tested
     check_cvxpy_version("1.9.0")
@@ -324,7 +324,7 @@ def test_a_gpu_plan_does_not_warm_up_from_a_static_solve_that_cannot_fit(
 ) -> None:
     """Nothing fits statically: the sync solve starts cold at once, as the chain does, instead
     of laying out the static start (every used tensor on the device) round after round."""
-    import tmsim.planners.milp.chain as chain
+    import tmsim.planners.milp.chain.plan as chain
 
     laid_out: list[int] = []
     original = chain.laid_out_overflow_bytes
@@ -350,8 +350,8 @@ def _scripted_rounds(
     ``r`` (from 1) the plan holding ``held`` bytes per kernel overflows ``limit`` by
     ``overflow_at(r, held, limit)`` bytes where it holds the most, or nowhere for None. Each
     round's (limits, plan's bytes per kernel), the fast limit and the loop's slack."""
-    import tmsim.planners.milp.chain as chain
-    from tmsim.plans.layout import resident_bytes
+    import tmsim.planners.milp.chain.plan as chain
+    from tmsim.layout.fast_tier import resident_bytes
     from tmsim.workload.zoo import training_graph_of
 
     graph = training_graph_of("vgg19", 1)
@@ -440,11 +440,11 @@ def test_a_solve_again_under_lowered_limits_starts_from_the_last_lp_basis(
     formulation's layout round lowers the limits below the smaller one's plan, the smaller one
     is solved again from that basis, in fewer simplex iterations than from none (here the
     limits are not lowered, so the basis is the LP's optimum)."""
-    import tmsim.planners.milp.handover as handover
-    from tmsim.planners.milp.chain import _plan
-    from tmsim.planners.milp.gadgets import Formulation
-    from tmsim.planners.milp.preflight import first_memo, setup
-    from tmsim.planners.milp.solve import solve_within
+    import tmsim.planners.milp.chain.handover as handover
+    from tmsim.planners.milp.chain.plan import _plan
+    from tmsim.planners.milp.chain.preflight import first_memo, setup
+    from tmsim.planners.milp.chain.solve import solve_within
+    from tmsim.planners.milp.formulation.gadgets import Formulation
     from tmsim.profiles import cost_model
     from tmsim.workload.zoo import training_graph_of
 

@@ -13,10 +13,10 @@ from tiny_graphs import MB, spill_step, tiny_graphs
 from hwmodels.platform import Platform
 from hwmodels.presets import load_preset
 from tmsim.cost import CostModel
-from tmsim.planners.milp.build import Model, build_model
-from tmsim.planners.milp.gadgets import Formulation
-from tmsim.planners.milp.overlap import _Search, overlap_copies
-from tmsim.planners.milp.starts import lift
+from tmsim.planners.milp.chain.overlap import _Search, overlap_copies
+from tmsim.planners.milp.chain.starts import lift
+from tmsim.planners.milp.formulation.build import Model, build_model
+from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.workload.graph import Graph
 
 

@@ -1,4 +1,4 @@
-"""The compact form of the asynchronous MILP (tmsim.planners.milp.gaps): window kernels as
+"""The compact form of the asynchronous MILP (tmsim.planners.milp.formulation.windows): window kernels as
 copy events between a tensor's uses. It must have the general form's optimum (both solved
 exactly on tiny graphs, and its LP relaxation the same) with far fewer variables."""
 
@@ -15,10 +15,10 @@ from tiny_graphs import MB, spill_step, tiny_graphs
 from hwmodels.platform import Platform
 from hwmodels.presets import load_preset
 from tmsim.cost import CostModel
-from tmsim.planners.milp.build import Model, build_model
-from tmsim.planners.milp.gadgets import Formulation, GadgetKind, Gadgets
-from tmsim.planners.milp.gaps import Events, gaps_of, is_compact, order_key
-from tmsim.planners.milp.states import Kind, build_catalogue, is_prefetch
+from tmsim.planners.milp.formulation.build import Model, build_model
+from tmsim.planners.milp.formulation.gadgets import Formulation, GadgetKind, Gadgets
+from tmsim.planners.milp.formulation.states import Kind, build_catalogue, is_prefetch
+from tmsim.planners.milp.formulation.windows import Events, gaps_of, is_compact, order_key
 from tmsim.workload.graph import Graph
 
 

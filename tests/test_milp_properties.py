@@ -15,7 +15,7 @@ from test_graph_properties import graphs
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.planners.heuristics import plan_all_fast, plan_first_touch, plan_greedy
-from tmsim.planners.milp.chain import plan_milp
+from tmsim.planners.milp.chain.plan import plan_milp
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.validate import validate
 from tmsim.workload.graph import Graph
@@ -114,7 +114,7 @@ def _zoo_plans(platform, formulations, time_limit_s: float) -> None:  # type: ig
 
 
 def test_layout_loop_leaves_a_plan_that_lays_out() -> None:
-    from tmsim.plans.layout import fast_layout, overflow_bytes
+    from tmsim.layout.fast_tier import fast_layout, overflow_bytes
     from tmsim.workload.zoo import training_graph_of
 
     graph = training_graph_of("densenet121", 2)

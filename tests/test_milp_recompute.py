@@ -1,4 +1,4 @@
-"""The placement MILP that also recomputes (tmsim.planners.milp.recompute): where it may make a
+"""The placement MILP that also recomputes (tmsim.planners.milp.formulation.recompute): where it may make a
 tensor again, ``remat`` against exhaustive search, the joint formulations containing both
 movement alone and recomputation alone, and their plans through the validator and replay."""
 
@@ -19,10 +19,10 @@ from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
-from tmsim.planners.milp.build import build_model
-from tmsim.planners.milp.candidates import recomputable
-from tmsim.planners.milp.chain import plan_milp, plan_milp_chain
-from tmsim.planners.milp.gadgets import Formulation
+from tmsim.planners.milp.chain.plan import plan_milp, plan_milp_chain
+from tmsim.planners.milp.formulation.build import build_model
+from tmsim.planners.milp.formulation.candidates import recomputable
+from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.settings import PlanSettings
 from tmsim.sim import replay
 from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor

@@ -17,8 +17,8 @@ from hwmodels.platform import Platform
 from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
 from tmsim.errors import InfeasibleError
-from tmsim.planners.milp.chain import plan_milp
-from tmsim.planners.milp.states import Kind, build_catalogue
+from tmsim.planners.milp.chain.plan import plan_milp
+from tmsim.planners.milp.formulation.states import Kind, build_catalogue
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.validate import validate
 from tmsim.sim import replay

@@ -12,8 +12,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tmsim.planners.milp.highs_model import compile_problem
-from tmsim.planners.milp.neighbourhood import fixed_bounds, restrict
+from tmsim.planners.milp.solver.compiled import compile_problem
+from tmsim.planners.milp.solver.neighbourhood import fixed_bounds, restrict
 
 
 def _solve(lp: object) -> tuple[str, float, np.ndarray]:

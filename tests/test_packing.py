@@ -11,17 +11,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import tmsim.plans.layout as layout_module
+import tmsim.layout.fast_tier as layout_module
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.errors import TmsimError
 from tmsim.intervals import occupancy
+from tmsim.layout.addresses import SMALLEST_OF, Strategy, check_layout, fit_memory, plan_memory
+from tmsim.layout.fast_tier import fast_buffers, fast_layout, overflow_bytes
+from tmsim.layout.packing import fit
+from tmsim.layout.sections import NONE, cover_min, span_max, span_sums
 from tmsim.planners import PlanSettings
-from tmsim.planners.milp import chain
-from tmsim.plans.layout import fast_buffers, fast_layout, overflow_bytes
-from tmsim.plans.memory import SMALLEST_OF, Strategy, check_layout, fit_memory, plan_memory
-from tmsim.plans.packing import fit
-from tmsim.plans.sections import NONE, cover_min, span_max, span_sums
+from tmsim.planners.milp.chain import plan as chain
 from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
 from tmsim.workload.zoo import training_graph_of
 
@@ -270,7 +270,7 @@ def test_section_sums_maxima_and_minima(spans: list[tuple[int, int, int]]) -> No
 def test_floor_log2_is_exact_on_either_side_of_float_precision(
     values: list[int], shift: int
 ) -> None:
-    from tmsim.plans.sections import floor_log2
+    from tmsim.layout.sections import floor_log2
 
     # around powers of two, where a rounded logarithm would be off by one
     near = [max(1, (1 << shift) + d) for d in (-1, 0, 1)]

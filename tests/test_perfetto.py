@@ -15,8 +15,8 @@ import pytest
 import tmsim
 from tmsim.cli.main import main
 from tmsim.errors import TmsimError
+from tmsim.layout.fast_tier import resident_bytes
 from tmsim.planners import PlanSettings, plan
-from tmsim.plans.layout import resident_bytes
 from tmsim.sim import replay
 from tmsim.sim.perfetto import (
     COMPUTE_PID,

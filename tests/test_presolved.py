@@ -18,17 +18,17 @@ from hypothesis import strategies as st
 from milp_brute import brute_force
 from tiny_graphs import MB, tiny_graphs, tiny_step
 
-import tmsim.planners.milp.highs as highs_module
+import tmsim.planners.milp.solver.driver as highs_module
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
 from tmsim.errors import InfeasibleError
-from tmsim.planners.milp.chain import plan_milp
-from tmsim.planners.milp.highs import run_highs
-from tmsim.planners.milp.highs_model import compile_problem
-from tmsim.planners.milp.highs_run import configured, run_model
-from tmsim.planners.milp.presolved import presolved_relaxation
-from tmsim.planners.milp.solve import presolves_lp
+from tmsim.planners.milp.chain.plan import plan_milp
+from tmsim.planners.milp.chain.solve import presolves_lp
+from tmsim.planners.milp.solver.compiled import compile_problem
+from tmsim.planners.milp.solver.driver import run_highs
+from tmsim.planners.milp.solver.instance import configured, run_model
+from tmsim.planners.milp.solver.presolved import presolved_relaxation
 from tmsim.planners.settings import PlanSettings
 from tmsim.workload.graph import Graph
 

@@ -28,10 +28,10 @@ from tmsim.cost import CostModel, IndexMove, step_time_s
 from tmsim.errors import TmsimError
 from tmsim.levels import InterferenceLevel
 from tmsim.planners import PlanSettings, plan
-from tmsim.planners.milp.build import build_model
-from tmsim.planners.milp.gadgets import Formulation
-from tmsim.planners.milp.solve import fits, solve, solver_options
-from tmsim.planners.milp.starts import static_start
+from tmsim.planners.milp.chain.solve import fits, solve, solver_options
+from tmsim.planners.milp.chain.starts import static_start
+from tmsim.planners.milp.formulation.build import build_model
+from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.plans.validate import validate
 from tmsim.profiles import cost_model, read_profile
 from tmsim.sim import replay

@@ -17,10 +17,10 @@ import tmsim
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
-from tmsim.planners.milp.build import build_model
-from tmsim.planners.milp.gadgets import Formulation
-from tmsim.planners.milp.rebound import FirstRound, raised_bound
-from tmsim.planners.milp.solve import solve, solver_options
+from tmsim.planners.milp.chain.rebound import FirstRound, raised_bound
+from tmsim.planners.milp.chain.solve import solve, solver_options
+from tmsim.planners.milp.formulation.build import build_model
+from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.settings import PlanSettings
 from tmsim.workload.graph import Graph
 

@@ -1,4 +1,4 @@
-"""Memory reuse (tmsim.plans.reuse): the lecture's example by hand, closed forms on chains,
+"""Memory reuse (tmsim.layout.reuse): the lecture's example by hand, closed forms on chains,
 the in-place rules one by one, the zoo's steps, and properties of random steps: the bounds in
 order, every pool at or above its bound, no better than a brute-force optimum and laid out so
 that the step runs on its addresses, and in-place writes lowering live bytes only where they
@@ -22,8 +22,8 @@ from reuse_graphs import (
 import tmsim
 from tmsim.errors import TmsimError
 from tmsim.intervals import occupancy
-from tmsim.plans.memory import SMALLEST_OF, plan_memory
-from tmsim.plans.reuse import (
+from tmsim.layout.addresses import SMALLEST_OF, plan_memory
+from tmsim.layout.reuse import (
     IN_PLACE_RULES,
     InPlace,
     Scheme,
@@ -31,7 +31,7 @@ from tmsim.plans.reuse import (
     memory_reuse,
     transient_buffers,
 )
-from tmsim.plans.tags import plan_tags
+from tmsim.layout.tags import plan_tags
 from tmsim.workload.graph import PERSISTENT_ROLES, Graph, Kernel, Phase, Role, Tensor
 from tmsim.workload.zoo import MODELS as CNN_MODELS
 

@@ -1,4 +1,4 @@
-"""The roofline's cut (:func:`tmsim.planners.milp.rows.memory_cut_rows`): valid at every
+"""The roofline's cut (:func:`tmsim.planners.milp.formulation.kernel_rows.memory_cut_rows`): valid at every
 placement, so the kernel costs and the optimum stay as they were, and it lifts the LP
 relaxation where an integer placement's compute cannot hide a slow operand that a fraction
 of it could."""
@@ -16,9 +16,9 @@ from tiny_graphs import MB, tiny_graphs
 from hwmodels.platform import Platform
 from hwmodels.presets import load_preset
 from tmsim.cost import CostModel
-from tmsim.planners.milp.build import build_model
-from tmsim.planners.milp.gadgets import Formulation
-from tmsim.planners.milp.starts import static_start
+from tmsim.planners.milp.chain.starts import static_start
+from tmsim.planners.milp.formulation.build import build_model
+from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.workload.graph import Graph, Kernel, Phase, Role, Tensor
 
 F = Phase.FORWARD

@@ -16,8 +16,8 @@ from tmsim.capacity import Capacity
 from tmsim.comparison import CompareSettings, Replays, Row, compare
 from tmsim.errors import TmsimError
 from tmsim.planners import PlanSettings
-from tmsim.planners.milp.gadgets import Formulation
-from tmsim.planners.milp.schedule import Memo, contained, solve_chains
+from tmsim.planners.milp.chain.schedule import Memo, contained, solve_chains
+from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.plans.values import Plan
 from tmsim.workload.zoo import training_graph_of
 
@@ -210,7 +210,7 @@ def test_making_highs_instances_on_two_threads_leaves_stdout_where_it_was() -> N
 
     import highspy
 
-    from tmsim.planners.milp.highs_model import new_highs
+    from tmsim.planners.milp.solver.compiled import new_highs
 
     before = os.fstat(1)
 

@@ -1,4 +1,4 @@
-"""The lecture's memory planning algorithm (tmsim.plans.tags): its steps on the lecture's
+"""The lecture's memory planning algorithm (tmsim.layout.tags): its steps on the lecture's
 example, NNVM's choice of a free tag case by case, a plain re-implementation that must agree
 on random buffers, and properties: tags never shared by buffers live together, each as large
 as the largest buffer it held, the sum between the peak of live bytes and no reuse at all,
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tmsim.errors import TmsimError
 from tmsim.intervals import occupancy
-from tmsim.plans.tags import DEFAULT_MATCH_RANGE, plan_tags
+from tmsim.layout.tags import DEFAULT_MATCH_RANGE, plan_tags
 
 
 def test_the_lecture_steps() -> None:

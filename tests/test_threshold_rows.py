@@ -1,4 +1,4 @@
-"""The copy rows' thresholds (:func:`tmsim.planners.milp.rows.threshold_rows`): every row
+"""The copy rows' thresholds (:func:`tmsim.planners.milp.formulation.kernel_rows.threshold_rows`): every row
 holds at every set of copies beside a kernel (brute force over the sets), they are stronger
 than the two copy rows at a fractional point where a short copy sits beside part of a long
 one, and the asynchronous optimum stays what exhaustive search finds (the tests of the
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import tmsim.planners.milp.rows as rows_module
-from tmsim.planners.milp.copies import Copies
-from tmsim.planners.milp.rows import copy_rows, threshold_rows
+import tmsim.planners.milp.formulation.kernel_rows as rows_module
+from tmsim.planners.milp.formulation.copies import Copies
+from tmsim.planners.milp.formulation.kernel_rows import copy_rows, threshold_rows
 
 
 def _values(rows: list[tuple[np.ndarray, object]], x: np.ndarray) -> np.ndarray:

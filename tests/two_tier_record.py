@@ -22,9 +22,9 @@ the compact form stopped letting a fetch read a slow copy a write-drop beside th
 was still making (the asynchronous problems changed), and when the MILP gained clique rows
 for tensors too large to share the fastest tier (the problems of the VGG19 Optane case
 changed; none of its plans or times did), and when every kernel gained the roofline's cut
-(:func:`tmsim.planners.milp.rows.memory_cut_rows`: every MILP problem changed, its optimum not,
+(:func:`tmsim.planners.milp.formulation.kernel_rows.memory_cut_rows`: every MILP problem changed, its optimum not,
 as exhaustive search checks; a solve stopped at the gap may pick another plan within it),
-and when the copy rows gained their thresholds (:func:`tmsim.planners.milp.rows.
+and when the copy rows gained their thresholds (:func:`tmsim.planners.milp.formulation.kernel_rows.
 threshold_rows`: the asynchronous problems changed, their optimum not, as exhaustive search
 checks; a solve stopped at the gap may pick another plan within it), and when a HiGHS run
 whose solution was not the point it reported began to run again without its start (the
@@ -62,8 +62,8 @@ from tmsim.comparison import CompareSettings, compare
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.planners import PLANNERS, PlanSettings, plan
-from tmsim.planners.milp.build import build_model
-from tmsim.planners.milp.gadgets import Formulation
+from tmsim.planners.milp.formulation.build import build_model
+from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.plans.values import Plan
 from tmsim.sim import replay
 from tmsim.workload.graph import Graph

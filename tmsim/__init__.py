@@ -83,7 +83,7 @@ _SOURCES: dict[str, str] = {
     "InterferenceLevel": "tmsim.levels",
     "TmsimError": "tmsim.errors",
     "memory_reuse": "tmsim.api.memory",
-    "MemoryReuse": "tmsim.plans.reuse",
+    "MemoryReuse": "tmsim.layout.reuse",
     "read_profile": "tmsim.api.measured",
     "Profile": "tmsim.api.measured",
     "StepEnergy": "tmsim.energy",
@@ -151,9 +151,9 @@ if TYPE_CHECKING:
     from tmsim.capacity import Capacity
     from tmsim.energy import StepEnergy
     from tmsim.errors import TmsimError
+    from tmsim.layout.reuse import MemoryReuse
     from tmsim.levels import InterferenceLevel
     from tmsim.planners.settings import PlanSettings
-    from tmsim.plans.reuse import MemoryReuse
     from tmsim.plans.validate import Validation
     from tmsim.plans.values import Plan
     from tmsim.strategies import STRATEGIES, Strategy

@@ -4,7 +4,7 @@ consumer is the last user, with the sharing of dead buffers, and with both.
 
 :func:`memory_reuse` gives, for each of the four schemes, the liveness lower bound, the pool
 of each static allocator and the memory of the lecture's own tag algorithm, as a
-:class:`~tmsim.plans.reuse.MemoryReuse` (:mod:`tmsim.plans.reuse` says what counts: weights
+:class:`~tmsim.layout.reuse.MemoryReuse` (:mod:`tmsim.layout.reuse` says what counts: weights
 and optimizer state in a region of their own in every scheme, every size aligned).
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from tmsim.api.inputs import expect
 from tmsim.errors import TmsimError
-from tmsim.plans.memory import DEFAULT_ALIGNMENT_BYTES
-from tmsim.plans.reuse import MemoryReuse
-from tmsim.plans.reuse import memory_reuse as plan_reuse
+from tmsim.layout.addresses import DEFAULT_ALIGNMENT_BYTES
+from tmsim.layout.reuse import MemoryReuse
+from tmsim.layout.reuse import memory_reuse as plan_reuse
 from tmsim.workload.graph import Graph
 
 

@@ -28,8 +28,7 @@ from tmsim.energy import StepEnergy, step_energy
 from tmsim.errors import TmsimError
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel, parse_level
 from tmsim.planners import plan as run_planner
-from tmsim.planners.milp.chain import plan_milp_chain
-from tmsim.planners.milp.gadgets import Formulation
+from tmsim.planners.milp import Formulation, plan_milp_chain
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.validate import Validation
 from tmsim.plans.validate import validate as validate_plan

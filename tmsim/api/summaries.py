@@ -15,7 +15,7 @@ from tmsim.api.measured import plan_costs, recorded_profile
 from tmsim.api.runs import check_inputs
 from tmsim.capacity import resolve_fast_limit
 from tmsim.errors import TmsimError
-from tmsim.plans.layout import fast_layout
+from tmsim.layout.fast_tier import fast_layout
 from tmsim.plans.validate import Validation
 from tmsim.plans.values import Plan
 from tmsim.workload.graph import Graph

@@ -26,7 +26,7 @@ from tmsim.comparison import CompareSettings, Replays, Row, plan_row, rows_frame
 from tmsim.comparison import compare as compare_rows
 from tmsim.errors import TmsimError
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel, parse_level
-from tmsim.planners.milp.schedule import CHAIN_WORKERS
+from tmsim.planners.milp import CHAIN_WORKERS
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import Plan
 from tmsim.results import provenance

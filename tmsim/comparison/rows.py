@@ -12,7 +12,7 @@ import pandas as pd
 
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
 from tmsim.planners import PlanSettings
-from tmsim.planners.milp.schedule import CHAIN_WORKERS
+from tmsim.planners.milp import CHAIN_WORKERS
 from tmsim.plans.values import Plan
 from tmsim.sim.firsttouch.pages import DEFAULT_PAGE_BYTES
 from tmsim.sim.trace import Trace
@@ -39,7 +39,7 @@ class CompareSettings:
     ``first-touch-pages`` (default 4 KiB, :data:`tmsim.sim.firsttouch.DEFAULT_PAGE_BYTES`);
     ``workers``: threads the comparison runs on (1: one after the other): the MILP chain runs
     beside the other strategies, and its formulations that do not contain each other at once
-    (:mod:`tmsim.planners.milp.schedule`); the rows do not depend on it unless a wall-clock
+    (:mod:`tmsim.planners.milp.chain.schedule`); the rows do not depend on it unless a wall-clock
     time limit stops a solve.
     """
 

@@ -24,8 +24,7 @@ from tmsim.energy import energy_fields
 from tmsim.errors import TmsimError
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
 from tmsim.planners import PlanSettings, plan
-from tmsim.planners.milp.chain import plan_milp_chain
-from tmsim.planners.milp.gadgets import Formulation
+from tmsim.planners.milp import Formulation, plan_milp_chain
 from tmsim.plans.validate import validate
 from tmsim.plans.values import Plan
 from tmsim.profiles import cost_model

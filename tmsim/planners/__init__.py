@@ -12,8 +12,7 @@ from __future__ import annotations
 from hwmodels.platform import Platform
 from tmsim.errors import TmsimError
 from tmsim.planners.heuristics import REGISTRY
-from tmsim.planners.milp.chain import plan_milp
-from tmsim.planners.milp.gadgets import Formulation
+from tmsim.planners.milp import Formulation, plan_milp
 from tmsim.planners.runtimes import REGISTRY as RUNTIMES
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import Plan

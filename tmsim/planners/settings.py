@@ -20,12 +20,12 @@ AUTOTM_WINDOW = 15
 #: The largest node limit: HiGHS holds it in a 32-bit integer.
 MAX_NODE_LIMIT = 2**31 - 1
 #: Default of ``lp_iterations``: above the 25k-65k iterations the asynchronous LPs take from
-#: the zero point (:func:`~tmsim.planners.milp.solve.starts_lp_at_zero`; Inception v4 b16 at 4:1
-#: 25k in 2.8 s, DenseNet-264 b512 at 4:1 65k in 9.2 s, Optane; Inception v4 b128 on the RTX
-#: 2080 Ti 16k in 1.8 s, which took 100k and 106 s from HiGHS's own start), so that an LP that
-#: needs more than some 30 s is left to HiGHS's branch and bound.
+#: the zero point (:func:`~tmsim.planners.milp.chain.solve.starts_lp_at_zero`; Inception v4 b16
+#: at 4:1 25k in 2.8 s, DenseNet-264 b512 at 4:1 65k in 9.2 s, Optane; Inception v4 b128 on the
+#: RTX 2080 Ti 16k in 1.8 s, which took 100k and 106 s from HiGHS's own start), so that an LP
+#: that needs more than some 30 s is left to HiGHS's branch and bound.
 DEFAULT_LP_ITERATIONS = 200_000
-#: Default of ``recompute_depth``: see :mod:`tmsim.planners.milp.recompute`.
+#: Default of ``recompute_depth``: see :mod:`tmsim.planners.milp.formulation.recompute`.
 DEFAULT_RECOMPUTE_DEPTH = 2
 
 
@@ -56,7 +56,7 @@ class PlanSettings:
       stops at the same incumbent on a loaded machine as on an idle one); None: no limit;
     - ``lp_iterations``: most simplex iterations of the LP relaxation HiGHS solves before
       each MILP of up to 600k columns, then RINS around the warm start
-      (:func:`~tmsim.planners.milp.highs.run_highs`); a point within the gap of the LP's
+      (:func:`~tmsim.planners.milp.solver.driver.run_highs`); a point within the gap of the LP's
       optimum ends the solve, and an LP that needs more iterations is left to HiGHS's
       branch and bound. None: the branch and bound alone;
     - ``window``: kernels either side of a user where asynchronous copies may run (>= 0);
@@ -72,9 +72,9 @@ class PlanSettings:
     - ``max_rounds``: most solves of that loop (>= 1);
     - ``recompute_depth``: in the formulations that recompute (``remat``, ``static-rc``,
       ``sync-rc``, ``async-rc``), the longest chain of producers run again before one kernel
-      (>= 1; :mod:`tmsim.planners.milp.recompute`);
+      (>= 1; :mod:`tmsim.planners.milp.formulation.recompute`);
     - ``energy_weight_s_per_j``: seconds of step time one joule of the energy the plan
-      decides is worth (>= 0; :mod:`tmsim.planners.milp.energy_terms`): the objective
+      decides is worth (>= 0; :mod:`tmsim.planners.milp.formulation.energy`): the objective
       becomes step time + this x energy; 0 (the default) plans for time alone. Needs a
       platform with an energy model;
     - ``verbose``: the solver's log on stdout.

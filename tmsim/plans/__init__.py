@@ -1,5 +1,5 @@
-"""Plans and their rules: the :class:`Plan` value and its files, the independent validator,
-and the static memory planner that lays buffers out in addresses.
+"""Plans and their rules: the :class:`Plan` value and its files, and the independent validator
+(laying a plan's buffers out in addresses is :mod:`tmsim.layout`'s business).
 
 Nothing here imports a planner: a plan is checked by re-deriving everything from the plan
 itself and the cost model.

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tmsim.cost import CostModel
-from tmsim.plans.memory import Layout, plan_memory
+from tmsim.layout.addresses import Layout, plan_memory
 from tmsim.workload.graph import Graph
 from tmsim.workload.tensors import PREEXISTING_ROLES
 

@@ -1,8 +1,8 @@
-"""AutoTM's placement MILP: the flow networks (:mod:`.network`), the cvxpy problem
-(:mod:`.build`), solving from warm starts (:mod:`.solve`, :mod:`.overlap`) and the chain of
-formulations inside the layout loop (:mod:`.chain`)."""
+"""AutoTM's placement MILP in three rooms: :mod:`.formulation` (the model as a cvxpy problem),
+:mod:`.solver` (a MIP driver on HiGHS that knows nothing of tensors) and :mod:`.chain` (the
+formulations solved in order from warm starts, inside the layout loop)."""
 
-from tmsim.planners.milp.chain import (
+from tmsim.planners.milp.chain.plan import (
     plan_async,
     plan_async_aware,
     plan_milp,
@@ -10,11 +10,13 @@ from tmsim.planners.milp.chain import (
     plan_static,
     plan_sync,
 )
-from tmsim.planners.milp.gadgets import Formulation
+from tmsim.planners.milp.chain.schedule import CHAIN_WORKERS
+from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.settings import AUTOTM_WINDOW, PlanSettings
 
 __all__ = [
     "AUTOTM_WINDOW",
+    "CHAIN_WORKERS",
     "Formulation",
     "PlanSettings",
     "plan_async",

@@ -4,12 +4,12 @@ In memory mode the fast tier is a direct-mapped, write-back cache of the slow ti
 (:class:`hwmodels.DramCache`, ``platform.cache``) and the step runs unmodified at addresses in
 the slow tier. :func:`replay_cache` simulates one step:
 
-1. Addresses. The static memory planner (:func:`tmsim.plans.memory.plan_memory`, first fit, 64-byte
-   aligned) lays out every tensor of the graph over its live range; weights, optimizer state
-   and the step's inputs live for the whole step, because the next step uses them again (its
-   batch is loaded into the same input buffers). The offsets are taken as physical addresses
-   from 0, as if the pool were one contiguous region (huge pages), so a pool no larger than
-   the cache never conflicts with itself in a direct-mapped cache.
+1. Addresses. The static memory planner (:func:`tmsim.layout.addresses.plan_memory`, first
+   fit, 64-byte aligned) lays out every tensor of the graph over its live range; weights,
+   optimizer state and the step's inputs live for the whole step, because the next step uses
+   them again (its batch is loaded into the same input buffers). The offsets are taken as
+   physical addresses from 0, as if the pool were one contiguous region (huge pages), so a
+   pool no larger than the cache never conflicts with itself in a direct-mapped cache.
 2. Accesses. Kernels run in graph order. A kernel first reads each operand it reads, in operand
    order, then writes each operand it writes (an in-place update is read, then written); each
    is one access of the tensor's whole address range. A real kernel interleaves its reads and

@@ -18,7 +18,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from hwmodels.cache import DramCache
-from tmsim.plans.memory import Layout
+from tmsim.layout.addresses import Layout
 from tmsim.sim.trace import Trace
 
 IntArray = npt.NDArray[np.int64]

@@ -43,8 +43,8 @@ import numpy.typing as npt
 from hwmodels.platform import Platform
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
+from tmsim.layout.addresses import Layout
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
-from tmsim.plans.memory import Layout
 from tmsim.sim.addresses import per_kernel, step_accesses, step_layout
 from tmsim.sim.firsttouch.pages import DEFAULT_PAGE_BYTES, PageMap, first_touch
 from tmsim.sim.trace import KERNEL, Record, Trace

@@ -1,0 +1,113 @@
+"""Which MILP formulation contains which: the order a chain solves them in, what each falls
+back to, and what each starts from.
+
+Every formulation's plans include those of the formulations it contains (more gadgets, more
+edges; with recomputation, the ``gone`` state and its edges too), so each is solved after them
+and returns the best of their plans where its own solve does worse (a time limit, layout
+rounds). It starts from the best plan of those it can take a solution from index for index
+(:func:`~tmsim.planners.milp.chain.starts.lift`).
+
+The formulations that recompute also fall back to the plans of the recomputation heuristics
+(:data:`RECOMPUTE_HEURISTICS`), which lie outside their space where they recompute chains
+longer than ``recompute_depth`` (sqrt(N) segments: chains of about sqrt(N) producers), so that
+each is never worse than recomputation alone by any planner tmsim has; their solves stop once
+their bound proves a heuristic's plan better than any of their own (:func:`cutoff_s`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hwmodels.platform import Platform
+from tmsim.errors import TmsimError
+from tmsim.layout.fast_tier import overflow_bytes
+from tmsim.planners.heuristics import REGISTRY
+from tmsim.planners.milp.formulation.gadgets import Formulation
+from tmsim.planners.settings import PlanSettings
+from tmsim.plans.values import Plan
+from tmsim.workload.graph import Graph
+
+F = Formulation
+#: The formulations each one contains, solved before it: its plan is never worse than theirs
+#: (it falls back to the best of them).
+CONTAINS: dict[Formulation, tuple[Formulation, ...]] = {
+    F.SYNC: (F.STATIC,),
+    F.ASYNC: (F.SYNC,),
+    F.ASYNC_AWARE: (F.SYNC,),
+    F.STATIC_RC: (F.STATIC, F.REMAT),
+    F.SYNC_RC: (F.SYNC, F.STATIC_RC),
+    F.ASYNC_RC: (F.SYNC_RC, F.ASYNC),
+}
+#: Those a solution lifts from, index for index (:func:`~tmsim.planners.milp.chain.starts.lift`):
+#: the compact asynchronous form has no gadget where ``async-rc`` reads a tensor's state
+#: beside a window kernel, so ``async-rc`` starts from ``sync-rc`` alone.
+STARTS: dict[Formulation, tuple[Formulation, ...]] = {
+    **CONTAINS,
+    F.ASYNC_RC: (F.SYNC_RC,),
+}
+
+
+def chain_of(top: Formulation) -> list[Formulation]:
+    """``top`` and every formulation it contains, each after those it contains."""
+    out: list[Formulation] = []
+
+    def visit(f: Formulation) -> None:
+        for smaller in CONTAINS.get(f, ()):
+            visit(smaller)
+        if f not in out:
+            out.append(f)
+
+    visit(top)
+    return out
+
+
+def planners_of(formulations: Sequence[Formulation]) -> set[str]:
+    """The planner names of the plans of ``formulations``."""
+    return {f"milp-{f.value}" for f in formulations}
+
+
+#: The heuristics whose plans the formulations that recompute fall back to.
+RECOMPUTE_HEURISTICS = ("checkpoint", "selective")
+
+
+def heuristic_plans(
+    graph: Graph, platform: Platform, settings: PlanSettings, limit_bytes: int
+) -> list[Plan]:
+    """The plans of :data:`RECOMPUTE_HEURISTICS` for ``graph`` on ``platform`` that fit
+    ``limit_bytes`` of the fastest tier (and lay out in it, where ``settings.layout``); those
+    that cannot are left out."""
+    out = []
+    for name in RECOMPUTE_HEURISTICS:
+        try:
+            plan = REGISTRY[name](graph, platform, settings)
+        except TmsimError:
+            continue
+        if settings.layout and overflow_bytes(plan, graph, platform, limit_bytes).any():
+            continue
+        out.append(plan)
+    return out
+
+
+def cutoff_s(
+    formulation: Formulation, settings: PlanSettings, outside_s: Sequence[float]
+) -> float | None:
+    """The step time of the best of the plans ``outside_s`` (step times of plans the caller
+    holds that ``formulation`` cannot represent, e.g. the heuristics' recomputing longer
+    chains), at which a solve of ``formulation`` may stop once its bound proves that none of
+    its plans is faster; None where there is none, or where its objective is not its plan's
+    step time (the asynchronous formulations, whose plans are timed after the solve, and any
+    energy weight)."""
+    if not outside_s or formulation.asynchronous or settings.energy_weight_s_per_j:
+        return None
+    return min(outside_s)
+
+
+__all__ = [
+    "CONTAINS",
+    "RECOMPUTE_HEURISTICS",
+    "STARTS",
+    "chain_of",
+    "cutoff_s",
+    "heuristic_plans",
+    "planners_of",
+]

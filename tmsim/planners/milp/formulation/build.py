@@ -1,0 +1,350 @@
+"""The placement MILP as a cvxpy problem (:mod:`~tmsim.planners.milp.formulation.readback` reads a
+plan back from its solution).
+
+Constraints, as a few sparse-matrix blocks (no per-row cvxpy objects):
+
+- flow conservation: ``A_eq x = b_eq``;
+- capacity of every modelled tier in difference form: ``u_k - u_{k-1} = (bytes arriving at
+  k) - (bytes leaving after k - 1)`` with ``0 <= u_k <= limit_k``, in units of the tier's
+  limit so the coefficients stay near 1 (in bytes HiGHS stalls; in GB tiny graphs drown in its
+  tolerance). The fastest tier is always modelled, at the per-kernel limits the layout loop
+  sets; a slower tier only where its capacity is below the bytes of all tensors together;
+- kernel cost ``c_k >= compute_k + launch``, ``c_k >= memory_k(x) + launch`` (the roofline;
+  ``c_k >=`` their sum with the ``sum`` overlap rule), the roofline's cut (valid at every binary
+  point, it makes the LP pay for slow operands an integer placement's compute would not hide:
+  :func:`~tmsim.planners.milp.formulation.kernel_rows.memory_cut_rows`), ``c_k >=`` the asynchronous
+  copies beside kernel ``k``. The memory time is the time with every operand on the slowest tier
+  kernels reach, plus, per faster kernel tier, the difference where an operand is accessed there;
+- objective: ``sum_k c_k +`` the synchronous copies.
+
+Where a profile measured a kernel's time at some placements of its operands, the time rows of that
+kernel gain AutoTM's one-hot terms for those placements
+(:mod:`~tmsim.planners.milp.formulation.measured`): continuous ``z`` that the binaries fix, so that
+the kernel costs its measured time there and its roofline elsewhere.
+
+With :class:`~tmsim.cost.BesideCosts` (the ``async-aware`` formulation) an asynchronous copy
+beside kernel ``k`` takes what interference leaves it (its latency plus its bytes at the
+rate measured beside ``k``), every row bounding ``c_k`` from the kernel's own time gains the
+delay the copy causes the kernel (its bytes times the measured delay per byte), and a copy
+that cannot run beside ``k`` is not offered there (its binary is fixed at 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import cvxpy as cp
+import numpy as np
+import scipy.sparse as sp
+
+from tmsim.cost import BesideCosts, CostModel
+from tmsim.planners.milp.formulation.candidates import DEFAULT_DEPTH, recomputable
+from tmsim.planners.milp.formulation.conflicts import conflict_rows
+from tmsim.planners.milp.formulation.copies import Copies, move_costs
+from tmsim.planners.milp.formulation.energy import access_energy, copy_energy
+from tmsim.planners.milp.formulation.gadgets import Formulation, Gadgets, build_gadgets
+from tmsim.planners.milp.formulation.kernel_rows import (
+    beside_costs,
+    copy_rows,
+    memory_cut_rows,
+    time_rows,
+)
+from tmsim.planners.milp.formulation.measured import MeasuredTerms, measured_terms
+from tmsim.planners.milp.formulation.network import (
+    Variables,
+    build_flow,
+    build_segments,
+    build_variables,
+)
+from tmsim.planners.milp.formulation.prune import prune_windows
+from tmsim.planners.milp.formulation.recompute import recompute_rows, recompute_seconds
+from tmsim.planners.milp.formulation.states import Catalogue, Kind, build_catalogue
+from tmsim.planners.milp.formulation.windows import Gaps, gaps_of, is_compact
+
+
+@dataclass(frozen=True)
+class Model:
+    """The problem, its variables, and what reading a solution back (or in) needs.
+
+    ``c`` is bounded below by ``rows``: ``c >= const + (matrix @ x)`` for each pair, the
+    first rows (the kernels' own times) plus ``measured.shifts[i] @ z`` where a profile
+    measured kernel times (``z`` and ``measured``: :mod:`~tmsim.planners.milp.formulation.measured`;
+    None without); the objective is ``sum(c) + sync_s @ x + energy_s @ x +
+    energy_const_s`` (``sync_s``: the synchronous copies' and the recomputes' seconds;
+    ``energy_s``, ``energy_const_s``: the weighted energy the binaries decide, zero without
+    an energy weight); ``a_eq @ x == b_eq`` and ``a_ub @ x <= b_ub`` are the flow (the
+    second: the order of the compact form's events, ``gaps``, and what each recompute
+    reads, and the last ``cliques`` rows: tensors too large to share the fastest tier,
+    :mod:`~tmsim.planners.milp.formulation.conflicts`) and
+    ``0 <= u <= capacity`` the limit of each modelled tier (``tiers``) at each kernel, one
+    block of ``n_kernels`` per tier (``u`` as :meth:`complete` gives it, in units of each
+    tier's largest limit). ``op_state`` gives 1 + the state index of every operand.
+    ``floor_s`` [n_kernels] is the least value of ``c`` whatever the binaries: each kernel
+    with every operand on the tier it reads and writes fastest, or its least measured time.
+    ``beside`` and ``forbidden``: see the module documentation (None without them).
+    """
+
+    problem: cp.Problem
+    x: cp.Variable
+    u: cp.Variable
+    c: cp.Variable
+    catalogue: Catalogue
+    gadgets: Gadgets
+    vars: Variables
+    op_state: sp.csr_matrix
+    tiers: tuple[int, ...]
+    delta: sp.csr_matrix
+    rows: tuple[tuple[np.ndarray, sp.csr_matrix | None], ...]
+    copies: Copies
+    variables: int
+    constraints: int
+    sync_s: np.ndarray
+    a_eq: sp.csr_matrix
+    b_eq: np.ndarray
+    a_ub: sp.csr_matrix
+    b_ub: np.ndarray
+    gaps: Gaps
+    capacity: np.ndarray
+    cliques: int
+    floor_s: np.ndarray
+    energy_s: np.ndarray
+    energy_const_s: float
+    beside: BesideCosts | None = None
+    #: binaries fixed at 0: copies that cannot run where they are offered
+    forbidden: np.ndarray | None = None
+    z: cp.Variable | None = None
+    measured: MeasuredTerms | None = None
+
+    @property
+    def n_kernels(self) -> int:
+        return int(self.delta.shape[0] // max(len(self.tiers), 1))
+
+    def complete(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The continuous variables ``(u, c)`` that go with binaries ``x`` at the optimum
+        (``z``, where there is one, is :meth:`MeasuredTerms.values`)."""
+        n_k = self.n_kernels
+        u = np.cumsum(np.reshape(self.delta @ x, (len(self.tiers), n_k)), axis=1).ravel()
+        c = np.full(n_k, -np.inf)
+        for value in self.row_values(x):
+            c = np.maximum(c, value)
+        return u, c
+
+    def row_values(self, x: np.ndarray) -> list[np.ndarray]:
+        """The right side of every row of ``rows`` [n_kernels] at binaries ``x``, the
+        measured terms included."""
+        z = self.measured.values(x) if self.measured is not None else None
+        out = []
+        for i, (const, matrix) in enumerate(self.rows):
+            value = const + (matrix @ x if matrix is not None else 0.0)
+            if z is not None and self.measured is not None and i < len(self.measured.shifts):
+                value = value + self.measured.shifts[i] @ z
+            out.append(np.asarray(value, dtype=np.float64))
+        return out
+
+    @property
+    def lower_bound_s(self) -> float:
+        """A lower bound of the objective at every solution: the sum of ``floor_s`` (copies
+        only add to it)."""
+        return float(self.floor_s.sum())
+
+    def objective(self, x: np.ndarray) -> float:
+        """The objective at binaries ``x``, with ``u`` and ``c`` at their optimum."""
+        xf = np.asarray(x, dtype=np.float64)
+        energy = self.energy_s @ xf + self.energy_const_s
+        return float(self.complete(xf)[1].sum() + self.sync_s @ xf + energy)
+
+
+def catalogue_of(cost: CostModel, recompute: bool = False) -> Catalogue:
+    """The states and edges of ``cost``'s platform (tiers beyond the fastest modelled only
+    where their capacity can bind, :func:`modelled_tiers`), with those of recomputation after
+    them when ``recompute``."""
+    platform = cost.platform
+    modelled = set(modelled_tiers(cost))
+    names = platform.tier_names
+    return build_catalogue(
+        names,
+        platform.kernel_tier_mask(),
+        [i in modelled for i in range(len(names))],
+        cost.has_path,
+        recompute,
+    )
+
+
+def modelled_tiers(cost: CostModel) -> tuple[int, ...]:
+    """The tiers whose capacity the MILP models: the fastest, and every slower tier whose
+    capacity is below the bytes of all tensors together (elsewhere nothing can overflow)."""
+    total = int(cost.graph.sizes_bytes.sum())
+    tiers = cost.platform.tiers
+    return (0, *(i for i in range(1, len(tiers)) if tiers[i].capacity_bytes < total))
+
+
+def build_model(
+    cost: CostModel,
+    window: int,
+    formulation: Formulation,
+    limits: np.ndarray,
+    relax: bool,
+    beside: BesideCosts | None = None,
+    compact: bool = True,
+    depth: int = DEFAULT_DEPTH,
+    energy_weight_s_per_j: float = 0.0,
+    roofline_cut: bool = True,
+) -> Model:
+    """The MILP (or, with ``relax``, its LP relaxation) and what reading it back needs.
+
+    ``limits`` [n_kernels]: the fastest tier's limit at each kernel (bytes); slower modelled tiers
+    are limited by their capacity. ``beside``: what asynchronous copies cost beside each kernel (see
+    the module documentation); None charges them their idle time. ``compact``: write asynchronous
+    windows as events where the compact form applies
+    (:mod:`~tmsim.planners.milp.formulation.windows`); False: the general form everywhere (the same
+    optimum with more variables). ``depth``: the longest chain of producers run again before one
+    kernel, in a formulation that recomputes (:mod:`~tmsim.planners.milp.formulation.recompute`).
+    ``energy_weight_s_per_j`` > 0 adds that many seconds per joule of the energy the plan decides
+    (:mod:`~tmsim.planners.milp.formulation.energy`) to the objective; raises :class:`TmsimError` if
+    the platform has no energy model. ``roofline_cut``: add the roofline's cut
+    (:func:`~tmsim.planners.milp.formulation.kernel_rows.memory_cut_rows`; the optimum is the same
+    without it, the LP relaxation lower)."""
+    graph = cost.graph
+    n_k = len(graph.kernels)
+    cat = catalogue_of(cost, formulation.recomputes)
+    tiers = modelled_tiers(cost)
+    floor_s, ceiling_s = cost.kernel_time_range_s()
+    rec = recomputable(cost, depth) if formulation.recomputes else None
+    gad = prune_windows(cost, build_gadgets(cost, formulation, window, rec), tiers, ceiling_s)
+    applies = is_compact(len(cost.platform.tiers), formulation, gad)
+    gaps = gaps_of(gad, compact and applies)
+    var = build_variables(cost, cat, gad, formulation, gaps, rec)
+    flow = build_flow(cost, cat, gad, var, gaps)
+    if rec is not None:
+        rows_rc = recompute_rows(
+            cost, cat, gad, var.edge_gadget, var.edge_type, var.edge_index, var.count
+        )
+        flow = replace(
+            flow,
+            a_ub=sp.csr_matrix(sp.vstack([flow.a_ub, rows_rc])),
+            b_ub=np.concatenate((flow.b_ub, np.zeros(rows_rc.shape[0]))),
+        )
+    seg = build_segments(cost, cat, gad, var, tiers, gaps)
+    copies = move_costs(cost, cat, gad, var.edge_gadget, var.edge_type, var.count)
+    n = var.count
+    slow, forbidden = None, None
+    if beside is not None:
+        copies, slow, forbidden = beside_costs(cost, cat, gad, var, copies, beside)
+    x = cp.Variable(n) if relax else cp.Variable(n, boolean=True)
+    u = cp.Variable(n_k * len(tiers))
+    c = cp.Variable(n_k)
+
+    # capacity, difference form: rows k get +size*flag at a segment's start, - after its end
+    steps = [_steps(seg.tensor, seg.start, seg.end, n_k)]
+    steps.append(_steps(seg.changes.tensor, seg.changes.start, seg.changes.end, n_k))
+    deltas, bounds = [], []
+    for tier in tiers:
+        tier_limits = (
+            limits if tier == 0 else np.full(n_k, cost.platform.tiers[tier].capacity_bytes)
+        )
+        unit = float(max(int(tier_limits.max()), 1))
+        parts = [seg.member[tier], seg.changes.member[tier]]
+        sizes = [graph.sizes_bytes[seg.tensor], graph.sizes_bytes[seg.changes.tensor]]
+        deltas.append(
+            sum(
+                (step @ sp.diags(size / unit) @ part)[:n_k]
+                for step, size, part in zip(steps, sizes, parts, strict=True)
+            )
+        )
+        bounds.append(tier_limits / unit)
+    delta = sp.vstack(deltas) if len(deltas) > 1 else deltas[0]
+    step = sp.eye(n_k) - sp.eye(n_k, k=-1)
+    diff = sp.kron(sp.eye(len(tiers)), step) if len(tiers) > 1 else step
+    capacity = np.concatenate(bounds)
+
+    op_seg = seg.covering(cost.op_tensor, cost.op_kernel, n_k)
+    energy_s, energy_const_s = np.zeros(n), 0.0
+    if energy_weight_s_per_j > 0:
+        constant_j, access_j = access_energy(cost, seg.access, op_seg, n)
+        moves_j = copy_energy(cost, cat, gad, var.edge_gadget, var.edge_type, copies, n)
+        energy_s = energy_weight_s_per_j * (access_j + moves_j)
+        energy_const_s = energy_weight_s_per_j * constant_j
+    constraints = [flow.a_eq @ x == flow.b_eq, diff @ u == delta @ x, u >= 0, u <= capacity]
+    # tensors too large to share the fastest tier at a kernel: valid at every binary point,
+    # and what the LP relaxation misses where a few tensors fill most of it
+    cliques = conflict_rows(seg, graph.sizes_bytes, np.asarray(limits, dtype=np.int64), n)
+    if cliques.shape[0]:
+        flow = replace(
+            flow,
+            a_ub=sp.csr_matrix(sp.vstack([flow.a_ub, cliques])),
+            b_ub=np.concatenate((flow.b_ub, np.ones(cliques.shape[0]))),
+        )
+    if flow.a_ub.shape[0]:
+        constraints.append(flow.a_ub @ x <= flow.b_ub)
+    rows, floor_s = time_rows(cost, seg.access, op_seg, floor_s)
+    measured = measured_terms(cost, seg.access, op_seg, n)
+    z = cp.Variable(measured.count) if measured is not None else None
+    if measured is not None and z is not None:
+        constraints += measured.constraints(x, z)
+    if slow is not None:
+        rows = [(const, slow if m is None else sp.csr_matrix(m + slow)) for const, m in rows]
+    sync_cost = np.where(copies.asynchronous, 0.0, copies.seconds)
+    if rec is not None:  # a recompute runs alone, before its kernel
+        is_rc = cat.edge_kind[var.edge_type] == Kind.RECOMPUTE
+        sync_cost[: is_rc.size] += recompute_seconds(cost, gad, var.edge_gadget, is_rc)
+    if roofline_cut:  # after the time rows: measured terms shift those alone
+        rows += memory_cut_rows(cost, seg.access, op_seg, floor_s)
+    if copies.asynchronous.any():
+        rows += copy_rows(copies, floor_s, n)
+    for i, (const, matrix) in enumerate(rows):
+        bound = const + matrix @ x if matrix is not None else const
+        if measured is not None and z is not None and i < len(measured.shifts):
+            bound = bound + measured.shifts[i] @ z
+        constraints.append(c >= bound)
+    if forbidden is not None and forbidden.any():
+        constraints.append(x[np.flatnonzero(forbidden)] == 0)
+    if relax:
+        constraints += [x >= 0, x <= 1]
+    step_s = cp.sum(c) + sync_cost @ x
+    if energy_weight_s_per_j > 0:  # time alone otherwise, the problem exactly as before
+        step_s = step_s + energy_s @ x + energy_const_s
+    objective = cp.Minimize(step_s)
+    problem = cp.Problem(objective, constraints)
+    n_rows = flow.a_eq.shape[0] + flow.a_ub.shape[0] + 3 * n_k * len(tiers) + n_k * len(rows)
+    n_z = measured.count if measured is not None else 0
+    n_rows += measured.pairs + 3 * n_z if measured is not None else 0
+    return Model(
+        problem=problem,
+        x=x,
+        u=u,
+        c=c,
+        catalogue=cat,
+        gadgets=gad,
+        vars=var,
+        op_state=seg.state_code[op_seg],
+        tiers=tiers,
+        delta=sp.csr_matrix(delta),
+        rows=tuple(rows),
+        copies=copies,
+        variables=n + n_k * (1 + len(tiers)) + n_z,
+        constraints=n_rows,
+        sync_s=sync_cost,
+        energy_s=energy_s,
+        energy_const_s=energy_const_s,
+        a_eq=flow.a_eq,
+        b_eq=flow.b_eq,
+        a_ub=flow.a_ub,
+        b_ub=flow.b_ub,
+        gaps=gaps,
+        capacity=capacity,
+        cliques=int(cliques.shape[0]),
+        floor_s=floor_s,
+        beside=beside,
+        forbidden=forbidden,
+        z=z,
+        measured=measured,
+    )
+
+
+def _steps(tensor: np.ndarray, start: np.ndarray, end: np.ndarray, n_k: int) -> sp.csr_matrix:
+    """[n_k + 1, rows]: +1 at each row's start kernel, -1 after its end kernel."""
+    n = tensor.size
+    cols = np.arange(n)
+    arrive = sp.csr_matrix((np.ones(n), (start, cols)), shape=(n_k + 1, n))
+    leave = sp.csr_matrix((np.ones(n), (end + 1, cols)), shape=(n_k + 1, n))
+    return sp.csr_matrix(arrive - leave)

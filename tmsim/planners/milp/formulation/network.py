@@ -1,0 +1,377 @@
+"""Index structures of the placement MILP over K tiers, built with numpy and scipy.sparse.
+
+Per tensor, a small flow network carries one unit of flow through its gadgets
+(:mod:`~tmsim.planners.milp.formulation.gadgets`): one layer of edges per gadget phase, one node per
+state (:mod:`~tmsim.planners.milp.formulation.states`). Which edges exist at a gadget depends on
+what the gadget is: at the producer the tensor appears in one tier; at a kernel that updates it in
+place its during state is a single tier; copies happen only where the formulation and the window
+allow them; in static nothing moves. A kernel that uses the tensor needs a during state with a tier
+kernels may access. Between gadgets the state after the last gadget holds.
+
+This module only builds arrays; :mod:`tmsim.planners.milp.formulation.build` turns them into a cvxpy
+problem.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import scipy.sparse as sp
+
+from tmsim.cost import CostModel
+from tmsim.planners.milp.formulation.candidates import Recomputable
+from tmsim.planners.milp.formulation.copies import behind_fetch, copy_sources
+from tmsim.planners.milp.formulation.gadgets import Formulation, GadgetKind, Gadgets
+from tmsim.planners.milp.formulation.recompute import restrict_edges
+from tmsim.planners.milp.formulation.states import Catalogue, Kind, is_prefetch
+from tmsim.planners.milp.formulation.windows import Changes, Events, Gaps, event_changes, event_mask
+from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class Variables:
+    """Binary variables: gadget edges (``edge_gadget``, ``edge_type``) then initial states
+    (``init_tensor``, ``init_state``, states as in the catalogue). ``edge_index[g, e]`` is
+    the variable of edge ``e`` at gadget ``g`` or -1; ``init_index[t, s]`` likewise."""
+
+    edge_gadget: IntArray
+    edge_type: IntArray
+    edge_index: IntArray
+    init_tensor: IntArray
+    init_state: IntArray
+    init_index: IntArray
+
+    @property
+    def count(self) -> int:
+        return int(self.edge_gadget.size + self.init_tensor.size)
+
+
+def _allowed_edges(
+    cost: CostModel,
+    cat: Catalogue,
+    g: Gadgets,
+    formulation: Formulation,
+    gaps: Gaps,
+    rec: Recomputable | None,
+) -> BoolArray:
+    """[n_gadgets, n_edges]: which edge types exist at which gadget (at an events-only
+    gadget of the compact form, its copies; none after the last use of a tensor that does
+    not outlive the step, where nothing follows; recomputation's edges as
+    :func:`~tmsim.planners.milp.formulation.recompute.restrict_edges` allows them)."""
+    kind = cat.edge_kind
+    single = np.array([len(cat.states[s]) == 1 for s in range(cat.n_states)])
+    prefetch = is_prefetch(kind)
+    during = np.where(prefetch, cat.edge_dst, cat.edge_src)
+    allowed = np.ones((g.tensor.size, cat.n_edges), dtype=bool)
+    if formulation.moves is Formulation.STATIC:
+        still = (
+            np.isin(kind, (Kind.STAY, Kind.KEEP))
+            & (single | (cat.gone == np.arange(cat.n_states)))[cat.edge_src]
+        )
+        remade = np.isin(kind, (Kind.RECOMPUTE, Kind.DISCARD))
+        allowed[:, ~(still | remade)] = False
+    create = g.kind == GadgetKind.CREATE
+    allowed[np.ix_(create, prefetch & ~((kind == Kind.STAY) & single[cat.edge_src]))] = False
+    fetch = np.isin(kind, (Kind.FETCH, Kind.FETCH_INVAL))
+    allowed[np.ix_(~g.may_fetch, fetch)] = False
+    allowed[np.ix_(~g.may_evict, np.isin(kind, (Kind.WRITE, Kind.WRITE_DROP, Kind.DROP)))] = False
+    invalidating = np.isin(kind, (Kind.INVAL, Kind.FETCH_INVAL))
+    allowed[np.ix_(~g.updates, invalidating)] = False
+    several = (kind == Kind.STAY) & ~single[cat.edge_src]
+    allowed[np.ix_(g.updates, several | (kind == Kind.FETCH))] = False
+    allowed[np.ix_(g.uses, cat.access[during] < 0)] = False  # a use needs a kernel tier
+    writes = np.flatnonzero(np.isin(kind, (Kind.WRITE, Kind.WRITE_DROP)))
+    stuck = [
+        int(e)
+        for e in writes
+        if not any(cost.has_path(s, int(cat.edge_add[e])) for s in copy_sources(cat, int(e), True))
+    ]
+    allowed[np.ix_(behind_fetch(g), np.asarray(stuck, dtype=np.int64))] = False
+    if gaps.compact:
+        allowed[np.ix_(~gaps.core, ~event_mask(cat))] = False
+        persistent = np.array([t.role in PERSISTENT_ROLES for t in cost.graph.tensors])
+        allowed[~gaps.core & (gaps.next_core < 0) & ~persistent[g.tensor]] = False
+    restrict_edges(allowed, cat, g, formulation, rec)
+    return allowed
+
+
+def build_variables(
+    cost: CostModel,
+    cat: Catalogue,
+    g: Gadgets,
+    formulation: Formulation,
+    gaps: Gaps,
+    rec: Recomputable | None = None,
+) -> Variables:
+    """Decide which edges and initial states exist and number them (``rec``: where tensors
+    may be recomputed, None for a formulation without recomputation)."""
+    graph = cost.graph
+    n_g = g.tensor.size
+    allowed = _allowed_edges(cost, cat, g, formulation, gaps, rec)
+    gi, ei = np.nonzero(allowed)
+    edge_index = np.full((n_g, cat.n_edges), -1, dtype=np.int64)
+    edge_index[gi, ei] = np.arange(gi.size)
+    roles = [t.role for t in graph.tensors]
+    pre = np.flatnonzero([r in PREEXISTING_ROLES for r in roles])
+    single = np.array([len(s) == 1 for s in cat.states])
+    states = np.ones((pre.size, cat.n_states), dtype=bool)
+    has_gadget = np.zeros(len(graph.tensors), dtype=bool)
+    has_gadget[g.tensor] = True
+    used = np.zeros(len(graph.tensors), dtype=bool)
+    used[cost.op_tensor] = True
+    # only weights and optimizer state may start with copies in several tiers: an input
+    # starting in two would get its first eviction for free
+    persistent = np.array([roles[t] in PERSISTENT_ROLES for t in pre], dtype=bool)
+    states[np.ix_(~persistent, ~single)] = False
+    if formulation.moves is Formulation.STATIC:
+        states[:, ~single] = False
+    if cat.gone >= 0:
+        states[:, cat.gone] = False  # what exists before the step has a copy somewhere
+    if formulation.fast_only:
+        states[:, cat.member[:, 1:].any(axis=1)] = False
+    # without a gadget a tensor never moves, nor in a static formulation (whose gadgets of a
+    # tensor made before the step are the supports of recomputes, which are not its uses):
+    # one a kernel uses starts where kernels reach it. Static-rc on the RTX 2080 Ti held
+    # DenseNet-264 b32's weights and input on the host, read at no cost, without it.
+    stays = ~has_gadget[pre] | (formulation.moves is Formulation.STATIC)
+    states[np.ix_(used[pre] & stays, cat.access < 0)] = False
+    ti, si = np.nonzero(states)
+    init_index = np.full((len(graph.tensors), cat.n_states), -1, dtype=np.int64)
+    init_index[pre[ti], si] = gi.size + np.arange(ti.size)
+    return Variables(gi, ei, edge_index, pre[ti], si, init_index)
+
+
+def _sum_rows(
+    rows: IntArray, index: IntArray, edges: IntArray, sign: float
+) -> tuple[IntArray, IntArray, FloatArray]:
+    """COO triplets adding ``sign`` x each existing edge of ``edges`` to ``rows``."""
+    cols = index[:, edges]
+    r = np.repeat(rows, edges.size)
+    c = cols.ravel()
+    ok = c >= 0
+    return r[ok], c[ok], np.full(int(ok.sum()), sign)
+
+
+@dataclass(frozen=True)
+class Flow:
+    """``A_eq @ x == b_eq``: flow conservation of every tensor's network; ``A_ub @ x <=
+    b_ub``: in the compact form, the order of the events in a gap
+    (:mod:`~tmsim.planners.milp.formulation.windows`; no rows otherwise)."""
+
+    a_eq: sp.csr_matrix
+    b_eq: FloatArray
+    a_ub: sp.csr_matrix
+    b_ub: FloatArray
+
+
+def build_flow(cost: CostModel, cat: Catalogue, g: Gadgets, v: Variables, gaps: Gaps) -> Flow:
+    """Balance at each core gadget, links between consecutive core gadgets of a tensor (with
+    the events between them), sources and the end-of-step condition."""
+    graph = cost.graph
+    cg = np.flatnonzero(gaps.core)
+    pre_edges, evict_edges = cat.of_phase(True), cat.of_phase(False)
+
+    def into(s: int, edges: IntArray) -> IntArray:
+        return np.asarray(edges[cat.edge_dst[edges] == s], dtype=np.int64)
+
+    def out_of(s: int, edges: IntArray) -> IntArray:
+        return np.asarray(edges[cat.edge_src[edges] == s], dtype=np.int64)
+
+    ev = Events.of(cat, g, v.edge_gadget, v.edge_type, gaps)
+    trip: list[tuple[IntArray, IntArray, FloatArray]] = []
+    b_parts: list[FloatArray] = []
+    row = 0
+    for s in range(cat.n_states):  # during: prefetch side == evict side
+        rows = row + np.arange(cg.size)
+        trip.append(_sum_rows(rows, v.edge_index[cg], into(s, pre_edges), 1.0))
+        trip.append(_sum_rows(rows, v.edge_index[cg], out_of(s, evict_edges), -1.0))
+        b_parts.append(np.zeros(cg.size))
+        row += cg.size
+    link = np.flatnonzero(gaps.core & (gaps.next_core >= 0))
+    nxt = gaps.next_core[link]
+    inner = np.searchsorted(link, ev.prev, side="left")  # events between two core gadgets
+    for s in range(cat.n_states):  # after(a) + events == before(b)
+        rows = row + np.arange(link.size)
+        trip.append(_sum_rows(rows, v.edge_index[link], into(s, evict_edges), 1.0))
+        trip.append(_sum_rows(rows, v.edge_index[nxt], out_of(s, pre_edges), -1.0))
+        trip.append(ev.change(row + inner, s, ev.between, 1.0))
+        b_parts.append(np.zeros(link.size))
+        row += link.size
+    roles = [t.role for t in graph.tensors]
+    pre = np.array([r in PREEXISTING_ROLES for r in roles], dtype=bool)
+    persistent = np.array([r in PERSISTENT_ROLES for r in roles], dtype=bool)
+    firsts = np.flatnonzero(g.first)
+    created = firsts[~pre[g.tensor[firsts]]]
+    rows = row + np.arange(created.size)  # a produced tensor appears once, in one tier
+    appear = np.flatnonzero(
+        (cat.edge_kind == Kind.STAY) & np.array([len(cat.states[s]) == 1 for s in cat.edge_src])
+    )
+    trip.append(_sum_rows(rows, v.edge_index[created], appear, 1.0))
+    b_parts.append(np.ones(created.size))
+    row += created.size
+    pre_t = np.flatnonzero(pre)
+    rows = row + np.arange(pre_t.size)  # a pre-existing tensor starts in one state
+    for s in range(cat.n_states):
+        c = v.init_index[pre_t, s]
+        ok = c >= 0
+        trip.append((rows[ok], c[ok], np.ones(int(ok.sum()))))
+    b_parts.append(np.ones(pre_t.size))
+    row += pre_t.size
+    core_first = np.flatnonzero(gaps.core & (gaps.prev_core < 0))
+    pre_first = core_first[pre[g.tensor[core_first]]]
+    ends = np.flatnonzero(gaps.core & (gaps.next_core < 0) & persistent[g.tensor])
+    sides = (
+        (pre_first, pre_edges, out_of, ev.leading, -1.0),
+        (ends, evict_edges, into, ev.trailing, 1.0),
+    )
+    for gadgets, edges, pick, events, sign in sides:
+        at = np.searchsorted(g.tensor[gadgets], g.tensor[ev.gadget])
+        for s in range(cat.n_states):  # first core gadget starts from, last returns to, the start
+            rows = row + np.arange(gadgets.size)
+            trip.append(_sum_rows(rows, v.edge_index[gadgets], pick(s, edges), 1.0))
+            c = v.init_index[g.tensor[gadgets], s]
+            ok = c >= 0
+            trip.append((rows[ok], c[ok], np.full(int(ok.sum()), -1.0)))
+            trip.append(ev.change(row + at, s, events, sign))
+            b_parts.append(np.zeros(gadgets.size))
+            row += gadgets.size
+    r, c, d = (np.concatenate([t[i] for t in trip]) for i in range(3))
+    a = sp.csr_matrix((d, (r, c)), shape=(row, v.count))
+    a_ub = ev.order_rows(v.edge_index, v.count)
+    return Flow(a, np.concatenate(b_parts), a_ub, np.zeros(a_ub.shape[0]))
+
+
+@dataclass(frozen=True)
+class Segments:
+    """Kernel ranges over which a tensor's state is one linear expression of the variables.
+
+    Sorted by (tensor, start). ``state_code @ x`` is 1 + the index of the tensor's state over
+    the segment (one variable of each row is one); ``member[i] @ x`` is 1 where the tensor
+    occupies tier ``i`` there (for the tiers whose capacity is modelled) and ``access[i] @ x``
+    1 where kernels access it on tier ``i``; ``changes``: what the events of the compact form
+    add to or take from ``member`` within their gaps.
+    """
+
+    tensor: IntArray
+    start: IntArray
+    end: IntArray
+    state_code: sp.csr_matrix
+    member: dict[int, sp.csr_matrix]
+    access: dict[int, sp.csr_matrix]
+    changes: Changes
+
+    def covering(self, tensors: IntArray, kernels: IntArray, n_k: int) -> IntArray:
+        """Index of the segment of ``tensors[i]`` that covers ``kernels[i]``."""
+        key = self.tensor * (n_k + 1) + self.start
+        return np.searchsorted(key, tensors * (n_k + 1) + kernels, side="right") - 1
+
+
+def build_segments(
+    cost: CostModel,
+    cat: Catalogue,
+    g: Gadgets,
+    v: Variables,
+    modelled: tuple[int, ...],
+    gaps: Gaps,
+) -> Segments:
+    """Initial segments (pre-existing tensors), during and after segments of every core
+    gadget, with the membership expressions of the tiers in ``modelled`` and the access
+    expressions of every tier kernels may access; and, in the compact form, the membership
+    changes of the events (:attr:`Segments.changes`).
+
+    A tensor occupies a tier during a gadget's kernel if its during state holds it, if an
+    in-place update there leaves that copy stale (it is freed after the kernel), or if a
+    copy writes it there beside the kernel (asynchronous) or after the step's last kernel.
+    """
+    graph = cost.graph
+    n_k = len(graph.kernels)
+    roles = [t.role for t in graph.tensors]
+    persistent = np.array([r in PERSISTENT_ROLES for r in roles], dtype=bool)
+    eol = np.where(persistent, n_k - 1, graph.live_last)
+    n_t = len(graph.tensors)
+    cg = np.flatnonzero(gaps.core)
+    first_gadget = np.full(n_t, n_k, dtype=np.int64)
+    np.minimum.at(first_gadget, g.tensor[cg], g.kernel[cg])
+    pre = np.flatnonzero(v.init_index.max(axis=1) >= 0)
+    # the segment after a gadget ends before its tensor's next core gadget (or at its end)
+    next_core = gaps.next_core
+    next_k = np.where(next_core >= 0, g.kernel[np.maximum(next_core, 0)], eol[g.tensor] + 1).astype(
+        np.int64
+    )
+    tc, kc = g.tensor[cg], g.kernel[cg]
+    parts = [
+        (pre, np.zeros(pre.size, np.int64), np.minimum(first_gadget[pre], eol[pre] + 1) - 1),
+        (tc, kc, kc),
+        (tc, kc + 1, next_k[cg] - 1),
+    ]
+    tensor = np.concatenate([p[0] for p in parts])
+    start = np.concatenate([p[1] for p in parts])
+    end = np.concatenate([p[2] for p in parts])
+    n_pre, n_g = pre.size, cg.size
+    index = v.edge_index[cg]
+    prefetch, evict = cat.of_phase(True), cat.of_phase(False)
+
+    def block(offset: int, index: IntArray, edges: IntArray) -> tuple[IntArray, IntArray]:
+        c = index[:, edges]
+        r = np.broadcast_to(offset + np.arange(index.shape[0])[:, None], c.shape)
+        ok = c >= 0
+        return r[ok], c[ok]
+
+    def matrix(pieces: list[tuple[IntArray, IntArray]], weights: list[float]) -> sp.csr_matrix:
+        r = np.concatenate([p[0] for p in pieces])
+        c = np.concatenate([p[1] for p in pieces])
+        w = np.concatenate([np.full(p[0].size, x) for p, x in zip(pieces, weights, strict=True)])
+        return sp.csr_matrix((w, (r, c)), shape=(tensor.size, v.count))
+
+    def state_rows(states: npt.NDArray[np.bool_]) -> list[tuple[IntArray, IntArray]]:
+        """Init, during and after rows of the variables whose state is in ``states``."""
+        out = [block(0, v.init_index[pre][:, states], np.arange(int(states.sum())))]
+        for offset, edges in ((n_pre, prefetch), (n_pre + n_g, evict)):
+            for e in edges:
+                if states[cat.edge_dst[e]]:
+                    out.append(block(offset, index, np.array([e])))
+        return out
+
+    code_pieces: list[tuple[IntArray, IntArray]] = []
+    code_weights: list[float] = []
+    for s in range(cat.n_states):
+        pieces = state_rows(np.arange(cat.n_states) == s)
+        code_pieces += pieces
+        code_weights += [float(s + 1)] * len(pieces)
+    member: dict[int, sp.csr_matrix] = {}
+    # a copy's destination is held during the kernel when the copy runs beside it (window)
+    # or after the last kernel (a synchronous eviction there ends the step, which has no
+    # later kernel to hold it at; counted besides a stale copy on the same tier, which the
+    # plan frees as the write lands: conservative, as a union is not linear in the edges)
+    held = np.flatnonzero((g.kind[cg] == GadgetKind.WINDOW) | (kc == n_k - 1))
+    for tier in modelled:
+        pieces = state_rows(cat.member[:, tier])
+        stale = [e for e in prefetch if tier in cat.edges[e].frees]
+        written = [e for e in evict if cat.edge_add[e] == tier]
+        if stale:
+            pieces.append(block(n_pre, index, np.array(stale)))
+        if written:
+            r, c = block(0, index[held], np.array(written))
+            pieces.append((n_pre + held[r], c))
+        member[tier] = matrix(pieces, [1.0] * len(pieces))
+    access: dict[int, sp.csr_matrix] = {}
+    for tier in sorted(set(cat.access[cat.access >= 0].tolist())):
+        pieces = state_rows(cat.access == tier)
+        access[tier] = matrix(pieces, [1.0] * len(pieces))
+    keep = np.flatnonzero(end >= start)
+    order = keep[np.lexsort((start[keep], tensor[keep]))]
+    return Segments(
+        tensor[order],
+        start[order],
+        end[order],
+        matrix(code_pieces, code_weights)[order],
+        {t: m[order] for t, m in member.items()},
+        {t: m[order] for t, m in access.items()},
+        event_changes(cat, g, v.edge_gadget, v.edge_type, v.count, gaps, modelled, next_k, n_k),
+    )

@@ -1,0 +1,380 @@
+"""Running HiGHS on a cvxpy problem through highspy's public API.
+
+cvxpy compiles the problem (``Problem.get_problem_data``); this module hands the matrices to
+``highspy.Highs`` itself, so that a warm start goes in through ``Highs.setSolution`` and the
+solver's progress comes out through its callbacks: every improving solution and every limit
+check of the branch and bound adds a :data:`TracePoint` to the solve's trace (seconds since the
+run began, primal bound, dual bound), from which the time to any gap can be read after one
+run. The solution is written back into the problem's variables
+(:mod:`tmsim.planners.milp.solver.compiled` makes the model and moves values between the two).
+The settings of the solve's phases are :mod:`tmsim.planners.milp.solver.phases`'.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+from cvxpy import settings as cps
+
+from tmsim.planners.milp.solver.compiled import (
+    FloatArray,
+    column_vector,
+    compile_problem,
+    objective_shift,
+    write_values,
+)
+from tmsim.planners.milp.solver.feasibility import first_point
+from tmsim.planners.milp.solver.instance import (
+    configured,
+    lost_its_point,
+    run_model,
+    solution_value,
+)
+from tmsim.planners.milp.solver.neighbourhood import fixed_bounds, search
+from tmsim.planners.milp.solver.phases import (
+    AFTER_NEIGHBOURHOODS,
+    LP_FIRST_MAX_COLUMNS,
+    NEAR_GAPS,
+    PRESOLVE_MIN_COLUMNS,
+    RINS_GAP_SHARE,
+    RINS_ROUNDS,
+)
+from tmsim.planners.milp.solver.presolved import Relaxed, presolved_relaxation, relaxation_of
+
+#: Status of a solve the wall-clock limit stopped: where it stops depends on the machine's load.
+TIME_LIMIT = "time_limit"
+#: Status of a solve the node limit stopped: a limit on work, the same on any load.
+NODE_LIMIT = "node_limit"
+#: Status of a solve stopped where its bound proved a point held outside it (``cutoff``) better.
+CUT_OFF = "cut_off"
+
+
+#: A point of a solve's progress: (seconds since the run began, primal bound, dual bound);
+#: a bound not known yet is ``inf`` (primal) or ``-inf`` (dual).
+TracePoint = tuple[float, float, float]
+
+_STATUS = {
+    "kOptimal": cp.OPTIMAL,
+    "kInfeasible": cp.INFEASIBLE,
+    "kUnboundedOrInfeasible": "infeasible_or_unbounded",
+    "kUnbounded": cp.UNBOUNDED,
+    "kTimeLimit": TIME_LIMIT,
+    "kInterrupt": "interrupted",
+}
+
+
+@dataclass(frozen=True)
+class LpBasis:
+    """An optimal basis of a problem's LP relaxation (``basis``: a ``highspy.HighsBasis``)
+    and the key of the problem it belongs to
+    (:attr:`~tmsim.planners.milp.solver.compiled.Compiled.key`: its matrix's pattern and its costs).
+    It is offered only to a problem with the same key, such as the next layout round's (its capacity
+    rows scaled anew and their bounds lowered), where the simplex goes on from it. A basis is only a
+    start: the LP's optimum does not depend on it."""
+
+    key: str
+    basis: Any = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a solve ended.
+
+    ``status``: ``optimal`` (within the gap), ``infeasible``, ``infeasible_or_unbounded``,
+    ``unbounded``, :data:`TIME_LIMIT`, :data:`NODE_LIMIT`, or ``solver_error (...)``;
+    ``solved``: whether it ended with a feasible point, which the problem's variables then
+    hold; ``objective``: that point's objective (nan without); ``bound``: the solver's dual
+    bound in the problem's own sense (a bound from above for a maximisation; nan where it
+    gave none); ``nodes``: branch-and-bound nodes; ``iterations``: simplex iterations (of
+    every LP the solve ran); ``trace``: the progress points, in time order; ``lp_basis``:
+    the optimal basis of its LP relaxation where the solve ran one to its optimum (none
+    after HiGHS's MIP presolve, whose reduced problem's basis does not carry over).
+    """
+
+    status: str
+    solved: bool
+    objective: float = math.nan
+    bound: float = math.nan
+    nodes: int = 0
+    iterations: int = 0
+    trace: tuple[TracePoint, ...] = field(default_factory=tuple)
+    lp_basis: LpBasis | None = field(default=None, compare=False)
+
+
+def run_highs(
+    problem: cp.Problem,
+    options: Mapping[str, Any],
+    verbose: bool,
+    start: Mapping[cp.Variable, FloatArray] | None = None,
+    lp_iterations: int | None = None,
+    lp_basis: LpBasis | None = None,
+    known_bound: float | None = None,
+    lp_from_zero: bool = False,
+    lp_presolve: bool = False,
+    reached: float | None = None,
+    cutoff: float | None = None,
+) -> Outcome:
+    """Solve the linear (mixed-integer) ``problem`` with HiGHS and write its solution into
+    the problem's variables (left unset without one).
+
+    ``options`` are HiGHS option names and values (``mip_max_nodes`` is read back to tell a
+    node limit from other stops, ``mip_rel_gap`` is the gap every phase below aims at,
+    ``time_limit`` covers them all); ``start`` maps variables to values of a feasible point,
+    handed to HiGHS as its first incumbent (variables it does not name start at 0).
+
+    With ``lp_iterations``, a mixed-integer problem of at most :data:`LP_FIRST_MAX_COLUMNS`
+    columns is solved in up to four phases (a larger one goes to phase 4 at once):
+
+    1. its LP relaxation, within that many simplex iterations (where it needs more, the
+       solve goes on to phase 4 at once); the LP's optimum is a bound every later phase
+       keeps. With ``lp_presolve``, a problem of :data:`PRESOLVE_MIN_COLUMNS` columns or
+       more offered no basis goes through HiGHS's MIP presolve first, and the bound is then
+       the reduced problem's LP optimum, a bound on the mixed-integer optimum often above
+       the LP's (:mod:`~tmsim.planners.milp.solver.presolved`);
+    2. the MIP restricted to the binaries the LP leaves fractional, the rest fixed as the LP
+       has them (RENS, Berthold, Math. Prog. Comp. 2014), where at most
+       :data:`~tmsim.planners.milp.solver.neighbourhood.RENS_MAX_FREE` of them are fractional;
+    3. with a ``start`` (or, without one, where RENS found no point, the first point of the
+       MIP without its objective: :mod:`~tmsim.planners.milp.solver.feasibility`, which also proves
+       a MIP with none infeasible): the MIP restricted to the binaries the LP leaves
+       fractional or sets unlike the start (the rest fixed as both have them: RINS, Danna,
+       Rothberg and Le Pape, Math. Prog. 2005), from the start, which is a point of it, so
+       its optimum is no worse; again around each better point it finds, up to
+       :data:`RINS_ROUNDS` times;
+    4. with the best point of phases 2 and 3 still not within the gap of the bound: the
+       whole MIP from that point, in what is left of the time limit (from a point of a
+       sub-MIP of phase 2 or 3 that ran within :data:`NEAR_GAPS` gaps of the LP's bound,
+       without HiGHS's own RENS, RINS and restart: :data:`AFTER_NEIGHBOURHOODS`).
+
+    A phase whose point is within the gap of the LP's bound ends the solve (``optimal``); a
+    sub-MIP of phase 2 or 3 is interrupted as soon as it has such a point.
+    ``lp_basis`` (an earlier outcome's) starts phase 1 where its key is this problem's, and
+    is ignored otherwise; without one, ``lp_from_zero`` starts phase 1 at the zero point
+    (:func:`~tmsim.planners.milp.solver.instance.run_model`). ``known_bound``: a bound on the
+    optimum the caller has proven (in the problem's own sense: that of a larger problem whose
+    points include this one's, such as a layout round's first), kept beside the LP's: phases
+    1-3 end the solve at a point within the gap of it (or, where the LP's bound proves there
+    is none, of the LP's bound); phase 4 ends at a point within the gap of its own bound.
+    ``reached``: the objective of a point the caller holds outside the problem (a plan of a
+    smaller problem whose points are all the problem's, e.g. of a layout round under lowered
+    limits): the solve then aims at a bound within the gap of it rather than of its own
+    points: phases 2 and 3 are left out, and phase 4 from ``start`` runs with HiGHS's gap 0 and
+    :data:`AFTER_NEIGHBOURHOODS` (points are not what it is for) until its bound is within
+    the gap of ``reached``, its optimum, a limit, or a point of its own below that bound,
+    which the bound cannot pass (status ``interrupted``).
+    ``cutoff``: the objective of a point the caller holds outside the problem (one of no
+    point of it): the solve stops with status :data:`CUT_OFF` once its bound (the LP's, or
+    the branch and bound's) proves no point of the problem better, unless it has one as good.
+    Raises :class:`TmsimError` for an option HiGHS refuses or a problem that is not linear.
+    """
+    import highspy
+
+    compiled = compile_problem(highspy, problem)
+    data, columns, lp = compiled.data, compiled.columns, compiled.lp
+    mip = bool(data[cps.BOOL_IDX] or data[cps.INT_IDX])
+    cost = np.asarray(data[cps.C], dtype=np.float64)
+    best = None if start is None else column_vector(start, columns, lp.num_col_)
+    gap = float(options.get("mip_rel_gap", 0.0))
+    # HiGHS minimises c x; the problem's objective is sign * c x + shift
+    sign = -1.0 if isinstance(problem.objective, cp.Maximize) else 1.0
+    lp_bound, iterations, spent_s = -math.inf, 0, 0.0
+    shift = objective_shift(data, sign)
+    if known_bound is not None and shift is not None and math.isfinite(known_bound):
+        lp_bound = sign * (known_bound - shift)  # a bound of c x, as HiGHS minimises it
+    known = lp_bound
+    basis: LpBasis | None = None
+
+    def done(x: FloatArray, bound: float) -> Outcome:
+        objective, shift = write_values(problem, columns, x, data, sign)
+        return Outcome(
+            cp.OPTIMAL, True, objective, sign * bound + shift, 0, iterations, lp_basis=basis
+        )
+
+    # the point whose gap ends the solve: ``reached`` (as c x) where given, else each own point;
+    # with ``reached``, the bound aimed at
+    target = None if reached is None or shift is None else sign * (reached - shift)
+    aim = None if target is None else target - gap * abs(target)
+    if target is not None:
+        options = {**options, "mip_rel_gap": 0.0}
+    # ``cutoff`` as c x
+    beaten = math.inf if cutoff is None or shift is None else sign * (cutoff - shift)
+
+    def goal(own: float) -> float:
+        # the bound a point is to be within the gap of: the caller's, until the problem's own
+        # bound ``own`` proves no point within the gap of it
+        return known if own - known <= gap * abs(own) + 1e-12 else own
+
+    def within_gaps(value: float, gaps: float) -> bool:
+        # whether ``value`` lies within ``gaps`` times the gap of the LP's bound
+        return value - lp_bound <= gaps * gap * abs(value) + 1e-12
+
+    def within(x: FloatArray | None) -> bool:
+        value = target if target is not None else None if x is None else float(cost @ x)
+        return value is not None and value - goal(lp_bound) <= gap * abs(value) + 1e-12
+
+    def near(x: FloatArray) -> bool:
+        return within_gaps(float(cost @ x), NEAR_GAPS)
+
+    relaxed: Relaxed | None = None
+    if lp_iterations is not None and mip and lp.num_col_ <= LP_FIRST_MAX_COLUMNS:
+        key = compiled.key
+        offered = lp_basis.basis if lp_basis is not None and lp_basis.key == key else None
+
+        def relax(model: Any, used: float, start_basis: Any = None) -> Any:
+            return run_model(
+                highspy,
+                model,
+                options,
+                verbose,
+                None,
+                True,
+                spent_s=spent_s + used,
+                lp_iterations=lp_iterations,
+                basis=start_basis,
+                from_zero=lp_from_zero,
+            )
+
+        if offered is None and lp_presolve and lp.num_col_ >= PRESOLVE_MIN_COLUMNS:
+            relaxed = presolved_relaxation(
+                highspy, lp, lambda: configured(highspy, options, verbose, spent_s), relax
+            )
+        if relaxed is None:
+            relaxed = relaxation_of(relax(lp, 0.0, offered))
+        iterations += relaxed.iterations
+        spent_s += relaxed.seconds
+        if relaxed.status not in ("kOptimal", "kIterationLimit"):
+            return Outcome(_status(relaxed.status, 0, None), solved=False, iterations=iterations)
+    if relaxed is not None and relaxed.status == "kOptimal":
+        lp_bound = max(lp_bound, relaxed.objective)
+        basis = None if relaxed.basis is None else LpBasis(key, relaxed.basis)
+        if lp_bound >= beaten and (best is None or float(cost @ best) > beaten):
+            bound = sign * lp_bound + (shift or 0.0)
+            return Outcome(CUT_OFF, False, bound=bound, iterations=iterations, lp_basis=basis)
+        if best is not None and within(best):
+            return done(best, lp_bound)
+    x_lp = None if relaxed is None else relaxed.point
+    searched = False  # whether a RENS or RINS sub-MIP ran (not one whose neighbourhood is empty)
+    first = False  # whether the best point comes from a point found without the objective
+    if x_lp is not None and target is None:
+        sub_options = {**options, "mip_rel_gap": gap * RINS_GAP_SHARE}
+        # a sub-MIP's point within the gap of the LP's bound ends the whole solve, so the
+        # sub-MIP need not prove its own smaller gap first: it stops at such a point
+        enough = goal(lp_bound) / (1.0 - gap) if goal(lp_bound) > 0 else goal(lp_bound)
+        bounds = lp.col_lower_, lp.col_upper_
+        booleans = np.asarray(data[cps.BOOL_IDX], dtype=np.int64)
+        # RENS: the MIP over the binaries the LP leaves fractional, the rest fixed as the LP has
+        # them; it needs no start
+        rens = None
+        fixed = fixed_bounds(x_lp, None, booleans, bounds)
+        if fixed is not None:
+            rens, work = search(
+                highspy, lp, compiled.matrix, fixed, sub_options, verbose, None, spent_s, enough
+            )
+            searched = searched or work[1] > 0
+            iterations, spent_s = iterations + work[0], spent_s + work[1]
+            if within(rens):
+                assert rens is not None
+                return done(rens, lp_bound)
+        if best is None and rens is None:
+            # no start and no point near the LP's: a first point, of the MIP without its
+            # objective (:mod:`~tmsim.planners.milp.solver.feasibility`), for RINS to start from
+            best, none, work = first_point(highspy, lp, options, verbose, spent_s)
+            iterations, spent_s = iterations + work[0], spent_s + work[1]
+            if none:
+                return Outcome(cp.INFEASIBLE, solved=False, iterations=iterations)
+            first = True
+        # RINS around the start (around RENS's point it would be RENS's neighbourhood again)
+        for _ in range(RINS_ROUNDS if best is not None else 0):
+            assert best is not None
+            fixed = fixed_bounds(x_lp, best, booleans, bounds)
+            assert fixed is not None  # RINS always has a neighbourhood
+            found, work = search(
+                highspy, lp, compiled.matrix, fixed, sub_options, verbose, best, spent_s, enough
+            )
+            searched = searched or work[1] > 0
+            iterations, spent_s = iterations + work[0], spent_s + work[1]
+            if found is None or not float(cost @ found) < float(cost @ best) - 1e-12:
+                break  # the same neighbourhood again: nothing more to find there
+            best = found
+            if within(best):
+                return done(best, lp_bound)
+        if rens is not None and (best is None or float(cost @ rens) < float(cost @ best)):
+            best = rens
+    trace: list[TracePoint] = []
+    # the branch and bound's regular limit checks, where a solve may be interrupted
+    checks = int(highspy.cb.HighsCallbackType.kCallbackMipInterrupt)
+
+    def record(event: Any) -> None:
+        out = event.data_out
+        dual = max(float(out.mip_dual_bound), lp_bound)
+        primal = float(out.mip_primal_bound)
+        point = (spent_s + float(out.running_time), primal, dual)
+        if not trace or trace[-1][1:] != point[1:]:
+            trace.append(point)
+        if target is None:
+            # within the gap of a bound HiGHS does not know (the LP's or the caller's); before
+            # its first incumbent HiGHS may report a primal bound below every bound
+            held = math.isfinite(primal) and dual <= primal
+            enough = held and primal - dual <= gap * abs(primal)
+        else:
+            # the bound aimed at; or a point below it (by more than rounding), which no bound
+            # passes
+            assert aim is not None
+            enough = dual >= aim or primal < aim - 1e-9 * abs(aim)
+        if int(event.callback_type) == checks and (enough or dual >= beaten):
+            event.data_in.user_interrupt = True
+
+    if best is not None and (target is not None or (searched and not first and near(best))):
+        # from RENS's or RINS's point near the LP's bound, or after a bound alone:
+        # AFTER_NEIGHBOURHOODS (a point found without the objective, or one far from the
+        # bound, leaves HiGHS's own searches their use)
+        options = {**AFTER_NEIGHBOURHOODS, **options}
+    highs = run_model(highspy, lp, options, verbose, best, spent_s=spent_s, record=record)
+    if best is not None and lost_its_point(highs, cost):
+        # a better point found and lost: the whole MIP again without the start, whose
+        # solution is kept where it is better than the first run's (or the first run's is)
+        iterations += max(int(highs.getInfo().simplex_iteration_count), 0)
+        spent_s += float(highs.getRunTime())
+        kept, kept_trace = highs, list(trace)
+        trace.clear()  # the progress of the run whose point is kept
+        highs = run_model(highspy, lp, options, verbose, None, spent_s=spent_s, record=record)
+        if solution_value(highs, cost) > solution_value(kept, cost):
+            # counted above: the first run's iterations, counted below again as ``highs``'s
+            ran = max(int(highs.getInfo().simplex_iteration_count), 0)
+            iterations += ran - max(int(kept.getInfo().simplex_iteration_count), 0)
+            highs, trace[:] = kept, kept_trace
+    info = highs.getInfo()
+    nodes = max(int(info.mip_node_count), 0)
+    iterations += max(int(info.simplex_iteration_count), 0)
+    status = _status(highs.getModelStatus().name, nodes, options.get("mip_max_nodes"))
+    objective, shift = math.nan, 0.0
+    solved = int(info.primal_solution_status) == 2  # kSolutionStatusFeasible
+    dual = max(float(info.mip_dual_bound), lp_bound)
+    reached_aim = aim is None or dual >= aim
+    if status == "interrupted" and dual >= beaten and not solution_value(highs, cost) <= beaten:
+        status = CUT_OFF
+    elif status == "interrupted" and solved and reached_aim:
+        status = cp.OPTIMAL  # the gap of the bound above interrupted it, not a point below
+    if solved:
+        objective, shift = write_values(
+            problem, columns, np.asarray(highs.getSolution().col_value), data, sign
+        )
+    dual = sign * dual + shift
+    bound = dual if math.isfinite(dual) and mip else math.nan
+    if status == cp.OPTIMAL and math.isnan(bound):
+        bound = objective  # an LP, or a MIP solved at presolve: the optimum is the bound
+    points = tuple((t, sign * p + shift, sign * d + shift) for t, p, d in trace)
+    return Outcome(status, solved, objective, bound, nodes, iterations, points, basis)
+
+
+def _status(name: str, nodes: int, node_limit: object) -> str:
+    """The outcome status of HiGHS's model status ``name`` (a node limit ends as
+    ``kSolutionLimit``, which HiGHS also uses for its other work limits)."""
+    if name == "kSolutionLimit" and isinstance(node_limit, int) and nodes >= node_limit:
+        return NODE_LIMIT
+    return str(_STATUS.get(name, f"solver_error ({name})"))
