@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 
 from hwmodels.presets import load_preset
+from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
 from tmsim.sim import replay_cache
 from tmsim.workload.graph import Graph
 from tmsim.workload.zoo import training_graph_of
@@ -27,12 +28,12 @@ def _row(
     graph: Graph,
     *,
     block_bytes: int | None = None,
-    contention: bool = True,
+    level: InterferenceLevel = DEFAULT_LEVEL,
     warm: bool = True,
 ) -> None:
     platform = load_preset("cascadelake-2lm")
     t0 = time.perf_counter()
-    ct = replay_cache(graph, platform, block_bytes=block_bytes, contention=contention, warm=warm)
+    ct = replay_cache(graph, platform, block_bytes=block_bytes, level=level, warm=warm)
     seconds = time.perf_counter() - t0
     t = ct.totals()
     blocks = t["hits"] + t["misses"]
@@ -52,7 +53,7 @@ def main() -> None:
         graph = training_graph_of(name, batch)
         _row(f"{graph.name} warm 4K", graph)
     graph = training_graph_of("resnet200", 2560)
-    _row(f"{graph.name} warm 4K no contention", graph, contention=False)
+    _row(f"{graph.name} warm 4K no contention", graph, level=InterferenceLevel.NONE)
     _row(f"{graph.name} cold 4K", graph, warm=False)
     for block in (16384, 65536, 1 << 20):
         _row(f"{graph.name} warm {block // 1024}K", graph, block_bytes=block)

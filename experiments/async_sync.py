@@ -49,12 +49,14 @@ from experiments.common import (
     insert_labels,
     load_frame,
     panels,
+    plan_settings,
+    planner_params,
     point_labels,
     run_figure_points,
     save_figure,
     write_data,
 )
-from tmsim import Graph, InterferenceLevel, Plan, PlanSettings, Platform, TmsimError
+from tmsim import Graph, InterferenceLevel, Plan, Platform, TmsimError
 
 NAME = "async_sync"
 TITLE = "Asynchronous against synchronous movement, with and without contention"
@@ -100,6 +102,8 @@ class Config:
     gap: float = 0.01
     window: int = 3
     workers: int = 2
+    #: further planner settings by name (fields of ``tmsim.PlanSettings``), for the MILP
+    settings: tuple[tuple[str, Any], ...] = ()
 
 
 #: Two small workloads per platform (VGG19 b4 and b8 are the CPU ones whose async MILP beats
@@ -119,7 +123,7 @@ QUICK = Config(
 def points(config: Config) -> list[dict[str, Any]]:
     """One point per workload of ``config``: the CPU workloads at each of ``cpu_ratios``,
     then the GPU workloads, each with the settings that shape its rows."""
-    solver = {"time_limit_s": config.time_limit_s, "gap": config.gap, "window": config.window}
+    solver = planner_params(config)
     cpu: list[dict[str, Any]] = [
         {
             "platform": config.cpu_platform,
@@ -160,12 +164,7 @@ def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     graph = tmsim.graph(model, batch=batch)
     platform = tmsim.platform(preset)
     fast_bytes = None if fraction is None else int(graph.peak_live_bytes * fraction)
-    settings = PlanSettings(
-        capacity=capacity_of(ratio, fast_bytes),
-        time_limit_s=params["time_limit_s"],
-        gap=params["gap"],
-        window=params["window"],
-    )
+    settings = plan_settings(params, capacity_of(ratio, fast_bytes))
     limit = tmsim.fast_limit(graph, platform, settings.capacity)
     try:
         chain = tmsim.plan_chain(graph, platform, SHOWN[1:], settings=settings)

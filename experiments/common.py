@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,10 @@ GPU_OVERSUBSCRIBED: tuple[tuple[str, int], ...] = (
 
 #: Colours of the strategies, the same in every figure (:data:`tmsim.STRATEGIES`).
 COLORS: dict[str, str] = {name: s.color for name, s in STRATEGIES.items()}
+
+#: The interference level the figures replay at unless a config says otherwise: the API's
+#: default, the full model.
+DEFAULT_INTERFERENCE = tmsim.InterferenceLevel.default().value
 
 
 def data_path(out_dir: str | os.PathLike[str], name: str) -> Path:
@@ -183,32 +188,28 @@ def compare_frame(
     platform: Platform,
     plan: PlanSettings,
     strategies: Sequence[str],
-    contention: bool = True,
+    interference: str = DEFAULT_INTERFERENCE,
     cache_block_bytes: int | None = None,
     *,
     labels: Mapping[str, object] | None = None,
 ) -> pd.DataFrame:
     """:func:`tmsim.compare` of ``strategies`` for ``graph`` on ``platform`` with the planner
-    settings ``plan``, replayed under the full interference model (``contention``) or none,
+    settings ``plan``, replayed at the interference level ``interference`` (default: the full
+    model),
     with one leading column per key of ``labels`` (e.g. ``{"model": "resnet50"}``) holding
     that value on every row (the figure writes its own metadata: ``attrs`` are
     dropped). Each comparison runs on one thread (``workers=1``): a figure runs its points
     in processes of their own, which fill the cores. Raises as :func:`tmsim.compare`."""
     wanted = list(strategies)
-    if contention:  # the API's default level: the full model
-        frame = tmsim.compare(
-            graph, platform, wanted, settings=plan, cache_block_bytes=cache_block_bytes, workers=1
-        )
-    else:
-        frame = tmsim.compare(
-            graph,
-            platform,
-            wanted,
-            settings=plan,
-            cache_block_bytes=cache_block_bytes,
-            interference="none",
-            workers=1,
-        )
+    frame = tmsim.compare(
+        graph,
+        platform,
+        wanted,
+        settings=plan,
+        cache_block_bytes=cache_block_bytes,
+        interference=interference,
+        workers=1,
+    )
     frame.attrs.clear()
     return insert_labels(frame, dict(labels or {}))
 
@@ -273,6 +274,38 @@ def workload_labels(model: str, batch: int, graph: Graph) -> dict[str, object]:
         "kernels": len(graph.kernels),
         "footprint_bytes": graph.peak_live_bytes,
     }
+
+
+#: The planner settings a figure's point may carry by name: every field of
+#: :class:`~tmsim.planners.PlanSettings` but the capacity (each figure's own axis) and the
+#: profile (a file).
+PLAN_FIELDS = tuple(f.name for f in fields(PlanSettings) if f.name not in ("capacity", "profile"))
+
+
+def planner_params(config: Any) -> dict[str, Any]:
+    """The planner settings of a figure's ``config`` as point parameters (the dict form of
+    :class:`~tmsim.planners.PlanSettings`): each field of the config named as a field of
+    ``PlanSettings`` (its time limit, gap, window ...), then its ``settings``, further fields
+    of ``PlanSettings`` by name, so that a figure can set every one. Raises
+    :class:`~tmsim.errors.TmsimError` for a name that is not a planner setting, or one the
+    config sets by a field of its own as well."""
+    own = {f.name: getattr(config, f.name) for f in fields(config) if f.name in PLAN_FIELDS}
+    more = dict(getattr(config, "settings", ()))
+    for name in more:
+        if name not in PLAN_FIELDS:
+            raise TmsimError(
+                f"settings: {name!r} is not a planner setting; known: {', '.join(PLAN_FIELDS)}"
+            )
+        if name in own:
+            raise TmsimError(f"settings: set {name!r} with the config's own field")
+    return {**own, **more}
+
+
+def plan_settings(params: Mapping[str, Any], capacity: Capacity | None) -> PlanSettings:
+    """The planner settings of a point: ``capacity`` and every planner setting ``params``
+    holds by name (:func:`planner_params`; the defaults for the rest). Raises
+    :class:`~tmsim.errors.TmsimError` naming a setting out of range."""
+    return PlanSettings(capacity=capacity, **{k: params[k] for k in PLAN_FIELDS if k in params})
 
 
 def solver_params(strategies: Iterable[str], **settings: Any) -> dict[str, Any]:

@@ -40,6 +40,7 @@ import tmsim
 from experiments.common import (
     COLORS,
     CONVENTIONAL,
+    DEFAULT_INTERFERENCE,
     AxesArg,
     Progress,
     capacity_of,
@@ -47,13 +48,14 @@ from experiments.common import (
     geomean,
     load_frame,
     panels,
+    plan_settings,
+    planner_params,
     run_figure_points,
     save_figure,
     solver_params,
     workload_labels,
     write_data,
 )
-from tmsim import PlanSettings
 
 NAME = "conventional"
 TITLE = "Conventional workloads: slowdown against all-DRAM by PMM:DRAM ratio"
@@ -96,7 +98,7 @@ class Config:
     ``strategies``: the strategies planned at every ratio (names of
     :data:`tmsim.comparison.STRATEGIES`); ``time_limit_s``: wall-clock cap of the MILP chain
     (static, then sync from it) of one workload at one ratio; ``gap``: the MILP's relative
-    optimality gap; ``contention``: simulate with shared bandwidth.
+    optimality gap; ``interference``: the replays' interference level (``none``: no contention).
     """
 
     workloads: tuple[tuple[str, int], ...] = CONVENTIONAL
@@ -105,7 +107,9 @@ class Config:
     strategies: tuple[str, ...] = ("first-touch", "first-touch-pages", "static", "sync")
     time_limit_s: float = 600.0
     gap: float = 0.01
-    contention: bool = True
+    interference: str = DEFAULT_INTERFERENCE
+    #: further planner settings by name (fields of ``tmsim.PlanSettings``), for the MILP
+    settings: tuple[tuple[str, Any], ...] = ()
 
 
 #: Three small workloads, same ratios and strategies, a looser gap (at 0.01 the sync MILP of
@@ -120,14 +124,14 @@ def points(config: Config) -> list[dict[str, Any]]:
     None), then one point per ratio with every strategy of ``config.strategies``; the MILP
     settings only where a strategy is a MILP. Raises :class:`tmsim.errors.TmsimError` for an
     unknown strategy."""
-    milp = solver_params(config.strategies, time_limit_s=config.time_limit_s, gap=config.gap)
+    milp = solver_params(config.strategies, **planner_params(config))
     out: list[dict[str, Any]] = []
     for model, batch in config.workloads:
         where = {
             "model": model,
             "batch": batch,
             "platform": config.platform,
-            "contention": config.contention,
+            "interference": config.interference,
         }
         out.append({**where, "ratio": None, "strategies": ["all-fast", "all-slow"]})
         out += [
@@ -142,16 +146,13 @@ def point_frame(params: Mapping[str, Any]) -> pd.DataFrame:
     :func:`tmsim.comparison.rows_frame` (``slowdown`` left to :func:`slowdowns`)."""
     model, batch, ratio = params["model"], params["batch"], params["ratio"]
     graph = tmsim.graph(model, batch=batch)
-    plan = PlanSettings(
-        capacity=capacity_of(ratio, None),
-        **{k: params[k] for k in ("time_limit_s", "gap") if k in params},
-    )
+    plan = plan_settings(params, capacity_of(ratio, None))
     frame = compare_frame(
         graph,
         tmsim.platform(params["platform"]),
         plan,
         params["strategies"],
-        params["contention"],
+        params["interference"],
         labels={**workload_labels(model, batch, graph), "ratio": ratio or ""},
     )
     if ratio is None:

@@ -40,6 +40,7 @@ from matplotlib.patches import Patch
 import tmsim
 from experiments.common import (
     COLORS,
+    DEFAULT_INTERFERENCE,
     GPU_WORKLOADS,
     AxesArg,
     Progress,
@@ -50,11 +51,12 @@ from experiments.common import (
     label,
     load_frame,
     panels,
+    plan_settings,
+    planner_params,
     run_figure_points,
     save_figure,
     write_data,
 )
-from tmsim import PlanSettings
 
 NAME = "gpu"
 TITLE = "GPU: speedup of AutoTM's plans over unified memory"
@@ -80,17 +82,16 @@ class Config:
     """What the figure runs; the defaults are the full experiment.
 
     ``points``: (preset, zoo model, batch) triples; ``device_fraction``: None plans for each
-    preset's real device memory, a number shrinks the device to that share of each step's peak
-    live bytes (:attr:`~tmsim.workload.graph.Graph.peak_live_bytes`) so small graphs
-    oversubscribe it;
-    ``time_limit_s``: wall-clock cap of one workload's MILP chain (static, sync, async; the
-    async plan of ResNet-200 b64 was the same at 60 s and 150 s, 27% shorter than sync, with
-    HiGHS still closing the last 2% of gap);
-    ``gap``: the MILP's relative optimality gap; ``window``: kernels either side of a user
-    where an asynchronous copy may run (AutoTM used 15; at 15 HiGHS did not improve on the
-    sync plan of ResNet-200 b64 within 120 s, at 3 it reached a 2% gap); ``contention``:
-    simulate with shared bandwidth; ``workers``: processes running workloads in parallel when
-    :func:`compute` is not told otherwise (not part of any point's key).
+    preset's real device memory, a number shrinks the device to that share of each step's peak live
+    bytes (:attr:`~tmsim.workload.graph.Graph.peak_live_bytes`) so small graphs oversubscribe it;
+    ``time_limit_s``: wall-clock cap of one workload's MILP chain (static, sync, async; the async
+    plan of ResNet-200 b64 was the same at 60 s and 150 s, 27% shorter than sync, with HiGHS still
+    closing the last 2% of gap); ``gap``: the MILP's relative optimality gap; ``window``: kernels
+    either side of a user where an asynchronous copy may run (AutoTM used 15; at 15 HiGHS did not
+    improve on the sync plan of ResNet-200 b64 within 120 s, at 3 it reached a 2% gap);
+    ``interference``: the replays' interference level (``none``: no contention); ``workers``:
+    processes running workloads in parallel when :func:`compute` is not told otherwise (not part of
+    any point's key).
     """
 
     points: tuple[tuple[str, str, int], ...] = (
@@ -101,8 +102,10 @@ class Config:
     time_limit_s: float = 150.0
     gap: float = 0.01
     window: int = 3
-    contention: bool = True
+    interference: str = DEFAULT_INTERFERENCE
     workers: int = 2
+    #: further planner settings by name (fields of ``tmsim.PlanSettings``), for the MILP
+    settings: tuple[tuple[str, Any], ...] = ()
 
 
 #: Small models on both GPUs with the device shrunk to 0.6 of each step's peak (there the async
@@ -131,10 +134,8 @@ def points(config: Config) -> list[dict[str, Any]]:
             "model": model,
             "batch": batch,
             "device_fraction": config.device_fraction,
-            "time_limit_s": config.time_limit_s,
-            "gap": config.gap,
-            "window": config.window,
-            "contention": config.contention,
+            **planner_params(config),
+            "interference": config.interference,
         }
         for preset, model, batch in config.points
     ]
@@ -154,13 +155,8 @@ def workload_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     fast_bytes = None if fraction is None else int(graph.peak_live_bytes * fraction)
     capacity = capacity_of(None, fast_bytes)
     device = tmsim.fast_limit(graph, platform, capacity)
-    plan = PlanSettings(
-        capacity=capacity,
-        time_limit_s=params["time_limit_s"],
-        gap=params["gap"],
-        window=params["window"],
-    )
-    frame = compare_frame(graph, platform, plan, STRATEGIES, params["contention"])
+    plan = plan_settings(params, capacity)
+    frame = compare_frame(graph, platform, plan, STRATEGIES, params["interference"])
     leading = {
         "platform": preset,
         "workload": label(model, batch),

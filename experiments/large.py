@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 import tmsim
 from experiments.common import (
     COLORS,
+    DEFAULT_INTERFERENCE,
     LARGE,
     AxesArg,
     Progress,
@@ -34,13 +35,15 @@ from experiments.common import (
     compare_frame,
     load_frame,
     panels,
+    plan_settings,
+    planner_params,
     run_figure_points,
     save_figure,
     solver_params,
     workload_labels,
     write_data,
 )
-from tmsim import PlanSettings, TmsimError
+from tmsim import TmsimError
 
 NAME = "large"
 TITLE = "Large workloads: software tensor management against the DRAM cache (2LM)"
@@ -55,12 +58,12 @@ class Config:
     """What the figure runs; the defaults are the paper's full experiment.
 
     ``workloads``: (zoo model, batch) pairs; ``platform``: a :mod:`hwmodels.presets` name;
-    ``fast_share``: the fast tier (DRAM, and the 2LM cache) as a share of each step's peak
-    live bytes; ``None`` (the paper's setting): the platform's DRAM capacity; ``strategies``:
-    strategies of :data:`tmsim.comparison.STRATEGIES` to run (``2lm`` is what the others are
-    compared against); ``time_limit_s``: wall-clock cap of the MILP chain of one workload;
-    ``gap``: the MILP's relative optimality gap; ``contention``: simulate with shared
-    bandwidth; ``cache_block_bytes``: the 2LM simulation's block size (``None``: its default).
+    ``fast_share``: the fast tier (DRAM, and the 2LM cache) as a share of each step's peak live
+    bytes; ``None`` (the paper's setting): the platform's DRAM capacity; ``strategies``: strategies
+    of :data:`tmsim.comparison.STRATEGIES` to run (``2lm`` is what the others are compared against);
+    ``time_limit_s``: wall-clock cap of the MILP chain of one workload; ``gap``: the MILP's relative
+    optimality gap; ``interference``: the replays' interference level (``none``: no contention);
+    ``cache_block_bytes``: the 2LM simulation's block size (``None``: its default).
     """
 
     workloads: tuple[tuple[str, int], ...] = LARGE
@@ -69,8 +72,10 @@ class Config:
     strategies: tuple[str, ...] = ("all-fast", "all-slow", "static", "sync", "2lm")
     time_limit_s: float = 600.0
     gap: float = 0.01
-    contention: bool = True
+    interference: str = DEFAULT_INTERFERENCE
     cache_block_bytes: int | None = None
+    #: further planner settings by name (fields of ``tmsim.PlanSettings``), for the MILP
+    settings: tuple[tuple[str, Any], ...] = ()
 
 
 #: Small stand-ins at the paper's DRAM share (192 GiB of about 650 GB is 0.3), a looser gap;
@@ -86,7 +91,7 @@ def points(config: Config) -> list[dict[str, Any]]:
     an unknown strategy or a ``fast_share`` outside (0, 1]."""
     if config.fast_share is not None and not 0 < config.fast_share <= 1:
         raise TmsimError(f"fast_share must be in (0, 1], got {config.fast_share}")
-    milp = solver_params(config.strategies, time_limit_s=config.time_limit_s, gap=config.gap)
+    milp = solver_params(config.strategies, **planner_params(config))
     cache = {"cache_block_bytes": config.cache_block_bytes} if "2lm" in config.strategies else {}
     return [
         {
@@ -95,7 +100,7 @@ def points(config: Config) -> list[dict[str, Any]]:
             "platform": config.platform,
             "fast_share": config.fast_share,
             "strategies": list(config.strategies),
-            "contention": config.contention,
+            "interference": config.interference,
             **milp,
             **cache,
         }
@@ -113,16 +118,13 @@ def point_frame(params: Mapping[str, Any]) -> pd.DataFrame:
         fast_bytes = int(hw.tiers[0].capacity_bytes)
     else:
         fast_bytes = int(share * graph.peak_live_bytes)
-    plan = PlanSettings(
-        capacity=capacity_of(None, fast_bytes),
-        **{k: params[k] for k in ("time_limit_s", "gap") if k in params},
-    )
+    plan = plan_settings(params, capacity_of(None, fast_bytes))
     frame = compare_frame(
         graph,
         hw,
         plan,
         params["strategies"],
-        params["contention"],
+        params["interference"],
         params.get("cache_block_bytes"),
         labels=workload_labels(model, batch, graph),
     )

@@ -42,17 +42,20 @@ from matplotlib.figure import Figure
 import tmsim
 from experiments.common import (
     COLORS,
+    DEFAULT_INTERFERENCE,
     AxesArg,
     Progress,
     compare_frame,
     insert_labels,
     load_frame,
     panels,
+    plan_settings,
+    planner_params,
     run_figure_points,
     save_figure,
     write_data,
 )
-from tmsim import Capacity, PlanSettings
+from tmsim import Capacity
 
 NAME = "modern"
 TITLE = "Today's machines: a transformer step's slowdown and energy against the fast tier's size"
@@ -100,11 +103,10 @@ class Point:
 class Config:
     """What the figure runs; the defaults are the full experiment.
 
-    ``points``: one panel each (:class:`Point`, as tuples); ``budgets``: shares of the step's
-    peak live bytes the fast tier holds; ``time_limit_s``, ``gap``: the MILP's cap per chain
-    and relative gap; ``contention``: replay with the full interference model (else none);
-    ``workers``: processes running points in parallel when :func:`compute` is not told
-    otherwise.
+    ``points``: one panel each (:class:`Point`, as tuples); ``budgets``: shares of the step's peak
+    live bytes the fast tier holds; ``time_limit_s``, ``gap``: the MILP's cap per chain and relative
+    gap; ``interference``: the replays' interference level (default the full model; ``none``: none);
+    ``workers``: processes running points in parallel when :func:`compute` is not told otherwise.
 
     The GPUs run LLaMA-7B's shapes cut to 8 of its 32 layers (its embedding and output
     layer whole) at sequence 2048, so that a full run's MILPs take minutes; the CPUs run 2
@@ -127,8 +129,10 @@ class Config:
     budgets: tuple[float, ...] = (0.9, 0.75, 0.6, 0.45, 0.3)
     time_limit_s: float = 120.0
     gap: float = 0.01
-    contention: bool = True
+    interference: str = DEFAULT_INTERFERENCE
     workers: int = 2
+    #: further planner settings by name (fields of ``tmsim.PlanSettings``), for the MILP
+    settings: tuple[tuple[str, Any], ...] = ()
 
 
 #: Two GPT-2 small layers at sequence 256 on two presets, two budgets: seconds.
@@ -163,9 +167,8 @@ def points(config: Config) -> list[dict[str, Any]]:
                     "dtype": dtype,
                     "strategies": list(strategies),
                     "budget": budget,
-                    "time_limit_s": config.time_limit_s,
-                    "gap": config.gap,
-                    "contention": config.contention,
+                    **planner_params(config),
+                    "interference": config.interference,
                 }
             )
     return out
@@ -181,13 +184,9 @@ def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     graph = tmsim.graph(params["model"], batch=params["batch"], **options)
     platform = tmsim.platform(params["platform"])
     peak = graph.peak_live_bytes
-    plan = PlanSettings(
-        capacity=Capacity.of_bytes(int(peak * params["budget"])),
-        time_limit_s=params["time_limit_s"],
-        gap=params["gap"],
-    )
+    plan = plan_settings(params, Capacity.of_bytes(int(peak * params["budget"])))
     strategies = ("all-fast", *params["strategies"])
-    frame = compare_frame(graph, platform, plan, strategies, params["contention"])
+    frame = compare_frame(graph, platform, plan, strategies, params["interference"])
     leading = {
         "platform": params["platform"],
         "workload": workload_name(params["model"], params["batch"], params["layers"]),

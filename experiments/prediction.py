@@ -47,12 +47,13 @@ from experiments.common import (
     insert_labels,
     load_frame,
     panels,
+    plan_settings,
+    planner_params,
     point_labels,
     run_figure_points,
     save_figure,
     write_data,
 )
-from tmsim import PlanSettings
 
 NAME = "prediction"
 TITLE = "Planner prediction against simulation with contention"
@@ -100,6 +101,8 @@ class Config:
     gap: float = 0.01
     window: int = 3
     workers: int = 2
+    #: further planner settings by name (fields of ``tmsim.PlanSettings``), for the MILP
+    settings: tuple[tuple[str, Any], ...] = ()
 
 
 #: VGG19 b8 and ResNet-50 b4 at 4:1 and 1:1 on Optane, VGG19 b16 on the GPU shrunk to 0.6
@@ -118,7 +121,7 @@ QUICK = Config(
 def points(config: Config) -> list[dict[str, Any]]:
     """Every point of ``config``: the CPU workloads at each ratio, then the GPU workloads,
     each with its strategies and the solver settings."""
-    solver = {"time_limit_s": config.time_limit_s, "gap": config.gap, "window": config.window}
+    solver = planner_params(config)
     cpu = [
         {
             "platform": config.cpu_platform,
@@ -160,12 +163,7 @@ def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     graph = tmsim.graph(model, batch=batch)
     platform = tmsim.platform(preset)
     fast_bytes = None if fraction is None else int(graph.peak_live_bytes * fraction)
-    plan = PlanSettings(
-        capacity=capacity_of(ratio, fast_bytes),
-        time_limit_s=params["time_limit_s"],
-        gap=params["gap"],
-        window=params["window"],
-    )
+    plan = plan_settings(params, capacity_of(ratio, fast_bytes))
     strategies = tuple(params["strategies"])
     frame = compare_frame(graph, platform, plan, strategies)
     limit = tmsim.fast_limit(graph, platform, plan.capacity)

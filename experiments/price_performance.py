@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from matplotlib.axes import Axes
@@ -27,6 +28,7 @@ from experiments import conventional
 from experiments.common import (
     COLORS,
     CONVENTIONAL,
+    DEFAULT_INTERFERENCE,
     AxesArg,
     Progress,
     geomean,
@@ -49,11 +51,11 @@ class Config:
     """What the figure runs; the defaults are the paper's full experiment.
 
     ``workloads``, ``platform``, ``ratios``, ``strategies``, ``time_limit_s``, ``gap``,
-    ``contention``: as in :class:`experiments.conventional.Config` (all-DRAM and all-PMM are
-    always added); ``dram_price_per_gb`` and ``pmm_price_per_gb``: memory prices per GB
+    ``interference``, ``settings``: as in :class:`experiments.conventional.Config` (all-DRAM and
+    all-PMM are always added); ``dram_price_per_gb`` and ``pmm_price_per_gb``: memory prices per GB
     (10^9 bytes) in any one currency, only their ratio matters for the normalized cost;
-    ``budget_slowdown``: the largest slowdown against all-DRAM accepted when picking the
-    cheapest configuration.
+    ``budget_slowdown``: the largest slowdown against all-DRAM accepted when picking the cheapest
+    configuration.
     """
 
     workloads: tuple[tuple[str, int], ...] = CONVENTIONAL
@@ -62,12 +64,14 @@ class Config:
     strategies: tuple[str, ...] = ("first-touch", "sync")
     time_limit_s: float = 600.0
     gap: float = 0.01
-    contention: bool = True
+    interference: str = DEFAULT_INTERFERENCE
     # AutoTM (ASPLOS 2020), cost analysis: Lenovo's list prices of August 2019 put DRAM at
     # 2.1x the price of Optane PMM per GB; prices here are in units of PMM's price per GB.
     dram_price_per_gb: float = 2.1
     pmm_price_per_gb: float = 1.0
     budget_slowdown: float = 1.2
+    #: further planner settings by name (fields of ``tmsim.PlanSettings``), for the MILP
+    settings: tuple[tuple[str, Any], ...] = ()
 
 
 #: The conventional figure's QUICK workloads at three ratios, with its looser gap; about 35 s

@@ -39,6 +39,7 @@ from matplotlib.figure import Figure
 import tmsim
 from experiments.common import (
     COLORS,
+    DEFAULT_INTERFERENCE,
     AxesArg,
     Progress,
     compare_frame,
@@ -46,11 +47,13 @@ from experiments.common import (
     label,
     load_frame,
     panels,
+    plan_settings,
+    planner_params,
     run_figure_points,
     save_figure,
     write_data,
 )
-from tmsim import Capacity, PlanSettings
+from tmsim import Capacity
 
 NAME = "recompute"
 TITLE = "Keep, move or recompute: slowdown over all-fast at each fast-memory budget"
@@ -78,17 +81,16 @@ LEADING = ("platform", "workload", "model", "batch", "kernels", "peak_bytes", "b
 class Config:
     """What the figure runs; the defaults are the full experiment.
 
-    ``points``: (preset, zoo model, batch) triples, each planned at every share of
-    ``budgets`` of its all-fast peak (on the GPU, the paper's batches whose largest budget
-    fits the 11 GiB device); ``time_limit_s``: wall-clock cap of each MILP strategy's chain
-    (``sync``: static, sync; ``remat``; ``sync-rc``: static-rc and sync-rc after those),
-    which every solve ends well before at its gap but one: DenseNet-264 b512's ``sync-rc`` at
-    0.4 of its peak on Optane reaches 1% after some 160 s alone (remat 24 s, static-rc's root
-    cuts 40 s, then sync-rc's LP and its own root cuts 80 s), so the cap is 300 s, not 60;
-    ``gap``: the MILP's relative gap; ``recompute_depth``: the longest chain of producers run
-    again before one kernel; ``contention``: replay with the full interference model (else
-    none); ``workers``: processes running points in parallel when :func:`compute` is not told
-    otherwise.
+    ``points``: (preset, zoo model, batch) triples, each planned at every share of ``budgets`` of
+    its all-fast peak (on the GPU, the paper's batches whose largest budget fits the 11 GiB device);
+    ``time_limit_s``: wall-clock cap of each MILP strategy's chain (``sync``: static, sync;
+    ``remat``; ``sync-rc``: static-rc and sync-rc after those), which every solve ends well before
+    at its gap but one: DenseNet-264 b512's ``sync-rc`` at 0.4 of its peak on Optane reaches 1%
+    after some 160 s alone (remat 24 s, static-rc's root cuts 40 s, then sync-rc's LP and its own
+    root cuts 80 s), so the cap is 300 s, not 60; ``gap``: the MILP's relative gap;
+    ``recompute_depth``: the longest chain of producers run again before one kernel;
+    ``interference``: the replays' interference level (default the full model; ``none``: none);
+    ``workers``: processes running points in parallel when :func:`compute` is not told otherwise.
     """
 
     points: tuple[tuple[str, str, int], ...] = (
@@ -105,8 +107,10 @@ class Config:
     time_limit_s: float = 300.0
     gap: float = 0.01
     recompute_depth: int = 2
-    contention: bool = True
+    interference: str = DEFAULT_INTERFERENCE
     workers: int = 2
+    #: further planner settings by name (fields of ``tmsim.PlanSettings``), for the MILP
+    settings: tuple[tuple[str, Any], ...] = ()
 
 
 #: Small models at batch 16 on both presets, two budgets, a 5% gap and a 30 s cap.
@@ -132,10 +136,8 @@ def points(config: Config) -> list[dict[str, Any]]:
             "model": model,
             "batch": batch,
             "budget": budget,
-            "time_limit_s": config.time_limit_s,
-            "gap": config.gap,
-            "recompute_depth": config.recompute_depth,
-            "contention": config.contention,
+            **planner_params(config),
+            "interference": config.interference,
         }
         for preset, model, batch in config.points
         for budget in config.budgets
@@ -151,13 +153,8 @@ def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     graph = tmsim.graph(model, batch=batch)
     platform = tmsim.platform(preset)
     peak = graph.peak_live_bytes
-    plan = PlanSettings(
-        capacity=Capacity.of_bytes(int(peak * params["budget"])),
-        time_limit_s=params["time_limit_s"],
-        gap=params["gap"],
-        recompute_depth=params["recompute_depth"],
-    )
-    frame = compare_frame(graph, platform, plan, ("all-fast", *STRATEGIES), params["contention"])
+    plan = plan_settings(params, Capacity.of_bytes(int(peak * params["budget"])))
+    frame = compare_frame(graph, platform, plan, ("all-fast", *STRATEGIES), params["interference"])
     leading = {
         "platform": preset,
         "workload": label(model, batch),

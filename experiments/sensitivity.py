@@ -45,6 +45,8 @@ from experiments.common import (
     capacity_of,
     insert_labels,
     load_frame,
+    plan_settings,
+    planner_params,
     point_labels,
     run_figure_points,
     save_figure,
@@ -70,8 +72,8 @@ class Assumed:
     source: str
 
 
-#: The Optane preset's assumed interference parameters with their ranges (the README's
-#: controller and copy-thread tables; reference/interference-and-solvers.md A2).
+#: The Optane preset's assumed interference parameters with their ranges (the simulation
+#: guide's controller and copy-thread tables; reference/interference-and-solvers.md A2).
 OPTANE_ASSUMED: tuple[Assumed, ...] = tuple(
     Assumed(*row)
     for row in (
@@ -113,6 +115,8 @@ class Config:
     gap: float = 0.01
     window: int = 3
     workers: int = 2
+    #: further planner settings by name (fields of ``tmsim.PlanSettings``), for the MILP
+    settings: tuple[tuple[str, Any], ...] = ()
 
 
 #: VGG19 b4 and b8 at 4:1 (their async MILPs beat the sync plan within seconds at a 5% gap),
@@ -150,9 +154,7 @@ def points(config: Config) -> list[dict[str, Any]]:
             "batch": batch,
             "aware": (model, batch) in aware,
             "variants": variants,
-            "time_limit_s": config.time_limit_s,
-            "gap": config.gap,
-            "window": config.window,
+            **planner_params(config),
         }
         for ratio in config.ratios
         for model, batch in config.workloads
@@ -176,12 +178,7 @@ def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     preset = params["platform"]
     graph = tmsim.graph(params["model"], batch=params["batch"])
     shipped = variant_platform(preset, ())
-    settings = PlanSettings(
-        capacity=capacity_of(params["ratio"], None),
-        time_limit_s=params["time_limit_s"],
-        gap=params["gap"],
-        window=params["window"],
-    )
+    settings = plan_settings(params, capacity_of(params["ratio"], None))
     limit = tmsim.fast_limit(graph, shipped, settings.capacity)
     wanted = ["async", "async-aware"] if params["aware"] else ["async"]
     base = _plans(graph, shipped, settings, wanted)

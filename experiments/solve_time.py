@@ -39,6 +39,8 @@ from experiments.common import (
     label,
     load_frame,
     panels,
+    plan_settings,
+    planner_params,
     run_figure_points,
     save_figure,
     write_data,
@@ -75,6 +77,8 @@ class Config:
     time_limit_s: float = 300.0
     gap: float = 0.01
     window: int = PlanSettings.window
+    #: further planner settings by name (fields of ``tmsim.PlanSettings``), for the MILP
+    settings: tuple[tuple[str, Any], ...] = ()
 
 
 #: Three small graphs (142 to 1396 kernels), 20 s per chain; about 50 s.
@@ -94,9 +98,7 @@ def points(config: Config) -> list[dict[str, Any]]:
             "platform": config.platform,
             "ratio": config.ratio,
             "formulations": list(config.formulations),
-            "time_limit_s": config.time_limit_s,
-            "gap": config.gap,
-            "window": config.window,
+            **planner_params(config),
         }
         for model, batch in config.workloads
     ]
@@ -111,12 +113,7 @@ def chain_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     model, batch = params["model"], params["batch"]
     hw = tmsim.platform(params["platform"])
     limit_s = params["time_limit_s"]
-    settings = PlanSettings(
-        capacity=capacity_of(params["ratio"], None),
-        time_limit_s=limit_s,
-        gap=params["gap"],
-        window=params["window"],
-    )
+    settings = plan_settings(params, capacity_of(params["ratio"], None))
     graph = tmsim.graph(model, batch=batch)
     try:
         chain = tmsim.plan_chain(graph, hw, top, settings=settings)

@@ -202,7 +202,7 @@ def test_a_plan_of_a_graph_file_is_simulated_without_naming_it_again(
     )
     assert json.loads(p.read_text())["graph"]["source"] == "file"
     capsys.readouterr()
-    assert main(["simulate", str(p), "--no-contention", "--json"]) == 0
+    assert main(["simulate", str(p), "--interference", "none", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["simulated_s"] > 0
 
 

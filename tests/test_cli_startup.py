@@ -11,7 +11,6 @@ import argparse
 import json
 import subprocess
 import sys
-from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -87,7 +86,7 @@ def test_parsing_every_light_command_imports_no_heavy_library() -> None:
         ["graph", "vgg19", "--batch", "2", "--dtype", "fp16", "--json"],
         ["plan", "--file", "g.json", "--mode", "async", "--window", "3", "--gap", "0.5"],
         ["plan", "vgg19", "--time-limit", "10", "--node-limit", "0", "--out", "p.json"],
-        ["compare", "vgg19", "--strategies", "greedy,sync", "--no-contention", "--quiet"],
+        ["compare", "vgg19", "--strategies", "greedy,sync", "--interference", "none", "--quiet"],
         ["sweep", "spec.toml", "--out", "d", "--workers", "2", "--limit", "3", "--dry-run"],
         ["reproduce", "--out", "d", "--only", "a,b", "--dask", "tcp://h:1", "--quick"],
         ["import", "torchvision:resnet50", "--input", "3x224x224", "--out", "g.json"],
@@ -101,7 +100,7 @@ def test_parsing_every_light_command_imports_no_heavy_library() -> None:
 
 
 def test_the_catalog_mirrors_the_library() -> None:
-    from tmsim.planners import PLANNERS, PlanSettings
+    from tmsim.planners import PLANNERS
     from tmsim.sweeps.engine import FORMATS
     from tmsim.workload.tensors import DTYPE_BYTES
     from tmsim.workload.zoo import MODELS
@@ -114,9 +113,22 @@ def test_the_catalog_mirrors_the_library() -> None:
     from tmsim.planners.settings import MAX_NODE_LIMIT
 
     assert MAX_NODES == MAX_NODE_LIMIT
-    defaults = PlanSettings()
-    for f in fields(catalog.PLAN_DEFAULTS):
-        assert getattr(catalog.PLAN_DEFAULTS, f.name) == getattr(defaults, f.name), f.name
+
+
+def test_the_options_show_the_planner_settings_own_defaults() -> None:
+    """No mirror: ``plan --help`` shows ``PlanSettings``' defaults, and a command given no
+    planner option plans with ``PlanSettings()`` itself."""
+    from tmsim.cli.args import settings_from_args
+    from tmsim.planners import PlanSettings
+
+    parser = build_parser()
+    args = parser.parse_args(["plan", "vgg19"])
+    assert settings_from_args(args) == PlanSettings()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    text = sub.choices["plan"].format_help()
+    d = PlanSettings()
+    for shown in (f"({d.solver})", f"({d.time_limit_s:g})", f"({d.gap})", f"({d.window})"):
+        assert shown in text, shown
 
 
 def _commands(parser: argparse.ArgumentParser) -> dict[str, str | None]:

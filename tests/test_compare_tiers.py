@@ -16,6 +16,7 @@ from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.cli.main import main
 from tmsim.comparison import CompareSettings, Row, compare
+from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
 from tmsim.planners import PlanSettings, plan
 from tmsim.plans.validate import validate
 
@@ -24,7 +25,8 @@ SETTINGS = PlanSettings(capacity=Capacity.of_bytes(170 * MB), window=2, gap=1e-9
 
 
 def _rows(platform: Platform, contention: bool) -> dict[str, Row]:
-    settings = CompareSettings(plan=SETTINGS, contention=contention)
+    level = DEFAULT_LEVEL if contention else InterferenceLevel.NONE
+    settings = CompareSettings(plan=SETTINGS, level=level)
     return {r.strategy: r for r in compare(tiny_step(), platform, settings)}
 
 

@@ -15,6 +15,7 @@ from tmsim.comparison import CompareSettings, compare
 from tmsim.cost import kernel_dtype
 from tmsim.energy import step_energy
 from tmsim.errors import TmsimError
+from tmsim.levels import InterferenceLevel
 from tmsim.planners import PlanSettings, plan
 from tmsim.sim import replay
 from tmsim.workload.graph import Graph
@@ -168,7 +169,7 @@ def test_years_to_wear_closed_form() -> None:
 def test_all_fast_step_energy_by_hand(mlp: Graph) -> None:
     """mlp on DRAM alone: reads x w1 h1 w2 h2 w3 = 176 B, writes h1 h2 y = 92 B, 60 FLOPs."""
     p = _platform()
-    trace = replay(plan("all-fast", mlp, p, PlanSettings()), mlp, p, contention=False)
+    trace = replay(plan("all-fast", mlp, p, PlanSettings()), mlp, p, level=InterferenceLevel.NONE)
     e = step_energy(trace, mlp, p)
     assert e.tier_j["DRAM"] == pytest.approx((176 * 10 + 92 * 20) * PJ)
     assert e.tier_j["PMM"] == 0.0
@@ -182,7 +183,7 @@ def test_all_fast_step_energy_by_hand(mlp: Graph) -> None:
 
 def test_all_slow_step_wears_the_rated_tier_by_hand(mlp: Graph) -> None:
     p = _platform()
-    trace = replay(plan("all-slow", mlp, p, PlanSettings()), mlp, p, contention=False)
+    trace = replay(plan("all-slow", mlp, p, PlanSettings()), mlp, p, level=InterferenceLevel.NONE)
     e = step_energy(trace, mlp, p)
     assert e.tier_j["PMM"] == pytest.approx((176 * 40 + 92 * 100) * PJ)
     assert e.written_bytes["PMM"] == 92
@@ -203,7 +204,7 @@ def test_moves_pay_their_link() -> None:
     p = platform_from_dict(data, "test")
     g = tmsim.graph("vgg19", batch=1)
     made = plan("vdnn", g, p, PlanSettings(offload_all=True))
-    trace = replay(made, g, p, contention=False)
+    trace = replay(made, g, p, level=InterferenceLevel.NONE)
     e = step_energy(trace, g, p)
     host = [t.name for t in p.tiers].index("host")
     device = [t.name for t in p.tiers].index("device")
@@ -264,13 +265,18 @@ def test_energy_weight_trades_time_for_energy(mlp: Graph, formulation: str) -> N
     )
 
     def cost(made: Any, w: float) -> tuple[float, float]:
-        trace = replay(made, mlp, p, contention=False)
+        trace = replay(made, mlp, p, level=InterferenceLevel.NONE)
         e = step_energy(trace, mlp, p)
         return trace.simulated_s, trace.simulated_s + w * e.total_j
 
     (t_timed, _), (t_weighted, _) = cost(timed, 0.0), cost(weighted, 0.0)
-    assert step_energy(replay(timed, mlp, p, contention=False), mlp, p).tier_j["DRAM"] > 0
-    assert step_energy(replay(weighted, mlp, p, contention=False), mlp, p).tier_j["DRAM"] == 0
+    assert (
+        step_energy(replay(timed, mlp, p, level=InterferenceLevel.NONE), mlp, p).tier_j["DRAM"] > 0
+    )
+    assert (
+        step_energy(replay(weighted, mlp, p, level=InterferenceLevel.NONE), mlp, p).tier_j["DRAM"]
+        == 0
+    )
     assert t_timed < t_weighted
     assert cost(weighted, weight)[1] < cost(timed, weight)[1]
 

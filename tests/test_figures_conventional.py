@@ -81,7 +81,7 @@ def test_a_point_is_keyed_by_what_shapes_it() -> None:
     longer = keys(replace(CONV, time_limit_s=30.0))
     assert longer[0] == base and longer[1] != at_ratio  # the pair runs no MILP
     assert keys(replace(CONV, ratios=(RATIO, "1:1")))[:2] == [base, at_ratio]
-    assert keys(replace(CONV, contention=False))[0] != base
+    assert keys(replace(CONV, interference="none"))[0] != base
     heuristic = conventional.points(replace(CONV, strategies=("first-touch",)))[1]
     assert "time_limit_s" not in heuristic and "gap" not in heuristic
 

@@ -19,6 +19,7 @@ from tmsim.capacity import Capacity
 from tmsim.comparison import CompareSettings, compare
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
+from tmsim.levels import InterferenceLevel
 from tmsim.planners import PlanSettings, plan
 from tmsim.sim import replay
 from tmsim.sim.addresses import RangeSet, step_layout
@@ -82,7 +83,7 @@ def test_a_fast_page_serves_every_tensor_laid_out_over_it() -> None:
     g = reuse_step()
     # first fit: a at pages 0-2, x at 3-4, b at 5-6, c over a's pages 0-2
     assert step_layout(g).offsets_bytes.tolist() == [3 * KiB, 0, 5 * KiB, 0]
-    out = replay_first_touch_pages(g, CPU, fast_limit_bytes=4 * KiB, contention=False)
+    out = replay_first_touch_pages(g, CPU, fast_limit_bytes=4 * KiB, level=InterferenceLevel.NONE)
     # x is touched before the step (DRAM pages 3, 4); k0 writes a: pages 0, 1 take the last
     # two DRAM pages, page 2 goes to PMM; k1 writes b on new pages 5, 6 (PMM); k2 writes c on
     # a's pages: two thirds DRAM.
@@ -109,7 +110,7 @@ def test_a_fast_page_serves_every_tensor_laid_out_over_it() -> None:
     )
     # In pages of 2 KiB the fast tier takes 8 of them: x's 4, then a's first 4 (of 6).
     half = replay_first_touch_pages(
-        g, CPU, fast_limit_bytes=4 * KiB, page_bytes=KiB // 2, contention=False
+        g, CPU, fast_limit_bytes=4 * KiB, page_bytes=KiB // 2, level=InterferenceLevel.NONE
     )
     assert half.pages.pages == (8, 6)
     assert half.trace.records[0].write_bytes == (2 * KiB, KiB)
@@ -136,7 +137,9 @@ def _ends(g: Graph) -> tuple[float, float, int]:
     ends = []
     for name, limit in (("all-fast", pool), ("all-slow", 0)):
         p = plan(name, g, CPU)
-        mine = replay_first_touch_pages(g, CPU, fast_limit_bytes=limit, contention=False)
+        mine = replay_first_touch_pages(
+            g, CPU, fast_limit_bytes=limit, level=InterferenceLevel.NONE
+        )
         assert mine.simulated_s == pytest.approx(p.predicted_s, rel=REL)
         assert mine.trace.predicted_s == pytest.approx(p.predicted_s, rel=REL)
         ends.append(replay(p, g, CPU).simulated_s)

@@ -216,7 +216,13 @@ def compare_argv(draw: st.DrawFn, s: Scratch) -> Arg:
     known = ["all-fast", "all-slow", "first-touch", "greedy", "vdnn", "2lm", "sync", "nope"]
     chosen = draw(st.lists(st.sampled_from(known), min_size=1, max_size=3))
     strategies = option("--strategies", [",".join(chosen), " greedy , all-fast"], NAME_GARBAGE)
-    parts = [capacity(), platform(), *solver_options(), profile(), flag("--no-contention")]
+    parts = [
+        capacity(),
+        platform(),
+        *solver_options(),
+        profile(),
+        st.just((["--interference", "none"], False)),
+    ]
     parts += [flag("--json")]
     parts += [
         option("--block-bytes", ["4096", "64KiB", "0", "3", "-1"]),
@@ -258,7 +264,7 @@ def reproduce_argv(draw: st.DrawFn, s: Scratch) -> Arg:
 
 @st.composite
 def simulate_argv(draw: st.DrawFn, s: Scratch) -> Arg:
-    parts = [flag("--no-contention"), flag("--json")]
+    parts = [st.just((["--interference", "none"], False)), flag("--json")]
     if draw(st.booleans()):
         model = draw(st.sampled_from(["vgg19", "alexnet"]) | NAME_GARBAGE)
         batch = draw(st.sampled_from(["1", "2", "0", "-1"]) | GARBAGE)

@@ -124,7 +124,7 @@ def test_a_plan_file_replays_its_own_graph_or_fails_in_one_line(
 ) -> None:
     path = workdir / "plan.json"
     path.write_bytes(data)
-    argv = [str(path), "--no-contention", "--json"]
+    argv = [str(path), "--interference", "none", "--json"]
     if override is not None:
         argv += ["--file", str(workdir / override)]
     code, out, err = simulate(argv)

@@ -28,7 +28,7 @@ del BYTES["grid"]["ratio"]
 BYTES["grid"]["fast_bytes"] = ["1GB", 2**30]
 BYTES["grid"]["strategy"] = ["all-slow", "first-touch"]
 BASES = (EXAMPLE, BYTES)
-INT_COLUMNS = ("batch", "seed", "fast_bytes", "window", "cache_block_bytes")
+INT_COLUMNS = ("batch", "seed", "fast_bytes", "settings.window", "cache_block_bytes")
 
 
 def sweep_problem(sweep: Sweep) -> str:

@@ -24,6 +24,7 @@ from hwmodels.presets import load_preset, platform_from_toml, platform_to_toml
 from hwmodels.timing import MoveMode, roofline
 from tmsim.cost import CostModel, IndexMove
 from tmsim.errors import PlanError
+from tmsim.levels import InterferenceLevel
 from tmsim.planners.assemble import assemble_plan
 from tmsim.plans.files import plan_from_dict, plan_to_dict
 from tmsim.plans.validate import validate
@@ -63,7 +64,7 @@ def planned(
 
 
 def replays(plan: Plan, g: Graph) -> tuple[Trace, Trace]:
-    return replay(plan, g, P, contention=False), replay(plan, g, P)
+    return replay(plan, g, P, level=InterferenceLevel.NONE), replay(plan, g, P)
 
 
 def spans(trace: Trace) -> dict[str, tuple[float, float]]:

@@ -1,4 +1,5 @@
-"""Imports point one way: every module's imports checked against the room map of the README.
+"""Imports point one way: every module's imports checked against the room map of the
+architecture guide (``docs/guides/architecture.rst``).
 
 Each module belongs to a room (a top-level package, or a sub-package or module of ``tmsim``);
 :data:`ALLOWED` says which rooms each room may import, so a forbidden arrow (hwmodels ->

@@ -6,6 +6,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
 from tmsim.errors import InfeasibleError, TmsimError
+from tmsim.levels import InterferenceLevel
 from tmsim.planners.heuristics import plan_all_fast
 from tmsim.planners.milp.chain.plan import plan_milp
 from tmsim.planners.settings import PlanSettings
@@ -162,6 +164,7 @@ def test_a_node_limit_is_named_in_the_status_and_stops_at_the_same_plan_under_lo
     idle = plan_milp(graph, plat, opts, "sync")
     assert idle.stats is not None
     assert idle.stats.status == "node_limit"
+    assert idle.stats.stopped_on == "node_limit"  # typed: nothing reads the status's text
     assert idle.stats.gap > 0
     assert validate(idle, graph, plat).ok
     hogs = [
@@ -313,7 +316,7 @@ def test_a_gpu_solve_stopped_before_any_plan_returns_the_offload_start(formulati
     result = plan_milp(tiny_step(), gpu, opts, formulation)
     assert result.stats is not None and result.stats.status == "time_limit (its warm start)"
     assert validate(result, tiny_step(), gpu).ok
-    uncontended = replay(result, tiny_step(), gpu, contention=False).simulated_s
+    uncontended = replay(result, tiny_step(), gpu, level=InterferenceLevel.NONE).simulated_s
     assert uncontended == pytest.approx(result.predicted_s, rel=1e-9)
     solved = plan_milp(tiny_step(), gpu, replace(opts, time_limit_s=None, gap=1e-9), formulation)
     assert solved.predicted_s <= result.predicted_s
@@ -474,3 +477,32 @@ def test_a_solve_again_under_lowered_limits_starts_from_the_last_lp_basis(
         assert start is not None  # a sync plan is a start of the sync model
     assert handed == [sync.lp_basis, None]
     assert iterations[0] < iterations[1]
+
+
+def test_the_stop_a_plan_records_is_typed_and_survives_its_file(tmp_path: Path) -> None:
+    """``stopped_on`` names the limit by the solver's own words, and a plan file keeps it; a
+    fallback keeps the wall-clock stop of either solve it stands on."""
+    from tmsim.planners.milp.solver import driver
+    from tmsim.plans import load_plan, save_plan
+    from tmsim.plans.values import NODE_LIMIT, TIME_LIMIT, first_stop, stop_of
+
+    assert (TIME_LIMIT, NODE_LIMIT) == (driver.TIME_LIMIT, driver.NODE_LIMIT)
+    assert [stop_of(s) for s in ("optimal", "time_limit", "node_limit", "cut_off")] == [
+        "",
+        TIME_LIMIT,
+        NODE_LIMIT,
+        "",
+    ]
+    assert first_stop("", NODE_LIMIT, TIME_LIMIT) == TIME_LIMIT
+    assert first_stop(NODE_LIMIT, "") == NODE_LIMIT and first_stop("", "") == ""
+    from tmsim.workload.zoo import training_graph_of
+
+    graph = training_graph_of("vgg19", 2)
+    opts = PlanSettings(
+        capacity=Capacity.parse("4:1"), time_limit_s=None, node_limit=1, gap=0.0, window=1
+    )
+    made = plan_milp(graph, load_preset("cascadelake-optane"), opts, "async")
+    assert made.stats is not None and made.stats.stopped_on == NODE_LIMIT
+    path = tmp_path / "plan.json"
+    save_plan(made, path)
+    assert load_plan(path).stats == made.stats

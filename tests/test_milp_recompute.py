@@ -19,6 +19,7 @@ from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
+from tmsim.levels import InterferenceLevel
 from tmsim.planners.milp.chain.plan import plan_milp, plan_milp_chain
 from tmsim.planners.milp.formulation.build import build_model
 from tmsim.planners.milp.formulation.candidates import recomputable
@@ -226,7 +227,7 @@ def test_joint_plans_validate_and_replay_to_their_prediction(preset: str) -> Non
     assert joint.recomputes, "recomputing BN outputs pays at half the peak"
     check = tmsim.validate(joint, graph, platform)
     assert check.ok, check.errors[:3]
-    trace = replay(joint, graph, platform, contention=False)
+    trace = replay(joint, graph, platform, level=InterferenceLevel.NONE)
     assert trace.simulated_s == pytest.approx(joint.predicted_s, rel=1e-9)
     assert len(trace.recomputes()) == len(joint.recomputes)
 

@@ -17,6 +17,7 @@ from hwmodels.platform import Platform
 from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
 from tmsim.errors import InfeasibleError
+from tmsim.levels import InterferenceLevel
 from tmsim.planners.milp.chain.plan import plan_milp
 from tmsim.planners.milp.formulation.states import Kind, build_catalogue
 from tmsim.planners.settings import PlanSettings
@@ -43,7 +44,7 @@ def _check(graph: Graph, platform: Platform, formulation: str, window: int) -> N
     assert plan.predicted_s == pytest.approx(best, rel=1e-6)
     check = validate(plan, graph, platform)
     assert check.ok, check.errors[:3]
-    uncontended = replay(plan, graph, platform, contention=False).simulated_s
+    uncontended = replay(plan, graph, platform, level=InterferenceLevel.NONE).simulated_s
     assert uncontended == pytest.approx(plan.predicted_s, rel=1e-9)
 
 

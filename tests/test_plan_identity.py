@@ -273,6 +273,7 @@ def test_version_1_files_are_read_without_identity(made: Plan) -> None:
         (("stats",), {"solver": "x", "status": "y", "trace": [[1, "a", 2]]}, "stats.trace"),
         (("stats",), {"solver": "x", "status": "y", "trace": 3}, "'stats.trace' must be a list"),
         (("stats",), {"solver": "x"}, "at least 'solver' and 'status'"),
+        (("stats",), {"solver": "x", "status": "y", "stopped_on": "late"}, "'stats.stopped_on'"),
         (("zz",), 1, "unknown field 'zz'"),
         (("version",), True, "field 'version' is True"),
     ],

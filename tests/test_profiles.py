@@ -269,12 +269,12 @@ def test_a_measured_kernel_alone_takes_its_measured_time(factor: float) -> None:
     cost = CostModel(graph, CPU, measured={(0, (PMM, DRAM)): measured_s})
     alone = hand_plan(graph, CPU, op_tiers, initial, [], cost=cost)
     for level in InterferenceLevel:
-        trace = replay(alone, graph, CPU, contention=True, level=level, cost=cost)
+        trace = replay(alone, graph, CPU, level=level, cost=cost)
         k0 = only(trace, "kernel", "k0")
         assert k0.end_s - k0.start_s == pytest.approx(measured_s, rel=1e-6), level
     eviction = [IndexMove(1, DRAM, PMM, 0, MoveMode.ASYNC)]
     beside = hand_plan(graph, CPU, op_tiers, initial, eviction, cost=cost)
-    off = replay(beside, graph, CPU, contention=False, cost=cost)
+    off = replay(beside, graph, CPU, level=InterferenceLevel.NONE, cost=cost)
     assert off.simulated_s == pytest.approx(beside.predicted_s, rel=1e-9)
     on = replay(beside, graph, CPU, level=InterferenceLevel.BANDWIDTH, cost=cost)
     k0 = only(on, "kernel", "k0")

@@ -25,6 +25,7 @@ from hwmodels.platform import Platform
 from hwmodels.presets import load_preset
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
+from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
 from tmsim.planners import plan
 from tmsim.sim import CacheReplayError, CacheTrace, load_trace, replay, replay_cache, save_trace
 from tmsim.sim.addresses import step_accesses, step_layout
@@ -87,7 +88,7 @@ def test_chain_thrashing_by_hand() -> None:
     # A 2 KiB cache: 32 sets of one 64 B line. a and c both map to sets 0-15, b to 16-31.
     g, p = chain(), with_cache(2048)
     assert step_layout(g).offsets_bytes.tolist() == [0, 1024, 2048]
-    cold = replay_cache(g, p, warm=False, contention=False)
+    cold = replay_cache(g, p, warm=False, level=InterferenceLevel.NONE)
     # k0: reads a (16 misses, filled), writes b (16 misses, allocated without a read).
     # k1: reads b (16 hits), writes c over a (16 misses, a is clean: no write-back).
     assert counters(cold) == {
@@ -99,7 +100,7 @@ def test_chain_thrashing_by_hand() -> None:
     assert [r.fast_resident_bytes for r in cold.trace.records] == [2048, 2048]
     # Steady state: sets 0-15 start holding c (dirty), 16-31 b (dirty). k0's read of a evicts
     # c: 16 fills and 16 write-backs; its write of b hits. k1 as in the cold step.
-    warm = replay_cache(g, p, contention=False)
+    warm = replay_cache(g, p, level=InterferenceLevel.NONE)
     assert counters(warm) == {
         "hits": [16, 16],
         "misses": [16, 16],
@@ -186,7 +187,8 @@ def r50(batch: int) -> Graph:
 
 @cache
 def r50_replay(batch: int, cache_bytes: int, contention: bool = True) -> CacheTrace:
-    return replay_cache(r50(batch), with_cache(cache_bytes), contention=contention)
+    level = DEFAULT_LEVEL if contention else InterferenceLevel.NONE
+    return replay_cache(r50(batch), with_cache(cache_bytes), level=level)
 
 
 def test_fitting_workload_runs_near_all_dram_speed() -> None:
@@ -196,7 +198,7 @@ def test_fitting_workload_runs_near_all_dram_speed() -> None:
     assert ct.hit_rate == 1.0 and ct.misses.sum() == 0 and ct.tier_bytes("PMM") == (0, 0)
     # The cost model's bounds are those of App Direct plans on the same machine.
     fast = replay(plan("all-fast", g, AD), g, AD)
-    slow = replay(plan("all-slow", g, AD), g, AD, contention=False)
+    slow = replay(plan("all-slow", g, AD), g, AD, level=InterferenceLevel.NONE)
     assert ct.all_cache_s == pytest.approx(fast.predicted_s, rel=1e-9)
     assert ct.all_backing_s == pytest.approx(slow.simulated_s, rel=1e-9)
     # All hits: all-DRAM speed but for the tag read of every write (and block rounding), a

@@ -46,10 +46,10 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object
 
 def test_json_summary(plan_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     plan = json.loads(plan_file.read_text())
-    off = run_json(capsys, str(plan_file), "--no-contention")
+    off = run_json(capsys, str(plan_file), "--interference", "none")
     assert off["simulated_s"] == pytest.approx(plan["predicted_s"], rel=1e-9)
     assert off["predicted_s"] == plan["predicted_s"]
-    assert off["contention"] is False
+    assert off["interference"] == "none"
     assert off["kernels"] == len(plan["operand_tiers"])
     assert off["moves"] == len(plan["moves"]) == off["sync_moves"] + off["async_moves"]
     assert isinstance(off["moved_bytes"], int) and off["moved_bytes"] > 0
@@ -57,14 +57,14 @@ def test_json_summary(plan_file: Path, capsys: pytest.CaptureFixture[str]) -> No
     on = run_json(
         capsys, str(plan_file), "--model", "resnet50", "--batch", "2", "--interference", "bandwidth"
     )
-    assert on["contention"] is True
+    assert on["interference"] == "bandwidth"
     assert on["simulated_s"] > on["predicted_s"]  # see test_sim_replay
     assert {"graph", "platform", "planner", "ratio", "events"} <= set(on)
     assert (off["interference"], on["interference"]) == ("none", "bandwidth")
     none = run_json(capsys, str(plan_file), "--interference", "NONE")
-    assert none["simulated_s"] == off["simulated_s"] and none["contention"] is False
+    assert none["simulated_s"] == off["simulated_s"] and none["interference"] == "none"
     full = run_json(capsys, str(plan_file))  # the full model is the default
-    assert full["interference"] == "controller" and full["contention"] is True
+    assert full["interference"] == "controller"
     assert full["simulated_s"] >= on["simulated_s"] * (1 - 1e-12)
     causes = {"shared", "blocked", "core", "latency"}
     for summary in (off, on, full):

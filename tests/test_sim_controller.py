@@ -194,11 +194,11 @@ def async_plan() -> tuple[object, object]:
 def test_levels_in_the_replay(async_plan: tuple[object, object]) -> None:
     graph, got = async_plan
     none = replay(got, graph, CPU, level=InterferenceLevel.NONE)  # type: ignore[arg-type]
-    assert (none.level, none.contention) == ("none", False)
+    assert none.level == "none"
     assert none.simulated_s == pytest.approx(got.predicted_s, rel=1e-9)  # type: ignore[attr-defined]
     full = replay(got, graph, CPU, level=InterferenceLevel.CONTROLLER)  # type: ignore[arg-type]
-    assert full.level == "controller" and full.contention
-    assert replay(got, graph, CPU, contention=False, level="controller").level == "none"  # type: ignore[arg-type]
+    assert full.level == "controller"
+    assert replay(got, graph, CPU, level="none").level == "none"  # type: ignore[arg-type]
     # (That the level adds nothing when its terms are neutral: tests/test_sim_threads.py.)
 
 
@@ -290,7 +290,8 @@ def test_the_preset_pmm_read_weight_is_the_bounded_fit(
     ctl = CPU.controller
     assert ctl is not None and ctl.weight("PMM") == BusWeight("PMM", bounded.pmm_read, 7.7)
     assert (free.pmm_read, bounded.pmm_read) == (2.99, 2.24)  # as the preset's comment says
-    # The errors the README reports (fitted 16/16 row, held-out 8/8 row), to 0.1%.
+    # The errors docs/guides/simulation.rst reports (fitted 16/16 row, held-out 8/8 row), to
+    # 0.1%.
     assert bounded.errors("8/8") == pytest.approx((0.351, 0.091), abs=1e-3)
     assert bounded.errors("16/16 control") == pytest.approx((-0.040, -0.130), abs=1e-3)
     assert free.errors("8/8") == pytest.approx((0.207, -0.026), abs=1e-3)

@@ -67,8 +67,8 @@ def test_async_eviction_slows_a_pmm_bound_kernel_by_the_device_time_it_takes() -
         {0: (SLOW,), 1: (FAST,)},
         [IndexMove(1, FAST, SLOW, 0, MoveMode.ASYNC)],
     )
-    off = replay(plan, graph, CPU, contention=False)
-    on = replay(plan, graph, CPU, contention=True, level=BANDWIDTH)
+    off = replay(plan, graph, CPU, level=InterferenceLevel.NONE)
+    on = replay(plan, graph, CPU, level=BANDWIDTH)
     launch = cost.launch_s
     times = cost.kernel_times_s(op_tiers)
     latency = 101.5e-9 + 90.4e-9  # DRAM's read and PMM's write latency: the first byte
@@ -141,13 +141,13 @@ def test_gpu_copy_engines_share_the_link_and_directions_overlap() -> None:
     # the host's write latency (86.9 ns) out of it (the device's are not modelled).
     up, down = 101.5e-9, 86.9e-9
     # Without contention the cost model's sum: five copies one after another.
-    off = replay(plan, graph, GPU, contention=False)
+    off = replay(plan, graph, GPU, level=InterferenceLevel.NONE)
     copies = 4 * (up + s / link) + down + s / link
     assert plan.predicted_s == pytest.approx(max(times[0], copies) + times[1], rel=REL)
     assert off.simulated_s == pytest.approx(plan.predicted_s, rel=REL)
     # With it: three engines share 12 GB/s host->device (4 GB/s each, done at 3s/12), the
     # fourth copy then alone (at 4s/12); device->host has its own direction (done at s/12).
-    on = replay(plan, graph, GPU, contention=True, level=BANDWIDTH)
+    on = replay(plan, graph, GPU, level=BANDWIDTH)
     h2d = sorted((r.start_s, r.end_s) for r in on.records if r.kind == ASYNC and r.dst == "device")
     first = up + 3 * s / link
     assert [e for _, e in h2d] == pytest.approx([first] * 3 + [first + up + s / link], rel=REL)
@@ -172,7 +172,7 @@ def test_sync_moves_run_between_kernels_and_after_the_last() -> None:
     moves = [IndexMove(1, FAST, SLOW, 1, MoveMode.SYNC), IndexMove(3, FAST, SLOW, 2, MoveMode.SYNC)]
     plan = hand_plan(graph, CPU, [SLOW, FAST, FAST, FAST, FAST], {0: (SLOW,), 1: (FAST,)}, moves)
     for contention in (False, True):
-        trace = replay(plan, graph, CPU, contention=contention, level=BANDWIDTH)
+        trace = replay(plan, graph, CPU, level=BANDWIDTH if contention else InterferenceLevel.NONE)
         k0, k1 = only(trace, "kernel", "k0"), only(trace, "kernel", "k1")
         a, z = only(trace, "sync", "a"), only(trace, "sync", "z")
         assert k0.end_s == a.start_s
@@ -192,7 +192,7 @@ def test_sum_overlap_and_measured_times_follow_the_cost_model() -> None:
     summed = CostModel(graph, CPU, overlap=Overlap.SUM, measured={(1, (0, 0, 0)): 0.5})
     plan = hand_plan(graph, CPU, op_tiers, initial, moves, cost=summed)
     expected, _ = step_time_s(summed, op_tiers, moves)
-    trace = replay(plan, graph, CPU, contention=False, cost=summed)
+    trace = replay(plan, graph, CPU, level=InterferenceLevel.NONE, cost=summed)
     assert trace.simulated_s == pytest.approx(expected, rel=REL)
     k0, k1 = only(trace, "kernel", "k0"), only(trace, "kernel", "k1")
     assert k1.end_s - k1.start_s == pytest.approx(0.5, rel=REL)  # the measured time
@@ -221,7 +221,7 @@ def test_both_directions_at_once_share_the_pair_rate() -> None:
         IndexMove(1, FAST, SLOW, 0, MoveMode.ASYNC),
     ]
     plan = hand_plan(graph, gpu, [FAST] * 9, initial, moves)
-    on = replay(plan, graph, gpu, contention=True, level=BANDWIDTH)
+    on = replay(plan, graph, gpu, level=BANDWIDTH)
     up, down = only(on, ASYNC, "i0"), only(on, ASYNC, "u")
     # Both start after their latencies (101.5 and 86.9 ns) and share 2 x 10 GB/s: each moves
     # at 10 GB/s to its end (the first 14.6 ns of the download alone at 12 make no visible
@@ -230,7 +230,7 @@ def test_both_directions_at_once_share_the_pair_rate() -> None:
     assert down.end_s == pytest.approx(86.9e-9 + s / both, rel=1e-4)
     # Alone (no download), the upload runs at the path's 12 GB/s.
     alone = hand_plan(graph, gpu, [FAST] * 9, initial, moves[:1])
-    solo = replay(alone, graph, gpu, contention=True, level=BANDWIDTH)
+    solo = replay(alone, graph, gpu, level=BANDWIDTH)
     assert only(solo, ASYNC, "i0").end_s == pytest.approx(101.5e-9 + s / 12e9, rel=1e-6)
     # Without both_bw, the two directions do not slow each other (the test above).
     plain = replay(hand_plan(graph, GPU, [FAST] * 9, initial, moves), graph, GPU, level=BANDWIDTH)

@@ -17,7 +17,7 @@ from hwmodels.platform import Platform
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.errors import NoPlanError, PlanError
-from tmsim.levels import InterferenceLevel
+from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
 from tmsim.planners import PlanSettings, plan
 from tmsim.planners.heuristics import REGISTRY
 from tmsim.plans.validate import validate
@@ -75,9 +75,11 @@ def zoo_plan(mode: str, name: str, batch: int, where: str) -> Plan:
     return result
 
 
-def checked_replay(p: Plan, graph: Graph, platform: Platform, contention: bool) -> Trace:
-    """Replay and check what must hold for any valid plan, with or without contention."""
-    trace = replay(p, graph, platform, contention=contention)
+def checked_replay(
+    p: Plan, graph: Graph, platform: Platform, level: InterferenceLevel = DEFAULT_LEVEL
+) -> Trace:
+    """Replay and check what must hold for any valid plan, at any level."""
+    trace = replay(p, graph, platform, level=level)
     check = validate(p, graph, platform)
     kernels = trace.kernels()
     assert [r.kernel for r in kernels] == list(range(len(graph.kernels)))
@@ -97,7 +99,7 @@ def checked_replay(p: Plan, graph: Graph, platform: Platform, contention: bool) 
             assert r.start_s >= starts[r.kernel] and r.end_s <= starts[r.kernel + 1]
     for r in trace.records:
         assert r.end_s >= r.start_s
-        if r.kind == KERNEL or not trace.contention:
+        if r.kind == KERNEL or trace.level == "none":
             # Nothing runs faster than alone.
             assert r.end_s - r.start_s >= r.uncontended_s * (1 - 1e-9)
     return trace
@@ -110,7 +112,7 @@ def test_heuristic_plans_replay_to_their_prediction_on_the_cpu(
     mode: str, name: str, batch: int
 ) -> None:
     p = zoo_plan(mode, name, batch, "cpu")
-    trace = checked_replay(p, zoo(name, batch), CPU, contention=False)
+    trace = checked_replay(p, zoo(name, batch), CPU, level=InterferenceLevel.NONE)
     assert trace.simulated_s == pytest.approx(p.predicted_s, rel=REL)
     assert trace.predicted_s == p.predicted_s
 
@@ -121,7 +123,7 @@ def test_heuristic_plans_replay_to_their_prediction_on_the_gpu(
     mode: str, name: str, batch: int
 ) -> None:
     p = zoo_plan(mode, name, batch, "gpu")
-    trace = checked_replay(p, zoo(name, batch), GPU, contention=False)
+    trace = checked_replay(p, zoo(name, batch), GPU, level=InterferenceLevel.NONE)
     assert trace.simulated_s == pytest.approx(p.predicted_s, rel=REL)
 
 
@@ -129,7 +131,7 @@ def test_heuristic_plans_replay_to_their_prediction_on_the_gpu(
 @pytest.mark.parametrize("mode", MILP)
 def test_milp_plans_replay_to_their_prediction(mode: str, where: str) -> None:
     p = zoo_plan(mode, "resnet50", 2, where)
-    trace = checked_replay(p, zoo("resnet50", 2), PLATFORMS[where], contention=False)
+    trace = checked_replay(p, zoo("resnet50", 2), PLATFORMS[where], level=InterferenceLevel.NONE)
     assert trace.simulated_s == pytest.approx(p.predicted_s, rel=REL)
     if where == "gpu" and mode != "static":
         assert len(p.moves) > 100  # kernels reach only device memory: the plan must move
@@ -140,7 +142,7 @@ def test_milp_plans_replay_to_their_prediction(mode: str, where: str) -> None:
 @pytest.mark.parametrize("mode", MILP)
 def test_milp_plans_of_densenet_replay_to_their_prediction(mode: str, where: str) -> None:
     p = zoo_plan(mode, "densenet121", 2, where)
-    trace = checked_replay(p, zoo("densenet121", 2), PLATFORMS[where], contention=False)
+    trace = checked_replay(p, zoo("densenet121", 2), PLATFORMS[where], level=InterferenceLevel.NONE)
     assert trace.simulated_s == pytest.approx(p.predicted_s, rel=REL)
 
 
@@ -153,9 +155,9 @@ def test_milp_plans_with_asynchronous_moves_replay_to_their_prediction(formulati
     p = plan(formulation, graph, GPU, settings)
     if formulation == "async":
         assert any(m.mode.value == "async" for m in p.moves)
-    for contention in (False, True):
-        trace = checked_replay(p, graph, GPU, contention)
-        if not contention:
+    for level in (InterferenceLevel.NONE, DEFAULT_LEVEL):
+        trace = checked_replay(p, graph, GPU, level)
+        if level is InterferenceLevel.NONE:
             assert trace.simulated_s == pytest.approx(p.predicted_s, rel=REL)
 
 
@@ -171,7 +173,7 @@ def test_plans_without_overlap_are_not_slowed_by_contention() -> None:
         # the full model's channel can hold a kernel alone that mixes DRAM and PMM traffic;
         # which sync plan the 3 s limit returns depends on the machine's load, and one of them
         # replays 1.4e-6 longer than predicted (measured), hence 1e-5
-        full = checked_replay(p, graph, CPU, contention=True)
+        full = checked_replay(p, graph, CPU)
         assert full.simulated_s == pytest.approx(p.predicted_s, rel=1e-5), mode
 
 
@@ -183,8 +185,8 @@ def test_contention_slows_async_plans_on_optane_but_not_on_a_pcie_gpu(
     graph = zoo(name, batch)
     cpu_plan, gpu_plan = zoo_plan("vdnn", name, batch, "cpu"), zoo_plan("vdnn", name, batch, "gpu")
     assert sum(m.mode.value == "async" for m in cpu_plan.moves) > 100
-    cpu = checked_replay(cpu_plan, graph, CPU, contention=True)
-    gpu = checked_replay(gpu_plan, graph, GPU, contention=True)
+    cpu = checked_replay(cpu_plan, graph, CPU)
+    gpu = checked_replay(gpu_plan, graph, GPU)
     assert cpu.simulated_s > cpu_plan.predicted_s
     # The GPU's copies cross PCIe and host memory, which its kernels do not use; duplex
     # copies may even finish sooner than the cost model's sum.
@@ -223,9 +225,9 @@ def test_random_heuristic_plans_replay_to_their_prediction(
     except NoPlanError:
         return
     assert validate(p, graph, CPU).ok
-    trace = checked_replay(p, graph, CPU, contention=False)
+    trace = checked_replay(p, graph, CPU, level=InterferenceLevel.NONE)
     assert trace.simulated_s == pytest.approx(p.predicted_s, rel=REL)
-    checked_replay(p, graph, CPU, contention=True)
+    checked_replay(p, graph, CPU)
 
 
 # ---------------------------------------------------------------------- errors

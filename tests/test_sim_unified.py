@@ -18,6 +18,7 @@ from hwmodels.platform import Platform
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.errors import InfeasibleError, TmsimError
+from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
 from tmsim.planners import PlanSettings, plan
 from tmsim.sim import load_trace, replay, save_trace
 from tmsim.sim.trace import KERNEL, SYNC
@@ -101,7 +102,7 @@ def test_chain_by_hand() -> None:
 
 def test_chain_timing_and_records_by_hand() -> None:
     graph, platform = chain(), small_gpu(5 * M)
-    u = replay_unified(graph, platform, params=HAND, contention=False)
+    u = replay_unified(graph, platform, params=HAND, level=InterferenceLevel.NONE)
     c = u.counters
     assert (c.fault_pages, c.migrated_in_bytes) == (5, 9 * M // 2)
     assert (c.evicted_pages, c.evicted_bytes, c.migrated_out_bytes) == (1, M, M)
@@ -110,7 +111,9 @@ def test_chain_timing_and_records_by_hand() -> None:
     # The kernels take what they take with every operand on the device; on top come five
     # 1 ms faults and 5.5 MiB over PCIe at 12 GB/s.
     roomy = platform.with_tier_capacity("device", graph.peak_live_bytes)  # the 6 MiB peak
-    device = replay(plan("all-fast", graph, roomy, PlanSettings()), graph, roomy, False)
+    device = replay(
+        plan("all-fast", graph, roomy, PlanSettings()), graph, roomy, level=InterferenceLevel.NONE
+    )
     extra_s = 5e-3 + 11 * M / 2 / PCIE_BYTES_PER_S
     assert c.simulated_s == pytest.approx(device.simulated_s + extra_s, rel=1e-12)
     assert c.predicted_s == pytest.approx(c.simulated_s, rel=1e-12)
@@ -194,13 +197,14 @@ def resnet50() -> Graph:
 @cache
 def all_device_s(contention: bool) -> float:
     g = resnet50()
-    return replay(plan("all-fast", g, GPU, PlanSettings()), g, GPU, contention).simulated_s
+    level = DEFAULT_LEVEL if contention else InterferenceLevel.NONE
+    return replay(plan("all-fast", g, GPU, PlanSettings()), g, GPU, level=level).simulated_s
 
 
 def test_fitting_workload_pays_only_first_touch_faults() -> None:
     g = resnet50()
     assert g.peak_live_bytes < GPU.tiers[0].capacity_bytes
-    u = replay_unified(g, GPU, contention=False)
+    u = replay_unified(g, GPU, level=InterferenceLevel.NONE)
     c = u.counters
     _, operands = g.operand_csr
     touched = np.zeros(len(g.tensors), dtype=bool)
@@ -292,8 +296,10 @@ def test_the_driver_parameters_come_from_the_platform() -> None:
     # constants moved to hwmodels), so replaying with either gives the same step.
     assert replace(DRIVER, source="") == UnifiedMemory()
     platform = small_gpu(5 * M)
-    by_default = replay_unified(chain(), platform, contention=False)
-    explicit = replay_unified(chain(), platform, params=UnifiedMemory(), contention=False)
+    by_default = replay_unified(chain(), platform, level=InterferenceLevel.NONE)
+    explicit = replay_unified(
+        chain(), platform, params=UnifiedMemory(), level=InterferenceLevel.NONE
+    )
     assert by_default.params is DRIVER
     assert (by_default.trace, by_default.counters) == (explicit.trace, explicit.counters)
     # Other parameters change the step: 1 ms faults instead of 45 us.
@@ -305,7 +311,7 @@ def test_the_driver_parameters_come_from_the_platform() -> None:
     with pytest.raises(TmsimError, match=r"no \[unified_memory\] driver parameters") as info:
         replay_unified(chain(), bare)
     assert "\n" not in str(info.value)
-    assert replay_unified(chain(), bare, params=DRIVER, contention=False) == by_default
+    assert replay_unified(chain(), bare, params=DRIVER, level=InterferenceLevel.NONE) == by_default
 
 
 def test_bad_input_is_named() -> None:

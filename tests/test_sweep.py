@@ -119,7 +119,7 @@ def test_halving_pmm_bandwidth_doubles_all_slow_on_a_memory_bound_platform(
         "compute.peak_TFLOPs.fp32" = [1e9]
         "compute.launch_overhead_us" = [0.0]
         [settings]
-        contention = false
+        interference = "none"
         """,
     )
     report = run_sweep(load_sweep(spec), tmp_path / "out", workers=1)

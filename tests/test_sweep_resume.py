@@ -84,15 +84,20 @@ class LoggingEvaluate:
 
 
 def stopping_compare(ratio: str, status: str) -> Callable[..., list[Row]]:
-    """:func:`tmsim.comparison.compare` whose MILP rows at capacity ``ratio`` report ``status``,
-    as they do when the solver stopped on a limit (the plan is the real one)."""
+    """:func:`tmsim.comparison.compare` whose MILP rows at capacity ``ratio`` report ``status``
+    and the limit it names in ``stopped_on`` (``user_limit``, cvxpy's word for any limit: the
+    wall clock), as they do when the solver stopped on a limit (the plan is the real one)."""
+    stop = "node_limit" if status == "node_limit" else "time_limit"
     real = engine.compare
 
     def compare(graph: Any, platform: Any, settings: Any, *args: Any, **kw: Any) -> list[Row]:
         rows = real(graph, platform, settings, *args, **kw)
         if str(settings.plan.capacity) != ratio:
             return rows
-        return [replace(r, status=status) if r.planner.startswith("milp") else r for r in rows]
+        return [
+            replace(r, status=status, stopped_on=stop) if r.planner.startswith("milp") else r
+            for r in rows
+        ]
 
     return compare
 
@@ -388,7 +393,7 @@ def test_a_node_limit_in_the_spec_reaches_the_solver_and_its_stop_is_final(
     assert first.table is not None and first.stopped == 0
     frame = read_table(first.table)[0].set_index("strategy")
     assert (frame.at["sync", "status"], frame.at["sync", "stopped_on"]) == ("node_limit",) * 2
-    assert frame.at["sync", "node_limit"] == 1
+    assert frame.at["sync", "settings.node_limit"] == 1
     evaluate.taken()
     run_sweep(sweep, tmp_path / "out", workers=1, evaluate=evaluate)
     assert evaluate.taken() == []  # a limit on work gives the same answer again: not rerun

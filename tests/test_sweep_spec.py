@@ -3,6 +3,7 @@ one-line error naming the file and key for every kind of bad spec."""
 
 from __future__ import annotations
 
+import json
 import tomllib
 from dataclasses import replace
 from pathlib import Path
@@ -48,8 +49,9 @@ def test_grid_expands_to_the_product_plus_one_baseline_per_workload_and_platform
     assert pmm["name"] == "PMM" and pmm["read_bw_bytes_per_s"] == 30e9
     # Solver settings only where they matter.
     static = next(p for p in grid if p.strategy == "static")
-    assert (static.solver, static.time_limit_s, static.target_gap) == ("HIGHS", 7, 0.01)
-    assert grid[0].solver is None and grid[0].time_limit_s is None
+    read = dict(static.settings)
+    assert (read["solver"], read["time_limit_s"], read["gap"]) == ("HIGHS", 7, 0.01)
+    assert grid[0].settings == () and grid[0].config()["settings.time_limit_s"] is None
     for b in baselines:
         assert (b.strategy, b.ratio, b.fast_bytes) == ("all-fast", None, None)
 
@@ -85,7 +87,7 @@ def test_keys_are_stable_and_only_what_matters_changes_them() -> None:
     longer = keys("time_limit_s = 99")
     assert longer["first-touch"] == base["first-touch"]
     assert longer["static"] != base["static"]
-    assert keys("contention = false")["first-touch"] != base["first-touch"]
+    assert keys('interference = "none"')["first-touch"] != base["first-touch"]
     # One platform, one point: however the override spells it.
     assert keys(bw="read_bw_GBps = [30]") == base
     assert keys(bw="read_bw_bytes_per_s = [3e10]") == base
@@ -122,7 +124,8 @@ def test_keys_of_points_without_a_node_limit_are_those_stores_hold() -> None:
     assert not {p.key for p in full.values()} & set(keys.values())
     limited = sweep_from_dict(tomllib.loads(text + "node_limit = 5\n"), "x")
     static = next(p for p in limited.points if p.strategy == "static")
-    assert static.node_limit == 5 and static.config()["node_limit"] == 5
+    assert dict(static.settings)["node_limit"] == 5
+    assert static.config()["settings.node_limit"] == 5
 
 
 def test_inapplicable_grid_points_are_skipped_and_listed() -> None:
@@ -215,7 +218,12 @@ BAD_SPECS = [
     ("[grids]\nmodel = 1", "grids: unknown key"),
     ("[sweep]\nnmae = 'x'\n[grid]", "sweep.nmae: unknown key"),
     ("[settings]\ntime_limit = 3\n[grid]", "settings.time_limit: unknown key"),
-    ("[settings]\ntime_limit_s = 0\n[grid]", "settings.time_limit_s: must be > 0"),
+    ("[settings]\ntime_limit_s = 0\n[grid]", "settings.time_limit_s: time_limit_s must be a"),
+    ("[settings]\ngap = 2\n[grid]", "settings.gap: gap must be a number in [0, 1]"),
+    ("[settings]\nlayout = 1\n[grid]", "settings.layout: must be bool, got 1"),
+    ("[settings]\nrecompute_depth = 0\n[grid]", "settings.recompute_depth: recompute_depth"),
+    ("[settings]\ncapacity = 3\n[grid]", "settings.capacity: unknown key"),
+    ("[settings]\ncontention = false\n[grid]", "settings.contention: the interference level"),
     (
         "[settings]\nsolver = 'NOPE'\n[grid]\nmodel='vgg19'\nbatch=1\nplatform='cascadelake-optane'\nstrategy='static'",
         "settings.solver: solver 'NOPE' is not installed",
@@ -408,3 +416,60 @@ def test_an_unknown_interference_level_is_one_line() -> None:
     """
     with pytest.raises(SweepSpecError, match=r"settings\.interference.*unknown interference level"):
         sweep_from_dict(tomllib.loads(text), "x")
+
+
+def test_every_planner_setting_reaches_the_points_that_read_it() -> None:
+    """``[settings]`` sets every field of PlanSettings but the capacity and profile; a MILP
+    point carries the MILP's, a vdnn point vDNN's, and the engine plans with exactly them."""
+    from dataclasses import fields
+
+    from tmsim.planners import PlanSettings
+    from tmsim.sweeps.engine import _plan_settings
+    from tmsim.sweeps.settings import MILP_KEYS, PLAN_KEYS, VDNN_KEYS
+
+    assert set(PLAN_KEYS) == {f.name for f in fields(PlanSettings)} - {"capacity", "profile"}
+    assert set(MILP_KEYS) | set(VDNN_KEYS) == set(PLAN_KEYS)
+    changed = {
+        "solver": "highs",
+        "time_limit_s": 9.5,
+        "gap": 0.2,
+        "node_limit": 7,
+        "lp_iterations": 11,
+        "window": 3,
+        "lp_bound": True,
+        "warm_start": False,
+        "layout": False,
+        "max_rounds": 2,
+        "recompute_depth": 4,
+        "energy_weight_s_per_j": 0.5,
+        "verbose": True,
+        "offload_min_bytes": 5,
+        "offload_all": True,
+        "prefetch_ahead": 4,
+    }
+    assert set(changed) == set(PLAN_KEYS)
+    for name, value in changed.items():
+        assert getattr(PlanSettings(), name) != value, name
+    lines = "\n".join(
+        f"{k} = {json.dumps(v) if not isinstance(v, bool) else str(v).lower()}"
+        for k, v in changed.items()
+    )
+    spec = (
+        '[grid]\nmodel = "vgg19"\nbatch = 2\nplatform = "rtx2080ti-pcie3"\nratio = "4:1"\n'
+        'strategy = ["static", "vdnn", "checkpoint"]\n[settings]\n' + lines + "\n"
+    )
+    points = {p.strategy: p for p in sweep_from_dict(tomllib.loads(spec), "x").points}
+    for strategy, keys in (("static", MILP_KEYS), ("vdnn", VDNN_KEYS), ("checkpoint", ())):
+        point = points[strategy]
+        assert dict(point.settings) == {k: changed[k] for k in keys}, strategy
+        planned = _plan_settings(point)
+        for k in PLAN_KEYS:
+            expected = changed[k] if k in keys else getattr(PlanSettings(), k)
+            assert getattr(planned, k) == expected, (strategy, k)
+            assert point.config()[f"settings.{k}"] == (changed[k] if k in keys else None)
+    # a setting the strategy does not read leaves its key alone; one it reads changes it
+    base = {p.strategy: p.key for p in sweep_from_dict(tomllib.loads(spec), "x").points}
+    other = spec.replace("prefetch_ahead = 4", "prefetch_ahead = 5")
+    moved = {p.strategy: p.key for p in sweep_from_dict(tomllib.loads(other), "x").points}
+    assert moved["static"] == base["static"] and moved["checkpoint"] == base["checkpoint"]
+    assert moved["vdnn"] != base["vdnn"]

@@ -20,6 +20,7 @@ from tiny_graphs import MB, spill_step, tiny_step
 
 import tmsim
 from tmsim.errors import NoPlanError, TmsimError
+from tmsim.levels import InterferenceLevel
 from tmsim.plans.files import plan_from_dict, plan_to_dict
 from tmsim.plans.validate import validate
 from tmsim.plans.values import Plan
@@ -77,7 +78,7 @@ def test_zero_offload_moves_four_bytes_per_parameter() -> None:
 
 def test_zero_offload_steps_the_optimizer_beside_the_backward_pass() -> None:
     plan, g = made("zero-offload"), gpt2()
-    uncontended = replay(plan, g, H100, contention=False)
+    uncontended = replay(plan, g, H100, level=InterferenceLevel.NONE)
     assert uncontended.simulated_s == pytest.approx(plan.predicted_s, rel=1e-9)
     trace = replay(plan, g, H100)
     assert trace.simulated_s >= plan.predicted_s * (1 - 1e-9)
@@ -141,7 +142,7 @@ def test_save_on_cpu_offloads_every_saved_activation_and_nothing_else() -> None:
             if g.kernels[int(k)].phase is Phase.BACKWARD
         )
         assert unpacks == backward
-    assert replay(plan, g, H100, contention=False).simulated_s == pytest.approx(
+    assert replay(plan, g, H100, level=InterferenceLevel.NONE).simulated_s == pytest.approx(
         plan.predicted_s, rel=1e-9
     )
 

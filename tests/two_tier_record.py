@@ -61,6 +61,7 @@ from tmsim.capacity import Capacity, fast_limit_bytes
 from tmsim.comparison import CompareSettings, compare
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
+from tmsim.levels import InterferenceLevel
 from tmsim.planners import PLANNERS, PlanSettings, plan
 from tmsim.planners.milp.formulation.build import build_model
 from tmsim.planners.milp.formulation.gadgets import Formulation
@@ -150,7 +151,7 @@ def measure(case: str, strategies: tuple[str, ...] | None = None) -> dict[str, d
         entry.update(
             predicted_s=p.predicted_s,
             simulated_s=replay(p, graph, plat, level="bandwidth").simulated_s,
-            uncontended_s=replay(p, graph, plat, contention=False).simulated_s,
+            uncontended_s=replay(p, graph, plat, level=InterferenceLevel.NONE).simulated_s,
             moves=len(p.moves),
             digest=plan_digest(p),
         )

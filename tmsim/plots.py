@@ -109,7 +109,7 @@ def timeline_figure(
         or (
             f"{trace.planner} plan, {trace.graph} on {trace.platform}: simulated "
             f"{trace.simulated_s * scale:.4g} {unit}, predicted {trace.predicted_s * scale:.4g} "
-            f"{unit} ({ratio:.3f}x), contention {'on' if trace.contention else 'off'}"
+            f"{unit} ({ratio:.3f}x), interference {trace.level}"
         ),
         fontsize="medium",
     )

@@ -140,7 +140,7 @@ def simulate_cache(
                 graph,
                 platform,
                 block_bytes=block_bytes,
-                contention=level is not InterferenceLevel.NONE,
+                level=level,
                 warm=warm,
             )
         )

@@ -99,7 +99,6 @@ def compare(
     try:
         chosen = CompareSettings(
             plan=planner,
-            contention=level is not InterferenceLevel.NONE,
             level=level,
             strategies=None if strategies is None else tuple(strategies),
             cache_block_bytes=cache_block_bytes,
@@ -151,7 +150,6 @@ def plan_table(
     check_inputs(graph, platform)
     expect(plans, Mapping, "plans", "a mapping of names to plans or errors")
     level = parse_level(interference)
-    contention = level is not InterferenceLevel.NONE
     rows: list[Row] = []
     for name, got in plans.items():
         expect(name, str, "a plan's name", "text")
@@ -166,7 +164,7 @@ def plan_table(
                 f"{platform.name}"
             )
         cost = plan_costs(got, graph, platform).checked  # the plan's own kernel times
-        rows.append(plan_row(name, got, graph, platform, contention, cost, level))
+        rows.append(plan_row(name, got, graph, platform, cost, level))
     base = next((r.simulated_s for r in rows if r.strategy == "all-fast"), math.nan)
     return rows_frame([replace(r, slowdown=r.simulated_s / base) for r in rows])
 

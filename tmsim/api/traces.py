@@ -49,7 +49,6 @@ def trace_summary(trace: Trace, energy: StepEnergy | None = None) -> dict[str, A
         "graph": trace.graph,
         "platform": trace.platform,
         "planner": trace.planner,
-        "contention": trace.contention,
         "interference": trace.level,
         "simulated_s": trace.simulated_s,
         "predicted_s": trace.predicted_s,

@@ -7,7 +7,8 @@ error naming the option (exit code 2, one line) before anything runs: whole numb
 :class:`~tmsim.planners.PlanSettings`.
 
 Building a parser imports nothing heavy (numpy, cvxpy, pandas, the simulator): defaults and
-choices come from :mod:`tmsim.cli.catalog` and :mod:`tmsim.strategies`, and the library
+choices come from :mod:`tmsim.cli.catalog`, :mod:`tmsim.strategies` and
+:mod:`tmsim.planners.settings` (the planner settings themselves), and the library
 modules a value needs are imported when a value is converted or a command runs.
 """
 
@@ -20,12 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tmsim import InterferenceLevel, TmsimError
-from tmsim.cli.catalog import PLAN_DEFAULTS
+from tmsim import InterferenceLevel, PlanSettings, TmsimError
 from tmsim.errors import one_line
 
 if TYPE_CHECKING:
-    from tmsim import Capacity, PlanSettings
+    from tmsim import Capacity
 
 #: The interference level of the commands that replay plans when none is given.
 DEFAULT_LEVEL = InterferenceLevel.default()
@@ -34,9 +34,12 @@ DEFAULT_PLATFORM = "cascadelake-optane"
 #: The largest count an option takes: what the library's int64 arrays hold.
 MAX_COUNT = 2**63 - 1
 #: The most branch-and-bound nodes a solve may be limited to (HiGHS's ``mip_max_nodes`` is a
-#: 32-bit integer; a larger limit is no limit on any graph the planners can solve). A light
-#: mirror of :data:`tmsim.planners.settings.MAX_NODE_LIMIT` (``tests/test_cli_startup.py``).
+#: 32-bit integer; a larger limit is no limit on any graph the planners can solve): the
+#: planner settings' ``MAX_NODE_LIMIT`` (``tests/test_cli_startup.py`` compares them).
 MAX_NODES = 2**31 - 1
+#: The planner settings' defaults, which the options show and take (the library's own value:
+#: :mod:`tmsim.planners.settings` imports nothing heavy).
+DEFAULT_SETTINGS = PlanSettings()
 #: The widest asynchronous window: more kernels either side of a use than any zoo step has
 #: (DenseNet-264's 3052), and the MILP's window gadgets grow with it.
 MAX_WINDOW = 10_000
@@ -201,7 +204,7 @@ def setting_arg(text: str) -> tuple[str, object]:
 
 
 def add_plan_arguments(
-    p: argparse.ArgumentParser, time_limit_s: float = PLAN_DEFAULTS.time_limit_s
+    p: argparse.ArgumentParser, time_limit_s: float | None = DEFAULT_SETTINGS.time_limit_s
 ) -> None:
     """Platform, capacity, solver and profile arguments shared by ``plan`` and ``compare``;
     the MILP time limit defaults to ``time_limit_s``."""
@@ -226,7 +229,7 @@ def add_plan_arguments(
     cap.add_argument(
         "--fast-bytes", type=size_arg, help="fast-tier capacity, e.g. 3e9, 96GB or 24GiB"
     )
-    d = PLAN_DEFAULTS
+    d = DEFAULT_SETTINGS
     p.add_argument(
         "--solver", type=text_arg, default=d.solver, help=f"cvxpy MILP solver ({d.solver})"
     )
@@ -235,7 +238,7 @@ def add_plan_arguments(
         type=seconds_arg,
         default=time_limit_s,
         help=f"MILP seconds, > 0, or none: stop on the gap and the node limit alone, the same "
-        f"on any load ({time_limit_s:g})",
+        f"on any load ({'none' if time_limit_s is None else f'{time_limit_s:g}'})",
     )
     p.add_argument(
         "--gap", type=fraction_arg, default=d.gap, help=f"MILP relative gap, 0 to 1 ({d.gap})"
@@ -328,7 +331,6 @@ def capacity_from_args(args: argparse.Namespace) -> Capacity | None:
 def settings_from_args(args: argparse.Namespace) -> PlanSettings:
     """The planner settings the parsed arguments ask for. Raises :class:`TmsimError` naming
     the option for a value out of range."""
-    from tmsim import PlanSettings
     from tmsim.api.measured import read_profile
 
     profile = read_profile(args.profile) if args.profile is not None else None

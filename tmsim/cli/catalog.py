@@ -17,13 +17,9 @@ that each mirror equals its source.
   and :data:`~tmsim.workload.torchimport.OPTIMIZERS`, in their order, and
   :data:`IMPORT_MODEL_DTYPES`: :data:`tmsim.workload.torchimport.sources.MODEL_DTYPES` (which
   needs torch to import; ``tests/test_torch_import.py`` checks it);
-- :data:`PLAN_DEFAULTS`: the defaults of :class:`tmsim.planners.PlanSettings` the command line
-  exposes (solver, time limit, gap, node limit, window, recompute depth).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from tmsim import STRATEGIES
 
@@ -74,22 +70,6 @@ IMPORT_MODEL_DTYPES: tuple[str, ...] = ("fp32", "fp16", "bf16", "fp64")
 TABLE_FORMATS: tuple[str, ...] = ("parquet", "csv")
 
 
-@dataclass(frozen=True, slots=True)
-class PlanDefaults:
-    """Defaults of the planner settings the command line exposes, as in ``PlanSettings``."""
-
-    solver: str = "HIGHS"
-    time_limit_s: float = 300.0
-    gap: float = 0.01
-    node_limit: int | None = None
-    lp_iterations: int | None = 200_000
-    window: int = 15
-    recompute_depth: int = 2
-    energy_weight_s_per_j: float = 0.0
-
-
-PLAN_DEFAULTS = PlanDefaults()
-
 #: Batch size of a command that builds a zoo model or imports one, when ``--batch`` is not
 #: given (as :data:`tmsim.api.inputs.DEFAULT_BATCH`).
 DEFAULT_BATCH = 32
@@ -103,9 +83,7 @@ __all__ = [
     "IMPORT_OPTIMIZERS",
     "MODEL_NAMES",
     "PLANNER_NAMES",
-    "PLAN_DEFAULTS",
     "TABLE_FORMATS",
     "TRANSFORMER_NAMES",
     "ZOO_NAMES",
-    "PlanDefaults",
 ]

@@ -51,12 +51,6 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
         "is not a strategy, or does not apply to the platform, is refused)",
     )
     add_interference_argument(p)
-    p.add_argument(
-        "--no-contention",
-        dest="contention",
-        action="store_false",
-        help="simulate every kernel and copy at its own uncontended rate (--interference none)",
-    )
     p.add_argument("--block-bytes", type=size_arg, help="2LM simulation block size in bytes")
     p.add_argument(
         "--workers",
@@ -114,7 +108,7 @@ def _compare(args: argparse.Namespace) -> int:
     graph = graph_from_args(args)
     platform = tmsim.platform(args.platform, dict(args.platform_set))
     settings = settings_from_args(args)
-    level = args.interference if args.contention else InterferenceLevel.NONE
+    level: InterferenceLevel = args.interference
     progress = None if args.quiet else _Progress(sys.stderr)
     frame = tmsim.compare(
         graph,

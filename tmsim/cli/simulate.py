@@ -92,13 +92,6 @@ def add_commands(sub: argparse._SubParsersAction[Any]) -> None:
     )
     add_interference_argument(p)
     add_profile_argument(p, replay=True)
-    p.add_argument(
-        "--no-contention",
-        dest="contention",
-        action="store_false",
-        help="run every kernel and copy at its own uncontended rate (the cost model's world; "
-        "the same as --interference none)",
-    )
     p.add_argument("--trace", metavar="PATH", help="write the trace as Parquet to PATH")
     p.add_argument(
         "--timeline",
@@ -255,9 +248,9 @@ def _outputs(args: argparse.Namespace) -> tuple[tuple[str, str | None], ...]:
 
 
 def _level(args: argparse.Namespace) -> InterferenceLevel:
-    """The interference level ``--interference`` and ``--no-contention`` ask for."""
+    """The interference level ``--interference`` asks for."""
     level: InterferenceLevel = args.interference
-    return level if args.contention else InterferenceLevel.NONE
+    return level
 
 
 def _save(run: Run | CacheRun, args: argparse.Namespace) -> None:
@@ -317,7 +310,7 @@ def _print_cache(result: CacheRun, info: dict[str, Any]) -> None:
         f"cache            {cache.capacity_bytes / 2**30:g} GiB of {near} caching {far}, {ways}, "
         f"{cache.line_bytes} B lines, walked in {details.block_bytes} B blocks"
     )
-    print(f"contention       {'on' if info['contention'] else 'off'}")
+    print(f"interference     {info['interference']}")
     print(f"simulated step   {sim:.6f} s")
     for key, tier in (("all_backing_s", far), ("all_cache_s", near)):
         other = info[key]

@@ -27,24 +27,21 @@ Replays = dict[str, tuple[Trace, Plan | None]]
 class CompareSettings:
     """What :func:`compare` runs, with its defaults.
 
-    ``plan``: the capacity and settings of every planner (:class:`PlanSettings`; its
-    profile's measured kernel times also time the plans' checks and replays);
-    ``contention``: simulate with shared bandwidth (False: every kernel and copy at its own
-    rate); ``level``: the interference level of the plans' replays when ``contention`` is on
-    (:mod:`tmsim.levels`; the 2LM and unified-memory simulations share bandwidth as at
-    ``bandwidth``); ``strategies``: which to run (default: all that apply to the platform
-    but the formulations that recompute, :func:`tmsim.strategies.compared_by_default`);
-    ``cache_block_bytes``: the 2LM simulation's block size (default:
-    :func:`tmsim.sim.cache.replay_cache`'s); ``page_bytes``: the page of
-    ``first-touch-pages`` (default 4 KiB, :data:`tmsim.sim.firsttouch.DEFAULT_PAGE_BYTES`);
-    ``workers``: threads the comparison runs on (1: one after the other): the MILP chain runs
-    beside the other strategies, and its formulations that do not contain each other at once
+    ``plan``: the capacity and settings of every planner (:class:`PlanSettings`; its profile's
+    measured kernel times also time the plans' checks and replays); ``level``: the interference
+    level of the replays (:mod:`tmsim.levels`; ``none``: every kernel and copy at its own rate; at
+    any other level the 2LM and unified-memory simulations share bandwidth as at ``bandwidth``);
+    ``strategies``: which to run (default: all that apply to the platform but the formulations that
+    recompute, :func:`tmsim.strategies.compared_by_default`); ``cache_block_bytes``: the 2LM
+    simulation's block size (default: :func:`tmsim.sim.cache.replay_cache`'s); ``page_bytes``: the
+    page of ``first-touch-pages`` (default 4 KiB, :data:`tmsim.sim.firsttouch.DEFAULT_PAGE_BYTES`);
+    ``workers``: threads the comparison runs on (1: one after the other): the MILP chain runs beside
+    the other strategies, and its formulations that do not contain each other at once
     (:mod:`tmsim.planners.milp.chain.schedule`); the rows do not depend on it unless a wall-clock
     time limit stops a solve.
     """
 
     plan: PlanSettings = field(default_factory=PlanSettings)
-    contention: bool = True
     level: InterferenceLevel = DEFAULT_LEVEL
     strategies: tuple[str, ...] | None = None
     cache_block_bytes: int | None = None
@@ -78,7 +75,11 @@ class Row:
     ``wear_years``: what the step writes on it and the years until steps back to back wear
     it out (``nan`` where the step writes nothing there: it does not wear). ``first-touch-pages``
     has a ``predicted_s`` (the cost model's time of its pages' placement), moves nothing, and
-    its ``fast_peak_bytes`` are the pages the fast tier took.
+    its ``fast_peak_bytes`` are the pages the fast tier took. ``stopped_on``: for a MILP
+    row, the limit that stopped its solve short (``time_limit``: wall clock, a result that
+    depends on the machine's load; ``node_limit``: work), or ``""``
+    (:attr:`tmsim.plans.values.SolverStats.stopped_on`; an error row: the limit that stopped
+    the solve before it had a plan, if one did).
     """
 
     strategy: str
@@ -99,6 +100,7 @@ class Row:
     wear_tier: str = ""
     wear_written_bytes: float = math.nan
     wear_years: float = math.nan
+    stopped_on: str = ""
 
 
 def rows_frame(rows: Sequence[Row]) -> pd.DataFrame:

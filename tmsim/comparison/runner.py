@@ -97,7 +97,10 @@ def compare(
                 measured = aware() if aware is not None and name == aware_name else None
                 rows[name] = _run(name, graph, platform, s, cost, limit, milp, replays, measured)
             except (TmsimError, HardwareModelError) as exc:
-                rows[name] = Row(name, "", "error", error=str(exc), fast_limit_bytes=limit)
+                stop = str(getattr(exc, "stopped_on", ""))  # a solve a limit stopped short
+                rows[name] = Row(
+                    name, "", "error", error=str(exc), fast_limit_bytes=limit, stopped_on=stop
+                )
 
     others = [name for name in order if name not in formulations]
     if not formulations:
@@ -198,7 +201,7 @@ def _run(
         if isinstance(got, TmsimError):
             raise got
         result = got
-    return plan_row(name, result, graph, platform, s.contention, cost, s.level, replays, aware)
+    return plan_row(name, result, graph, platform, cost, s.level, replays, aware)
 
 
 def _run_all_fast(
@@ -218,7 +221,6 @@ def _run_all_fast(
             plan("all-fast", graph, platform, s.plan),
             graph,
             platform,
-            s.contention,
             cost,
             s.level,
             replays,
@@ -226,7 +228,7 @@ def _run_all_fast(
     ideal = platform.with_tier_capacity(fast.name, graph.peak_live_bytes)
     ideal_plan = plan("all-fast", graph, ideal, s.plan)
     cost = cost_model(graph, ideal, s.plan.profile)
-    row = plan_row("all-fast", ideal_plan, graph, ideal, s.contention, cost, s.level, replays)
+    row = plan_row("all-fast", ideal_plan, graph, ideal, cost, s.level, replays)
     grown = f"heuristic; tier {fast.name!r} grown to the step's peak, {graph.peak_live_bytes} B"
     return replace(row, status=grown)
 
@@ -236,19 +238,18 @@ def plan_row(
     result: Plan,
     graph: Graph,
     platform: Platform,
-    contention: bool = True,
     cost: CostModel | None = None,
     level: InterferenceLevel = DEFAULT_LEVEL,
     replays: Replays | None = None,
     aware: BesideCosts | None = None,
 ) -> Row:
-    """The row of a plan: validated, then replayed (with ``contention``, at ``level``); the
+    """The row of a plan: validated, then replayed (at interference ``level``); the
     trace and plan go into ``replays`` under ``strategy`` when it is given. ``aware``: the
     async-aware copy costs of ``cost`` where already measured (an async-aware plan is
     validated against them; measured again otherwise)."""
     cost = cost if cost is not None else CostModel(graph, platform)
     check = validate(result, graph, platform, cost, beside_for(result, cost, aware))
-    trace = replay(result, graph, platform, contention=contention, cost=cost, level=level)
+    trace = replay(result, graph, platform, cost=cost, level=level)
     if replays is not None:
         replays[strategy] = (trace, result)
     stats = result.stats
@@ -265,6 +266,7 @@ def plan_row(
         gap=stats.gap if stats else math.nan,
         valid=check.ok,
         **energy_fields(trace, graph, platform),
+        stopped_on=stats.stopped_on if stats else "",
     )
 
 

@@ -24,7 +24,7 @@ def row_2lm(
     from tmsim.sim.cache.replay import replay_cache
 
     mm = platform.in_memory_mode(limit)
-    out = replay_cache(graph, mm, block_bytes=s.cache_block_bytes, contention=s.contention)
+    out = replay_cache(graph, mm, block_bytes=s.cache_block_bytes, level=s.level)
     totals = out.totals()
     return _simulated(
         "2lm",
@@ -54,7 +54,6 @@ def row_first_touch_pages(
         platform,
         fast_limit_bytes=limit,
         page_bytes=s.page_bytes,
-        contention=s.contention,
         level=s.level,
         cost=cost,
     )
@@ -82,7 +81,7 @@ def row_unified(
 
     # A steady-state step: weights and optimizer state start where the last step left them,
     # as in the planned strategies, whose persistent tensors end where they start.
-    out = replay_unified(graph, platform, device_bytes=limit, contention=s.contention, warm=True)
+    out = replay_unified(graph, platform, device_bytes=limit, level=s.level, warm=True)
     totals = out.totals()
     return _simulated(
         "unified-memory",

@@ -9,15 +9,16 @@ settings)`` from :mod:`tmsim.planners.heuristics`, :mod:`tmsim.planners.runtimes
 
 from __future__ import annotations
 
-from hwmodels.platform import Platform
+from typing import TYPE_CHECKING
+
 from tmsim.errors import TmsimError
-from tmsim.planners.heuristics import REGISTRY
-from tmsim.planners.milp import Formulation, plan_milp
-from tmsim.planners.runtimes import REGISTRY as RUNTIMES
 from tmsim.planners.settings import PlanSettings
-from tmsim.plans.values import Plan
 from tmsim.strategies import Kind, names, strategy
-from tmsim.workload.graph import Graph
+
+if TYPE_CHECKING:
+    from hwmodels.platform import Platform
+    from tmsim.plans.values import Plan
+    from tmsim.workload.graph import Graph
 
 #: Every planner strategy: the heuristics, then the MILP formulations.
 PLANNERS: tuple[str, ...] = names(Kind.HEURISTIC) + names(Kind.MILP)
@@ -29,6 +30,12 @@ def plan(name: str, graph: Graph, platform: Platform, settings: PlanSettings | N
     Raises :class:`TmsimError` for an unknown name or a strategy that is not a planner, and
     whatever the planner raises.
     """
+    # the planners are imported when one runs, so that the settings and names above are light
+    # to import (the command line's parsers read their defaults)
+    from tmsim.planners.heuristics import REGISTRY
+    from tmsim.planners.milp import Formulation, plan_milp
+    from tmsim.planners.runtimes import REGISTRY as RUNTIMES
+
     kind = strategy(name).kind
     if kind is Kind.HEURISTIC:
         planner = RUNTIMES[name] if name in RUNTIMES else REGISTRY[name]

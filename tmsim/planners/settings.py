@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tmsim.capacity import Capacity
 from tmsim.errors import TmsimError
-from tmsim.profiles import Profile
+
+if TYPE_CHECKING:
+    from tmsim.capacity import Capacity
+    from tmsim.profiles import Profile
 
 #: AutoTM's asynchronous window: kernels either side of a user where a copy may run.
 AUTOTM_WINDOW = 15
@@ -110,6 +112,12 @@ class PlanSettings:
     profile: Profile | None = None
 
     def __post_init__(self) -> None:
+        # the capacity's and profile's types are imported only where there is one to check:
+        # the defaults are read by the command line's parsers, which import nothing heavy
+        if self.capacity is not None:
+            from tmsim.capacity import Capacity
+        if self.profile is not None:
+            from tmsim.profiles import Profile
         if self.capacity is not None and not isinstance(self.capacity, Capacity):
             raise TmsimError(f"capacity must be a Capacity, got {self.capacity!r}")
         if self.profile is not None and not isinstance(self.profile, Profile):

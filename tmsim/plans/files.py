@@ -28,7 +28,15 @@ from typing import Any
 
 from hwmodels.timing import MoveMode
 from tmsim.jsonio import read_json, write_json_atomic
-from tmsim.plans.values import Move, Plan, PlanFileError, Recompute, Residency, SolverStats
+from tmsim.plans.values import (
+    STOPS,
+    Move,
+    Plan,
+    PlanFileError,
+    Recompute,
+    Residency,
+    SolverStats,
+)
 from tmsim.workload.identity import (
     GraphIdentityError,
     identity_from_dict,
@@ -268,6 +276,10 @@ def _stats(value: object) -> SolverStats:
             out[key] = _number(item, where)
         elif kind == "int":
             out[key] = _count(item, where)
+        elif key == "stopped_on":
+            if item not in STOPS:
+                raise _Bad(f"field {where!r} must be one of {', '.join(map(repr, STOPS))}")
+            out[key] = item
         elif key == "trace":
             rows = [_row(p, f"{where}[{i}]", 3) for i, p in enumerate(_list(item, where))]
             out[key] = tuple(

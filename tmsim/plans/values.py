@@ -109,7 +109,12 @@ class SolverStats:
     (seconds since it began, primal bound, dual bound) points, in time order (empty where the
     solver reports none). Where layout rounds lowered the limits, ``bound`` is the first
     round's (every plan that lays out is a point of that problem) while the trace is the last
-    round's, whose dual bounds hold for its lowered limits only.
+    round's, whose dual bounds hold for its lowered limits only. ``stopped_on``: the limit
+    that stopped the solve behind the plan short of its gap, :data:`TIME_LIMIT` (wall-clock:
+    where it stops depends on the machine's load) or :data:`NODE_LIMIT` (work: the same on
+    any machine), or ``""`` where it ran to the gap or to a proof; for a formulation that fell
+    back to a smaller one's plan, the wall-clock limit if either solve hit it, else the node
+    limit if either did.
     """
 
     solver: str
@@ -125,6 +130,23 @@ class SolverStats:
     rounds: int = 1
     nodes: int = 0
     trace: tuple[tuple[float, float, float], ...] = ()
+    stopped_on: str = ""
+
+
+#: The limits that may stop a solve short (:attr:`SolverStats.stopped_on`).
+TIME_LIMIT, NODE_LIMIT = "time_limit", "node_limit"
+STOPS = ("", TIME_LIMIT, NODE_LIMIT)
+
+
+def stop_of(status: str) -> str:
+    """The ``stopped_on`` of a solve that ended with ``status``: the limit it names, if any."""
+    return status if status in (TIME_LIMIT, NODE_LIMIT) else ""
+
+
+def first_stop(*stops: str) -> str:
+    """Of several solves' ``stopped_on``, the one a plan built on all of them has: the
+    wall-clock limit before the node limit (a load-dependent result stays marked as such)."""
+    return TIME_LIMIT if TIME_LIMIT in stops else NODE_LIMIT if NODE_LIMIT in stops else ""
 
 
 @dataclass(frozen=True)

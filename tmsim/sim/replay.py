@@ -21,18 +21,17 @@ The step, as the plan and the cost model define it (:mod:`tmsim.plans.values`,
   and the step ends when both streams have (:mod:`tmsim.sim.hostside`). Without host kernels
   nothing of this runs: the replay is event for event what it was.
 
-``contention=True`` runs the machine: asynchronous copies take a copy engine or thread of
-their pool (more wait, first come first served in plan order), and kernels and copies share
-tier and link bandwidth through :class:`~tmsim.sim.fluid.FluidModel` with the tiers'
-interference models, at the interference ``level`` (:mod:`tmsim.levels`: ``bandwidth``,
-or ``controller`` adding the platform's memory controller and its copy thread: loaded latency
-and, with a shared core, a copy and the kernel beside it slowing each other, so that kernel's
-compute floor runs as a flow; with a dedicated core every compute floor takes
-``cores / (cores - 1)`` of its time when the plan copies beside kernels).
-``contention=False`` (or the level ``none``) runs the cost model's world: every kernel and
-copy at its own uncontended rate, and the asynchronous moves of one kernel one after another,
-whatever their engines (the cost model charges their sum). Then the simulated step time
-equals the plan's predicted time up to rounding, for any plan the planners make.
+At the levels ``bandwidth`` and ``controller`` (:mod:`tmsim.levels`) the replay runs the machine:
+asynchronous copies take a copy engine or thread of their pool (more wait, first come first served
+in plan order), and kernels and copies share tier and link bandwidth through
+:class:`~tmsim.sim.fluid.FluidModel` with the tiers' interference models (``bandwidth``, or
+``controller`` adding the platform's memory controller and its copy thread: loaded latency and, with
+a shared core, a copy and the kernel beside it slowing each other, so that kernel's compute floor
+runs as a flow; with a dedicated core every compute floor takes ``cores / (cores - 1)`` of its time
+when the plan copies beside kernels). The level ``none`` runs the cost model's world: every kernel
+and copy at its own uncontended rate, and the asynchronous moves of one kernel one after another,
+whatever their engines (the cost model charges their sum). Then the simulated step time equals the
+plan's predicted time up to rounding, for any plan the planners make.
 """
 
 from __future__ import annotations
@@ -66,13 +65,12 @@ def replay(
     plan: Plan,
     graph: Graph,
     platform: Platform,
-    contention: bool = True,
     cost: CostModel | None = None,
     level: InterferenceLevel = DEFAULT_LEVEL,
 ) -> Trace:
     """Simulate one step of ``plan`` for ``graph`` on ``platform`` and return its trace.
 
-    ``level``: the interference level when ``contention`` is on (``none`` turns it off).
+    ``level``: the interference level (``none``: the cost model's world, module doc).
     ``cost`` is the cost model that times kernels and moves (default
     ``CostModel(graph, platform)``; pass the one the plan was made with if it differs). The
     trace's ``predicted_s`` is ``plan.predicted_s``. Deterministic: the same arguments give an
@@ -87,8 +85,8 @@ def replay(
     sched = build_schedule(plan, graph, platform, cost)
     reruns = recompute_specs(plan, cost)
     host = host_side(plan, cost, operand_tiers(plan, graph, cost))
-    level = InterferenceLevel(level) if contention else InterferenceLevel.NONE
-    contention = level is not InterferenceLevel.NONE
+    level = InterferenceLevel(level)
+    shared = level is not InterferenceLevel.NONE
     env = simpy.Environment()
     full = level is InterferenceLevel.CONTROLLER
     threads = ThreadUse.of(platform) if full else None
@@ -96,13 +94,13 @@ def replay(
         env,
         platform.tiers,
         sched.link_bw_bytes_per_s,
-        shared=contention,
+        shared=shared,
         controllers=platform.controller_groups(),
         channel=ChannelUse.of(platform) if full else None,
         threads=threads,
     )
     floors = _floor_flows(sched, threads)
-    run = _Run(env, fluid, sched, platform.tier_names, contention, floors, host)
+    run = _Run(env, fluid, sched, platform.tier_names, shared, floors, host)
     first_rerun = sched.n_kernels + len(sched.moves)  # action numbers of recomputes
     run.reruns_at = {
         k: tuple((first_rerun + i, r) for i, r in enumerate(reruns) if r.kernel == k)
@@ -126,7 +124,6 @@ def replay(
         graph=plan.graph,
         platform=plan.platform,
         planner=plan.planner,
-        contention=contention,
         level=level.value,
         tier_names=platform.tier_names,
         fast_limit_bytes=plan.fast_limit_bytes,
@@ -145,7 +142,7 @@ class _Run:
     fluid: FluidModel
     sched: Schedule
     tier_names: tuple[str, ...]
-    contention: bool
+    shared: bool
     #: per kernel: run its compute floor as a flow (:func:`_floor_flows`)
     floor_flow: list[bool]
     host: HostSide | None = None
@@ -243,7 +240,7 @@ class _Run:
         at = self.sched.async_at[k]
         if not at:
             return []
-        if self.contention:
+        if self.shared:
             return [self.env.process(self._copy(i)) for i in at]
         return [self.env.process(self._copies_in_turn(at))]
 
@@ -286,7 +283,7 @@ class _Run:
         seq = self._issue()
         action = self.sched.n_kernels + i
         yield from self._wait_host(action)
-        if not self.contention:
+        if not self.shared:
             yield from self._transfer(move, seq, action)
             return
         with self.pools[move.pool].request() as engine:

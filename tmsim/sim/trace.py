@@ -111,8 +111,8 @@ class TraceFrames(NamedTuple):
 class Trace:
     """A replayed step (see the module documentation).
 
-    ``graph``, ``platform``, ``planner``: what was replayed; ``contention``: whether flows
-    shared bandwidth; ``level``: the interference level (:mod:`tmsim.levels`);
+    ``graph``, ``platform``, ``planner``: what was replayed; ``level``: the interference
+    level (:mod:`tmsim.levels`; ``none``: flows did not share bandwidth);
     ``tier_names``: the platform's tiers, fastest first;
     ``fast_limit_bytes``: the plan's fast-tier limit; ``predicted_s``: the plan's predicted
     step time; ``simulated_s``: the simulated one; ``events``: SimPy events processed;
@@ -123,7 +123,6 @@ class Trace:
     graph: str
     platform: str
     planner: str
-    contention: bool
     tier_names: tuple[str, ...]
     fast_limit_bytes: int
     predicted_s: float
@@ -217,7 +216,6 @@ class Trace:
             "graph": self.graph,
             "platform": self.platform,
             "planner": self.planner,
-            "contention": self.contention,
             "level": self.level,
             "tier_names": list(self.tier_names),
             "fast_limit_bytes": self.fast_limit_bytes,
@@ -280,8 +278,8 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
         graph=str(head["graph"]),
         platform=str(head["platform"]),
         planner=str(head["planner"]),
-        contention=bool(head["contention"]),
-        level=str(head.get("level", "bandwidth" if head["contention"] else "none")),
+        # files from before levels say only whether flows shared bandwidth
+        level=str(head.get("level", "bandwidth" if head.get("contention", True) else "none")),
         tier_names=tiers,
         fast_limit_bytes=int(head["fast_limit_bytes"]),
         predicted_s=float(head["predicted_s"]),

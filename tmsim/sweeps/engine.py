@@ -43,7 +43,7 @@ import os
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -106,8 +106,8 @@ class SweepReport:
 
 def evaluate_task(task: Task) -> list[Outcome]:
     """Evaluate every point of ``task`` with :func:`tmsim.comparison.compare`, each MILP row with
-    the limit that stopped it (:func:`milp_stop`); never raises: an exception becomes a failed
-    :class:`Outcome` for each point of the task."""
+    the limit that stopped it (its typed ``stopped_on``); never raises: an exception becomes a
+    failed :class:`Outcome` for each point of the task."""
     first = task.points[0]
     start = time.perf_counter()
     try:
@@ -115,25 +115,23 @@ def evaluate_task(task: Task) -> list[Outcome]:
         platform = platform_from_dict(first.platform_si, f"platform {first.platform}")
         settings = CompareSettings(
             plan=_plan_settings(first),
-            contention=first.contention,
             level=InterferenceLevel(first.level),
             strategies=tuple(p.strategy for p in task.points),
             cache_block_bytes=first.cache_block_bytes,
             workers=1,  # the sweep's processes already use the cores, a task each
         )
-        started = time.perf_counter()
         rows = {r.strategy: r for r in compare(graph, platform, settings)}
     except Exception as exc:  # any failure is recorded and retried, never fatal to the sweep
         elapsed = time.perf_counter() - start
         line, detail = f"{type(exc).__name__}: {exc}", traceback.format_exc()
         return [Outcome(p.key, None, elapsed, line, detail) for p in task.points]
     end = time.perf_counter()
-    limits = (settings.plan.time_limit_s, settings.plan.node_limit)
     outcomes = []
     for p in task.points:
         row = _json_row(rows[p.strategy])
-        # the compare call's seconds bound its MILP chain's (they add the plans' replays)
-        stop = milp_stop(row, *limits, end - started) if p.strategy in MILP_STRATEGIES else None
+        # the row says which limit stopped its solve short (the chain knows; nothing is read
+        # from its text)
+        stop = str(row.get("stopped_on") or "") or None
         outcomes.append(Outcome(p.key, row, end - start, stopped_on=stop))
     return outcomes
 
@@ -142,7 +140,9 @@ def milp_stop(
     row: Mapping[str, Any], time_limit_s: float | None, node_limit: int | None, chain_s: float
 ) -> str | None:
     """The limit that stopped the solve behind MILP ``row`` short: ``"time_limit"``,
-    ``"node_limit"``, or None where it ran to the end (to the gap, or to a proof).
+    ``"node_limit"``, or None where it ran to the end (to the gap, or to a proof), for a
+    point file written before rows said it (a row's ``stopped_on``, which the chain sets):
+    read from its status and error text.
 
     ``row`` is a :class:`~tmsim.comparison.Row` as data; ``time_limit_s`` and ``node_limit`` the
     chain's limits; ``chain_s`` at least the wall seconds the chain ran (NaN: unknown). The
@@ -180,17 +180,9 @@ def milp_stop(
 
 
 def _plan_settings(p: Point) -> PlanSettings:
-    plan = PlanSettings(capacity=p.capacity, profile=_profile(p))
-    if p.solver is None or p.target_gap is None or p.window is None:
-        return plan  # not a MILP point: the heuristics and simulations ignore the rest
-    return replace(
-        plan,
-        solver=p.solver,
-        time_limit_s=p.time_limit_s,
-        node_limit=p.node_limit,
-        gap=p.target_gap,
-        window=p.window,
-    )
+    """The planner settings of ``p``: its capacity and profile, and the settings its strategy
+    reads (the defaults for the rest, which it does not read)."""
+    return PlanSettings(capacity=p.capacity, profile=_profile(p), **dict(p.settings))
 
 
 def _profile(p: Point) -> Profile | None:
@@ -304,10 +296,17 @@ def _stop_of(point: Point, record: dict[str, Any]) -> str | None:
     if "stopped_on" in record:
         stop: str | None = record["stopped_on"]
         return stop
+    row_stop = (record.get("row") or {}).get("stopped_on")
+    if row_stop is not None:
+        return str(row_stop) or None
     if point.strategy not in MILP_STRATEGIES or record.get("row") is None:
         return None
+    read = dict(point.settings)
     return milp_stop(
-        record["row"], point.time_limit_s, point.node_limit, _nan(record.get("elapsed_s"))
+        record["row"],
+        read.get("time_limit_s"),
+        read.get("node_limit"),
+        _nan(record.get("elapsed_s")),
     )
 
 

@@ -9,34 +9,65 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from tmsim.comparison import CompareSettings
 from tmsim.errors import TmsimError
 from tmsim.levels import DEFAULT_LEVEL, parse_level
 from tmsim.planners import PlanSettings
-from tmsim.planners.settings import MAX_NODE_LIMIT
 from tmsim.sweeps.overrides import Fail
+
+#: The planner settings a sweep's ``[settings]`` may set: every field of :class:`PlanSettings`
+#: but the capacity (the grid's ``ratio`` and ``fast_bytes``) and the profile (``profile``
+#: below names its file), each with the TOML types it takes.
+PLAN_KEYS: dict[str, type | tuple[type, ...]] = {
+    f.name: ((int, float) if isinstance(f.default, float) else type(f.default))
+    for f in fields(PlanSettings)
+    if f.name not in ("capacity", "profile")
+}
+# None-defaulted fields: their kind is that of the values they take when set
+PLAN_KEYS.update({"time_limit_s": (int, float), "node_limit": int, "lp_iterations": int})
+#: Each kind of strategy's planner settings: the MILP formulations read the solver's, vDNN its
+#: offloading; a point records only its strategy's (None elsewhere), so that changing a
+#: setting evaluates again only the points that read it.
+MILP_KEYS = (
+    "solver",
+    "time_limit_s",
+    "gap",
+    "node_limit",
+    "lp_iterations",
+    "window",
+    "lp_bound",
+    "warm_start",
+    "layout",
+    "max_rounds",
+    "recompute_depth",
+    "energy_weight_s_per_j",
+    "verbose",
+)
+VDNN_KEYS = ("offload_min_bytes", "offload_all", "prefetch_ahead")
 
 
 @dataclass(frozen=True)
 class SweepSettings:
-    """Settings of every point, with their defaults (those of :class:`PlanSettings` and
-    :class:`CompareSettings`); ``cache_block_bytes`` None: the 2LM simulator's default;
-    ``interference``: the replay's level (:mod:`tmsim.levels`) when ``contention`` is on;
-    ``profile``: a profile file of measured kernel times (:mod:`tmsim.profiles`), relative to
-    the spec's folder, for every planned point (None: the roofline)."""
+    """Settings of every point, with their defaults: ``plan``, the planner settings
+    (:class:`PlanSettings`, every field of which ``[settings]`` may set by its name but the
+    capacity and profile); ``cache_block_bytes`` None: the 2LM simulator's default;
+    ``interference``: the replays' level (:mod:`tmsim.levels`; ``none``: every kernel and copy
+    at its own rate); ``profile``: a profile file of measured kernel times
+    (:mod:`tmsim.profiles`), relative to the spec's folder, for every planned point (None: the
+    roofline)."""
 
-    time_limit_s: float | None = PlanSettings.time_limit_s
-    node_limit: int | None = PlanSettings.node_limit
-    gap: float = PlanSettings.gap
-    window: int = PlanSettings.window
-    solver: str = PlanSettings.solver
-    contention: bool = CompareSettings.contention
+    plan: PlanSettings = field(default_factory=PlanSettings)
     cache_block_bytes: int | None = CompareSettings.cache_block_bytes
     interference: str = DEFAULT_LEVEL.value
     profile: str | None = None
+
+    @property
+    def solver(self) -> str:
+        """The MILP solver every point is checked against and the provenance names."""
+        return self.plan.solver
 
 
 def check_solver(s: SweepSettings, fail: Fail) -> None:
@@ -51,36 +82,47 @@ def check_solver(s: SweepSettings, fail: Fail) -> None:
 
 
 def read_settings(raw: Mapping[str, Any], fail: Fail) -> SweepSettings:
-    base = SweepSettings()
-    only(raw, tuple(asdict(base)), "settings", fail)
-    kinds: dict[str, type | tuple[type, ...]] = {
-        "time_limit_s": (int, float),
-        "node_limit": int,
-        "gap": (int, float),
-        "window": int,
-        "solver": str,
-        "contention": bool,
+    """The ``[settings]`` table ``raw`` as :class:`SweepSettings`; ``fail`` names the key of
+    the first value of a wrong type or out of range (the ranges are :class:`PlanSettings`')."""
+    own: dict[str, type | tuple[type, ...]] = {
         "cache_block_bytes": int,
         "interference": str,
         "profile": str,
     }
+    if "contention" in raw:
+        fail(
+            "settings.contention",
+            'the interference level says it: write interference = "none" for no contention',
+        )
+    only(raw, (*PLAN_KEYS, *own), "settings", fail)
     for key, value in raw.items():
-        typed(value, kinds[key], f"settings.{key}", fail)
-        positive = key in ("time_limit_s", "cache_block_bytes")
-        if key == "node_limit" and not 0 <= value <= MAX_NODE_LIMIT:
-            fail(f"settings.{key}", f"must be from 0 to {MAX_NODE_LIMIT}, got {value!r}")
-        if key in ("time_limit_s", "gap", "window", "cache_block_bytes") and (
-            value < 0 or (positive and value == 0) or not math.isfinite(value)
-        ):
-            fail(f"settings.{key}", f"must be {'> 0' if positive else '>= 0'}, got {value!r}")
+        typed(value, {**PLAN_KEYS, **own}[key], f"settings.{key}", fail)
+        if isinstance(value, float) and not math.isfinite(value):
+            fail(f"settings.{key}", f"must be finite, got {value!r}")
+    block = raw.get("cache_block_bytes")
+    if block is not None and block <= 0:
+        fail("settings.cache_block_bytes", f"must be > 0, got {block!r}")
+    # Floats where floats are meant, so that ``60`` and ``60.0`` give one key.
+    planned: dict[str, Any] = {
+        k: float(v) if PLAN_KEYS[k] == (int, float) else v for k, v in raw.items() if k in PLAN_KEYS
+    }
+    try:
+        plan = PlanSettings(**planned)
+    except TmsimError as exc:  # the message names the field, which is the key
+        bad = next((k for k in planned if str(exc).startswith(k)), "")
+        fail(f"settings.{bad}" if bad else "settings", str(exc))
+    level = DEFAULT_LEVEL.value
     if "interference" in raw:
         try:
-            raw = {**raw, "interference": parse_level(raw["interference"]).value}
+            level = parse_level(raw["interference"]).value
         except TmsimError as exc:
             fail("settings.interference", str(exc))
-    # Floats where floats are meant, so that ``60`` and ``60.0`` give one key.
-    floats = {k: float(v) for k, v in raw.items() if k in ("time_limit_s", "gap")}
-    return replace(base, **{**raw, **floats})
+    return SweepSettings(
+        plan=plan,
+        cache_block_bytes=raw.get("cache_block_bytes"),
+        interference=level,
+        profile=raw.get("profile"),
+    )
 
 
 def only(table: Mapping[str, Any], allowed: Sequence[str], where: str, fail: Fail) -> None:
@@ -103,4 +145,14 @@ def typed(value: Any, kind: type | tuple[type, ...], where: str, fail: Fail) -> 
     return value
 
 
-__all__ = ["SweepSettings", "check_solver", "only", "read_settings", "table", "typed"]
+__all__ = [
+    "MILP_KEYS",
+    "PLAN_KEYS",
+    "VDNN_KEYS",
+    "SweepSettings",
+    "check_solver",
+    "only",
+    "read_settings",
+    "table",
+    "typed",
+]

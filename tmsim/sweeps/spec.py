@@ -1,20 +1,21 @@
 """Sweep specifications: a TOML grid over workload, platform, capacity and strategy, expanded
 into fully resolved :class:`Point` values, each with a stable key.
 
-A spec has four parts, every key explained in ``experiments/sweeps/example.toml``:
-``[sweep]`` (name, seed, description), ``[grid]`` (lists of models, batches, dtypes,
-platforms, ratios or fast-memory sizes, strategies, and ``[grid.overrides]``: platform fields
-by dotted path, :mod:`tmsim.sweeps.overrides`, each a list of values), ``[settings]`` (one
-value each: solver settings, contention and its interference level, the 2LM block size, a
-profile of measured kernel times) and optional ``[[points]]`` with one value per key. The
-grid is the cartesian product; unknown keys anywhere are errors.
+A spec has four parts, every key explained in ``experiments/sweeps/example.toml``: ``[sweep]``
+(name, seed, description), ``[grid]`` (lists of models, batches, dtypes, platforms, ratios or
+fast-memory sizes, strategies, and ``[grid.overrides]``: platform fields by dotted path,
+:mod:`tmsim.sweeps.overrides`, each a list of values), ``[settings]`` (one value each: any planner
+setting of :class:`~tmsim.planners.PlanSettings` by its name, the replays' interference level, the
+2LM block size, a profile of measured kernel times) and optional ``[[points]]`` with one value per
+key. The grid is the cartesian product; unknown keys anywhere are errors.
 
 Grid combinations whose strategy does not apply to their platform (:func:`applicable`) are
 dropped and listed in :attr:`Sweep.skipped`; an explicit point that does not apply is an error.
 Every workload and platform also gets an ``all-fast`` *baseline* point (role ``baseline``, at
 the platform's own capacity) unless the grid already holds it: the sweep's slowdowns are over
 it. Strategy-specific settings are recorded only where they matter (solver settings for the
-MILP strategies, the block size for ``2lm``) and are ``None`` elsewhere, so changing the time
+MILP strategies, the offloading settings for ``vdnn``, the block size for ``2lm``) and are
+absent elsewhere, so changing the time
 limit recomputes no heuristic. A profile of measured kernel times is every point's, as it is
 every row's in :func:`tmsim.comparison.compare` (a simulated strategy times its kernels by its
 own traffic, but its slowdown is over the baseline with the profile): ``profile`` its path,
@@ -36,10 +37,21 @@ from typing import Any, NoReturn
 from tmsim.capacity import Capacity, CapacityError, parse_bytes
 from tmsim.errors import TmsimError
 from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
+from tmsim.planners.settings import PlanSettings
 from tmsim.profiles import Profile, read_profile
 from tmsim.strategies import STRATEGIES, Kind, applicable, names
 from tmsim.sweeps.overrides import Fail, PlatformDocs, read_toml
-from tmsim.sweeps.settings import SweepSettings, check_solver, only, read_settings, table, typed
+from tmsim.sweeps.settings import (
+    MILP_KEYS,
+    PLAN_KEYS,
+    VDNN_KEYS,
+    SweepSettings,
+    check_solver,
+    only,
+    read_settings,
+    table,
+    typed,
+)
 from tmsim.sweeps.workloads import is_graph_file, workloads
 from tmsim.workload.tensors import DTYPE_BYTES, show_int
 from tmsim.workload.zoo import NAMES
@@ -60,8 +72,12 @@ class Point:
     """One fully resolved evaluation: a workload, a platform (after overrides), a capacity and
     one strategy, with the settings that matter to that strategy (None where they do not).
 
-    ``platform_si`` is the resolved platform as :func:`platform_to_dict` writes it; ``role`` is
-    ``grid`` (asked for) or ``baseline`` (added for the slowdowns) and is not part of the key.
+    ``settings``: the planner settings (:class:`~tmsim.planners.PlanSettings` fields, by name)
+    the point's strategy reads (:data:`~tmsim.sweeps.settings.MILP_KEYS`,
+    :data:`~tmsim.sweeps.settings.VDNN_KEYS`; empty for the others); ``level``: the replays'
+    interference level (``none``: no contention). ``platform_si`` is the resolved platform as
+    :func:`platform_to_dict` writes it; ``role`` is ``grid`` (asked for) or ``baseline`` (added
+    for the slowdowns) and is not part of the key.
     """
 
     model: str
@@ -72,12 +88,7 @@ class Point:
     ratio: str | None
     fast_bytes: int | None
     strategy: str
-    contention: bool
-    solver: str | None
-    time_limit_s: float | None
-    node_limit: int | None
-    target_gap: float | None
-    window: int | None
+    settings: tuple[tuple[str, Any], ...]
     cache_block_bytes: int | None
     seed: int
     platform_si: Mapping[str, Any] = field(repr=False)
@@ -88,9 +99,14 @@ class Point:
     graph_sha256: str | None = None
 
     def config(self) -> dict[str, Any]:
-        """The point's configuration as flat columns (each override its own column)."""
-        out = {k: v for k, v in asdict(self).items() if k not in ("overrides", "platform_si")}
+        """The point's configuration as flat columns: each override its own column, each
+        planner setting a column ``settings.NAME`` (as the spec's ``[settings]`` names it;
+        None where the strategy does not read it)."""
+        skip = ("overrides", "platform_si", "settings")
+        out = {k: v for k, v in asdict(self).items() if k not in skip}
         out["platform_name"] = self.platform_si["name"]
+        read = dict(self.settings)
+        out.update({f"settings.{k}": read.get(k) for k in PLAN_KEYS})
         out.update(dict(self.overrides))
         return out
 
@@ -99,14 +115,19 @@ class Point:
         """A stable 16-hex-digit hash of the configuration with the resolved platform in SI
         units in place of the overrides: overrides that make the same platform (``30`` and
         ``30.0``, GBps and bytes_per_s) make the same point."""
-        ident = {k: v for k, v in asdict(self).items() if k not in ("overrides", "role")}
+        ident = {
+            k: v for k, v in asdict(self).items() if k not in ("overrides", "role", "settings")
+        }
+        ident.update(_legacy_settings(self.settings))
+        # the level says whether flows share bandwidth; keys of points from before it alone did
+        ident["contention"] = self.level != InterferenceLevel.NONE.value
         del ident["profile"]  # the times it holds, not where it lies
         if self.graph_sha256 is not None:
             del ident["model"]  # a graph file: the graph it holds, not where it lies
         for key in ("node_limit", "profile_sha256", "graph_sha256"):
             if ident[key] is None:
                 del ident[key]  # the keys of points from before node limits and profiles
-        if not self.contention or self.level == InterferenceLevel.BANDWIDTH.value:
+        if not ident["contention"] or self.level == InterferenceLevel.BANDWIDTH.value:
             # Replays without contention or at the bandwidth level, which a platform's memory
             # controller and copy thread do not shape (the thread's idle rates are in its copy
             # paths), keep the keys they had before sweeps had levels and platforms those parts.
@@ -284,7 +305,6 @@ def _expand(
             ratio=cap[1] if cap[0] == "ratio" else None,
             fast_bytes=cap[1] if cap[0] == "fast_bytes" else None,
             strategy=strategy,
-            contention=settings.contention,
             level=settings.interference,
             seed=seed,
             platform_si=si,
@@ -300,15 +320,32 @@ def _expand(
 
 
 def _strategy_settings(strategy: str, s: SweepSettings | None) -> dict[str, Any]:
-    milp = s if s is not None and strategy in MILP_STRATEGIES else None
+    """The settings a point of ``strategy`` records: the planner settings it reads and the 2LM
+    block size (None: the defaults', for the baseline points)."""
+    keys = MILP_KEYS if strategy in MILP_STRATEGIES else VDNN_KEYS if strategy == "vdnn" else ()
+    plan = s.plan if s is not None else None
     return {
-        "solver": milp.solver if milp else None,
-        "time_limit_s": milp.time_limit_s if milp else None,
-        "node_limit": milp.node_limit if milp else None,
-        "target_gap": milp.gap if milp else None,
-        "window": milp.window if milp else None,
+        "settings": tuple((k, getattr(plan, k)) for k in keys) if plan is not None else (),
         "cache_block_bytes": s.cache_block_bytes if s is not None and strategy == "2lm" else None,
     }
+
+
+def _legacy_settings(settings: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+    """A point's planner settings as its key hashes them: the five a point held before it
+    carried every setting, under their names of then (the target gap ``target_gap``; None for
+    a point that does not read them), and each other one that differs from its default as
+    ``settings.NAME``; so that the points of specs written before keep their keys."""
+    read = dict(settings)
+    milp = "solver" in read
+    legacy = ("solver", "time_limit_s", "node_limit", "gap", "window")
+    out: dict[str, Any] = {
+        ("target_gap" if k == "gap" else k): read.get(k) if milp else None for k in legacy
+    }
+    defaults = PlanSettings()
+    for k, v in read.items():
+        if k not in legacy and v != getattr(defaults, k):
+            out[f"settings.{k}"] = v
+    return out
 
 
 def _profile(path: str | None, base_dir: Path, fail: Fail) -> Profile | None:

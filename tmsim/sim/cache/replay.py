@@ -24,17 +24,17 @@ the slow tier. :func:`replay_cache` simulates one step:
    touched there, dirty or not by that step's own accesses), so the second step *is* the
    steady state. ``warm=False`` reports the first step, from an empty cache.
 4. Timing. The traffic becomes bytes on each tier (:func:`hwmodels.cache_traffic_by_tier`),
-   timed on SimPy by the fluid model as :func:`tmsim.sim.replay.replay` times kernels: after
-   its launch overhead a kernel runs its memory traffic beside its compute floor
-   (:attr:`tmsim.cost.CostModel.compute_s`; one after the other under ``Overlap.SUM``). The
-   traffic is two flows, all its reads and all its writes, each capped so that alone both last
-   the roofline memory time of that traffic (:func:`hwmodels.roofline`, which adds the tiers'
-   times: DRAM and PMM share the memory channels). With ``contention=True`` the two share the
-   tiers in :class:`~tmsim.sim.fluid.FluidModel`, so where the PMM is the bottleneck its fills
-   (reads) and write-backs (writes) pay Optane's read/write mix factor, as the hardware
-   interleaves them line by line. With ``contention=False`` each runs at its cap (the cost
-   model's world): the step time is the sum of the kernels' roofline times. (A plan replay
-   charges no kernel for its own read/write mix, because the planners' cost model does not.)
+   timed on SimPy by the fluid model as :func:`tmsim.sim.replay.replay` times kernels: after its
+   launch overhead a kernel runs its memory traffic beside its compute floor
+   (:attr:`tmsim.cost.CostModel.compute_s`; one after the other under ``Overlap.SUM``). The traffic
+   is two flows, all its reads and all its writes, each capped so that alone both last the roofline
+   memory time of that traffic (:func:`hwmodels.roofline`, which adds the tiers' times: DRAM and PMM
+   share the memory channels). At any interference level but ``none`` the two share the tiers in
+   :class:`~tmsim.sim.fluid.FluidModel`, so where the PMM is the bottleneck its fills (reads) and
+   write-backs (writes) pay Optane's read/write mix factor, as the hardware interleaves them line by
+   line. At the level ``none`` each runs at its cap (the cost model's world): the step time is the
+   sum of the kernels' roofline times. (A plan replay charges no kernel for its own read/write mix,
+   because the planners' cost model does not.)
 5. Miss latency. :attr:`hwmodels.DramCache.miss_latency_s` (70 ns on Cascade Lake) is charged
    once per kernel that misses, before its traffic. The kernels stream megabytes to gigabytes
    and the cores keep hundreds of line misses in flight (24 cores x 10 line-fill buffers x 64 B
@@ -43,8 +43,8 @@ the slow tier. :func:`replay_cache` simulates one step:
 
 The addresses and accesses are :mod:`tmsim.sim.addresses`', the walk (counters, bytes on each
 tier) :mod:`tmsim.sim.cache.walk`'s; this module times it with
-:func:`tmsim.sim.traffic.time_traffic` (two flows per kernel, at the ``bandwidth`` level, or
-``none`` without contention).
+:func:`tmsim.sim.traffic.time_traffic` (two flows per kernel, at the ``bandwidth`` level for any
+level but ``none``, which it records).
 A cost model's measured kernel tables are not used: the cache's traffic decides memory time.
 """
 
@@ -56,7 +56,7 @@ from hwmodels.platform import Platform
 from hwmodels.timing import Overlap
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
-from tmsim.levels import InterferenceLevel
+from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
 from tmsim.sim.addresses import step_accesses, step_layout
 from tmsim.sim.cache.trace import CacheTrace
 from tmsim.sim.cache.walk import CacheReplayError, cache_of, default_block_bytes, walk_step
@@ -73,18 +73,19 @@ def replay_cache(
     platform: Platform,
     *,
     block_bytes: int | None = None,
-    contention: bool = True,
+    level: InterferenceLevel = DEFAULT_LEVEL,
     warm: bool = True,
     cost: CostModel | None = None,
 ) -> CacheTrace:
     """Simulate one training step of ``graph`` on 2LM ``platform`` (see the module documentation).
 
     ``block_bytes``: the cache walk's block (default
-    :func:`~tmsim.sim.cache.walk.default_block_bytes`); ``warm``: report the second of two
-    steps (steady state) rather than the first, from an empty cache; ``contention``: kernels'
-    reads and writes share the tiers, paying the PMM's read/write mix (else each kernel runs at
-    its roofline rate); ``cost``: the cost model giving operand bytes, compute floors and
-    launch overhead (default ``CostModel(graph, platform)``). Deterministic.
+    :func:`~tmsim.sim.cache.walk.default_block_bytes`); ``warm``: report the second of two steps
+    (steady state) rather than the first, from an empty cache; ``level``: at any level but ``none``
+    kernels' reads and writes share the tiers, paying the PMM's read/write mix (the ``bandwidth``
+    level, recorded as such; at ``none`` each kernel runs at its roofline rate); ``cost``: the cost
+    model giving operand bytes, compute floors and launch overhead (default ``CostModel(graph,
+    platform)``). Deterministic.
 
     Raises :class:`CacheReplayError` naming the platform if it has no cache or its backing tier
     is not a kernel tier, or if ``block_bytes`` is not a positive multiple of the cache line,
@@ -101,8 +102,9 @@ def replay_cache(
     walk = walk_step(platform, step_accesses(graph, cost, layout), n_k, block_bytes, warm)
     pre_s = cost.launch_s + np.where(walk.misses > 0, cache.miss_latency_s, 0.0)
     # Reads and writes as two flows, so that the PMM charges their mix (fluid model).
-    level = InterferenceLevel.BANDWIDTH if contention else InterferenceLevel.NONE
-    times = time_traffic(cost, walk.read_bytes, walk.write_bytes, pre_s, split=True, level=level)
+    none = InterferenceLevel(level) is InterferenceLevel.NONE
+    used = InterferenceLevel.NONE if none else InterferenceLevel.BANDWIDTH
+    times = time_traffic(cost, walk.read_bytes, walk.write_bytes, pre_s, split=True, level=used)
     records = tuple(
         Record(
             kind=KERNEL,
@@ -128,8 +130,7 @@ def replay_cache(
         graph=graph.name,
         platform=platform.name,
         planner=PLANNER,
-        contention=contention,
-        level="bandwidth" if contention else "none",
+        level=used.value,
         tier_names=platform.tier_names,
         fast_limit_bytes=walk.cache.capacity_bytes,
         predicted_s=all_backing_s,

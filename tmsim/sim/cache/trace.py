@@ -104,7 +104,7 @@ class CacheTrace:
             "graph": t.graph,
             "platform": t.platform,
             "planner": t.planner,
-            "contention": t.contention,
+            "interference": t.level,
             "warm": self.warm,
             "block_bytes": self.block_bytes,
             "cache_tier": self.cache.cache_tier,

@@ -109,7 +109,6 @@ def replay_first_touch_pages(
     *,
     fast_limit_bytes: int | None = None,
     page_bytes: int = DEFAULT_PAGE_BYTES,
-    contention: bool = True,
     level: InterferenceLevel = DEFAULT_LEVEL,
     cost: CostModel | None = None,
 ) -> PageTrace:
@@ -117,8 +116,8 @@ def replay_first_touch_pages(
     placed by first touch (see the module documentation).
 
     ``fast_limit_bytes``: what the fastest tier may hold (default: its capacity);
-    ``page_bytes``: the page; ``contention`` and ``level``: as :func:`tmsim.sim.replay`'s
-    (``contention=False`` or level ``none``: the cost model's world); ``cost``: the cost model
+    ``page_bytes``: the page; ``level``: as :func:`tmsim.sim.replay`'s
+    (``none``: the cost model's world); ``cost``: the cost model
     giving operand bytes, compute floors and launch overhead (default
     ``CostModel(graph, platform)``). Deterministic.
 
@@ -165,7 +164,7 @@ def replay_first_touch_pages(
     np.add.at(reads, acc.kernel[~acc.is_write], by_tier[~acc.is_write])
     np.add.at(writes, acc.kernel[acc.is_write], by_tier[acc.is_write])
     pre_s = np.full(n_k, cost.launch_s)
-    level = InterferenceLevel(level) if contention else InterferenceLevel.NONE
+    level = InterferenceLevel(level)
     times = time_traffic(cost, reads, writes, pre_s, split=False, level=level)
     fast_held = pages.pages[0] * page_bytes if tiers[0] == 0 else 0
     records = tuple(
@@ -189,7 +188,6 @@ def replay_first_touch_pages(
         graph=graph.name,
         platform=platform.name,
         planner=PLANNER,
-        contention=level is not InterferenceLevel.NONE,
         level=level.value,
         tier_names=platform.tier_names,
         fast_limit_bytes=limit,

@@ -17,8 +17,8 @@ SimPy with the fluid model (:mod:`tmsim.sim.fluid`):
 - kernel ``k`` is exactly the flow and compute floor :mod:`tmsim.sim.schedule` builds for a
   plan placing every operand on the device, after the launch overhead.
 
-With ``contention=False`` every flow runs at its own rate, and the simulated time equals the
-sum of the kernels' cost-model times and the migration and fault times (``predicted_s``).
+At the interference level ``none`` every flow runs at its own rate, and the simulated time
+equals the sum of the kernels' cost-model times and the migration and fault times (``predicted_s``).
 
 Nothing here prefetches across kernels (the baseline never calls cudaMemPrefetchAsync); the
 driver's density prefetcher is folded into the 2 MB page. The driver's constants are the
@@ -41,6 +41,7 @@ from hwmodels.platform import Platform
 from hwmodels.unified_memory import UnifiedMemory
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
+from tmsim.levels import DEFAULT_LEVEL, InterferenceLevel
 from tmsim.plans.values import Plan
 from tmsim.sim.body import kernel_body
 from tmsim.sim.fluid import Flow, FluidModel
@@ -123,7 +124,7 @@ class UnifiedTrace:
         out: dict[str, Any] = {
             "graph": self.trace.graph,
             "platform": self.trace.platform,
-            "contention": self.trace.contention,
+            "interference": self.trace.level,
             "warm": self.warm,
         }
         out.update(asdict(self.counters))
@@ -155,7 +156,7 @@ def replay_unified(
     *,
     device_bytes: int | None = None,
     params: UnifiedMemory | None = None,
-    contention: bool = True,
+    level: InterferenceLevel = DEFAULT_LEVEL,
     warm: bool = False,
 ) -> UnifiedTrace:
     """Simulate one step of ``graph`` under unified memory on ``platform`` (module doc).
@@ -166,7 +167,8 @@ def replay_unified(
     ``platform.unified_memory`` (pass others to study them). ``warm=True`` replays a
     steady-state step: weights and optimizer state start where the previous identical step
     left them (the inputs start on the host); otherwise the step is the first, and everything
-    starts on the host.
+    starts on the host. ``level``: at any level but ``none`` flows share the tiers and links
+    (the ``bandwidth`` level, recorded as such); at ``none`` each runs at its own rate.
     Deterministic. Raises :class:`~tmsim.errors.InfeasibleError` if a kernel's own operands
     exceed ``device_bytes`` (naming the kernel and the bytes missing), and
     :class:`TmsimError` for a platform without such tiers and paths, without
@@ -199,10 +201,9 @@ def replay_unified(
         d2h.sync_bw_bytes_per_s * p.migration_bw_fraction,
     )
     before, alloc_stall = _migrations(graph, platform, pages, p, rates)
+    shared = InterferenceLevel(level) is not InterferenceLevel.NONE
     env = simpy.Environment()
-    fluid = FluidModel(
-        env, platform.tiers, shared=contention, controllers=platform.controller_groups()
-    )
+    fluid = FluidModel(env, platform.tiers, shared=shared, controllers=platform.controller_groups())
     run = _Run(env, fluid, sched, pages, before, alloc_stall)
     proc = env.process(run.step())
     events = 0
@@ -236,8 +237,7 @@ def replay_unified(
         graph=graph.name,
         platform=platform.name,
         planner=PLANNER,
-        contention=contention,
-        level="bandwidth" if contention else "none",
+        level="bandwidth" if shared else "none",
         tier_names=platform.tier_names,
         fast_limit_bytes=cap,
         predicted_s=predicted,

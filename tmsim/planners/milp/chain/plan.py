@@ -55,7 +55,7 @@ from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.milp.formulation.readback import extract_plan
 from tmsim.planners.milp.solver.driver import CUT_OFF
 from tmsim.planners.settings import PlanSettings
-from tmsim.plans.values import Plan, SolverStats
+from tmsim.plans.values import Plan, SolverStats, stop_of
 from tmsim.profiles import cost_model
 from tmsim.sim.beside import beside_costs
 from tmsim.workload.graph import Graph
@@ -368,7 +368,13 @@ def _solve_formulation(
         # a heuristic's plan may lie outside this formulation's space, below its bound: its
         # gap is against the kernel-time bound, which holds for every plan
         return relabel(
-            base, opts, formulation, seconds, status, bound_of(first) if base.lifts else None
+            base,
+            opts,
+            formulation,
+            seconds,
+            status,
+            bound_of(first) if base.lifts else None,
+            stop_of(own),
         )
     if result is not None:
         return result

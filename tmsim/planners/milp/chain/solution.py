@@ -13,7 +13,7 @@ from tmsim.planners.milp.formulation.build import Model
 from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.milp.solver.driver import LpBasis
 from tmsim.planners.settings import PlanSettings
-from tmsim.plans.values import Plan, SolverStats
+from tmsim.plans.values import Plan, SolverStats, first_stop
 
 
 @dataclass(frozen=True)
@@ -61,12 +61,14 @@ def relabel(
     seconds: tuple[float, float],
     status: str,
     own_bound: float | None = None,
+    own_stop: str = "",
 ) -> Solved:
     """``base``'s plan as a plan of ``formulation`` (which contains it), with the total
     (build, solve) ``seconds`` and ``status`` (saying why, and, for a fallback, how this
     formulation's own solve ended, so that a limit it hit is not hidden), its gap against
     ``own_bound`` (this formulation's first-round bound) or, without one, the kernel-time
-    bound."""
+    bound. ``own_stop``: the limit that stopped this formulation's own solve, if any (the
+    plan's ``stopped_on`` is the first of it and ``base``'s, :func:`first_stop`)."""
     build_s, solve_s = seconds
     stats = base.plan.stats
     assert stats is not None
@@ -79,6 +81,7 @@ def relabel(
         status=status,
         build_s=build_s,
         solve_s=solve_s,
+        stopped_on=first_stop(stats.stopped_on, own_stop),
     )
     plan = replace(
         base.plan,

@@ -28,7 +28,7 @@ from tmsim.planners.milp.solver.driver import (
     run_highs,
 )
 from tmsim.planners.settings import PlanSettings
-from tmsim.plans.values import SolverStats
+from tmsim.plans.values import SolverStats, stop_of
 
 GB = 1e9
 
@@ -94,6 +94,7 @@ def _stats(
         nodes=outcome.nodes,
         # each point's bound proven as the final one is: the model's own bound holds throughout
         trace=tuple((t, p, max(d, model.lower_bound_s)) for t, p, d in outcome.trace),
+        stopped_on=stop_of(outcome.status),
     )
 
 
@@ -270,6 +271,8 @@ class SolveStopped(TmsimError):
         super().__init__(message)
         self.outcome = outcome
         self.status = outcome.status
+        #: the limit that stopped it (:attr:`~tmsim.plans.values.SolverStats.stopped_on`)
+        self.stopped_on = stop_of(outcome.status)
 
 
 def solve_within(
