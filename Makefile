@@ -43,9 +43,9 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench
 
-# The API reference from the docstrings, into out/docs (warnings are errors).
+# The documentation site (guides, tutorial, API reference), into out/docs (warnings are errors).
 docs: $(STAMP)
-	$(BIN)/sphinx-build -q -W --keep-going -b html docs/api out/docs
+	$(BIN)/sphinx-build -q -W --keep-going -b html docs out/docs
 
 # Run the tutorial again in place, keeping the outputs of this run (tests run a copy).
 notebook: $(STAMP)
