@@ -98,7 +98,7 @@ class Config:
     gpu_platform: str = "rtx2080ti-pcie3"
     gpu_device_fraction: float | None = None
     gpu_workloads: tuple[tuple[str, int], ...] = GPU_OVERSUBSCRIBED
-    time_limit_s: float = 150.0
+    time_limit_s: float | None = 150.0
     gap: float = 0.01
     window: int = 3
     workers: int = 2

@@ -105,7 +105,7 @@ class Config:
     platform: str = "cascadelake-optane"
     ratios: tuple[str, ...] = ("8:1", "4:1", "1:1")
     strategies: tuple[str, ...] = ("first-touch", "first-touch-pages", "static", "sync")
-    time_limit_s: float = 600.0
+    time_limit_s: float | None = 600.0
     gap: float = 0.01
     interference: str = DEFAULT_INTERFERENCE
     #: further planner settings by name (fields of ``tmsim.PlanSettings``), for the MILP

@@ -99,7 +99,7 @@ class Config:
         *(("a100-pcie4", m, b) for m, b in A100_WORKLOADS),
     )
     device_fraction: float | None = None
-    time_limit_s: float = 150.0
+    time_limit_s: float | None = 150.0
     gap: float = 0.01
     window: int = 3
     interference: str = DEFAULT_INTERFERENCE

@@ -70,7 +70,7 @@ class Config:
     platform: str = "cascadelake-optane"
     fast_share: float | None = None
     strategies: tuple[str, ...] = ("all-fast", "all-slow", "static", "sync", "2lm")
-    time_limit_s: float = 600.0
+    time_limit_s: float | None = 600.0
     gap: float = 0.01
     interference: str = DEFAULT_INTERFERENCE
     cache_block_bytes: int | None = None

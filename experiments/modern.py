@@ -127,7 +127,7 @@ class Config:
         ("spr-ddr5-cxl", "llama_7b", 1, 2, "fp32", ("sync", "first-touch")),
     )
     budgets: tuple[float, ...] = (0.9, 0.75, 0.6, 0.45, 0.3)
-    time_limit_s: float = 120.0
+    time_limit_s: float | None = 120.0
     gap: float = 0.01
     interference: str = DEFAULT_INTERFERENCE
     workers: int = 2

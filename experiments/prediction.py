@@ -97,7 +97,7 @@ class Config:
     gpu_device_fraction: float | None = None
     gpu_workloads: tuple[tuple[str, int], ...] = GPU_OVERSUBSCRIBED
     gpu_strategies: tuple[str, ...] = ("sync", "async", "async-aware")
-    time_limit_s: float = 60.0
+    time_limit_s: float | None = 60.0
     gap: float = 0.01
     window: int = 3
     workers: int = 2

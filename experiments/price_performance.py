@@ -62,7 +62,7 @@ class Config:
     platform: str = "cascadelake-optane"
     ratios: tuple[str, ...] = ("8:1", "4:1", "2:1", "1:1")
     strategies: tuple[str, ...] = ("first-touch", "sync")
-    time_limit_s: float = 600.0
+    time_limit_s: float | None = 600.0
     gap: float = 0.01
     interference: str = DEFAULT_INTERFERENCE
     # AutoTM (ASPLOS 2020), cost analysis: Lenovo's list prices of August 2019 put DRAM at

@@ -104,7 +104,7 @@ class Config:
         ("rtx2080ti-pcie3", "densenet264", 32),
     )
     budgets: tuple[float, ...] = (0.8, 0.6, 0.4)
-    time_limit_s: float = 300.0
+    time_limit_s: float | None = 300.0
     gap: float = 0.01
     recompute_depth: int = 2
     interference: str = DEFAULT_INTERFERENCE

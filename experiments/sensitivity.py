@@ -111,7 +111,7 @@ class Config:
     )
     aware_workloads: tuple[tuple[str, int], ...] = (("vgg19", 16), ("inception_v4", 16))
     parameters: tuple[Assumed, ...] = OPTANE_ASSUMED
-    time_limit_s: float = 150.0
+    time_limit_s: float | None = 150.0
     gap: float = 0.01
     window: int = 3
     workers: int = 2

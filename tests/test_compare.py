@@ -31,7 +31,7 @@ REL = 1e-9
 def cpu_rows() -> list[Row]:
     graph = training_graph_of("vgg19", 2)
     settings = CompareSettings(
-        plan=PlanSettings(capacity=Capacity.parse("4:1"), time_limit_s=30, window=1)
+        plan=PlanSettings(capacity=Capacity.parse("4:1"), time_limit_s=None, window=1)
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # HiGHS at its limit
@@ -105,7 +105,7 @@ def test_gpu_strategies_and_unified_memory() -> None:
     graph = training_graph_of("resnet50", 2)
     assert "unified-memory" in applicable(GPU) and "2lm" not in applicable(GPU)
     settings = CompareSettings(
-        plan=PlanSettings(capacity=Capacity.parse("1:1"), time_limit_s=30, window=1),
+        plan=PlanSettings(capacity=Capacity.parse("1:1"), time_limit_s=None, window=1),
         strategies=("all-fast", "sync", "unified-memory"),
     )
     rows = by_name(compare(graph, GPU, settings))
@@ -132,7 +132,10 @@ def test_milp_chain_gives_what_each_formulation_gives_alone() -> None:
 def test_milp_chain_records_a_failing_formulation() -> None:
     graph = training_graph_of("resnet50", 2)
     chain = plan_milp_chain(
-        graph, GPU, PlanSettings(capacity=Capacity.parse("4:1"), time_limit_s=30), Formulation.SYNC
+        graph,
+        GPU,
+        PlanSettings(capacity=Capacity.parse("4:1"), time_limit_s=None),
+        Formulation.SYNC,
     )
     # nothing fits on the device without moving, so static fails and sync starts cold
     assert isinstance(chain[Formulation.STATIC], TmsimError)
@@ -154,7 +157,7 @@ def test_a_failing_strategy_is_a_row_not_a_crash() -> None:
     graph = training_graph_of("resnet50", 2)
     tiny = graph.peak_live_bytes // 50  # below what some kernel needs at once on a GPU
     settings = CompareSettings(
-        plan=PlanSettings(capacity=Capacity.of_bytes(tiny), time_limit_s=10),
+        plan=PlanSettings(capacity=Capacity.of_bytes(tiny), time_limit_s=None),
         strategies=("all-fast", "sync"),
     )
     rows = by_name(compare(graph, GPU, settings))

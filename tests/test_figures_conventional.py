@@ -18,7 +18,7 @@ from experiments.common import read_data
 from tmsim.figures import points_dir
 from tmsim.sweeps.jobs import Job
 
-CONV = conventional.Config(workloads=TINY, ratios=(RATIO,), time_limit_s=20.0)
+CONV = conventional.Config(workloads=TINY, ratios=(RATIO,), time_limit_s=None)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from experiments.common import read_data
 from tmsim.errors import TmsimError
 from tmsim.figures import points_dir
 
-LARGE_TINY = large.Config(workloads=TINY, fast_share=0.2, time_limit_s=20.0)
+LARGE_TINY = large.Config(workloads=TINY, fast_share=0.2, time_limit_s=None)
 
 
 def _num(frame: pd.DataFrame, strategy: str, column: str) -> float:

@@ -241,7 +241,7 @@ def test_the_recomputing_formulations_fall_back_to_the_heuristics_outside_their_
 
     graph, platform = chain(16), load_preset(PRESETS[0])
     limit = int(0.85 * graph.peak_live_bytes)
-    opts = PlanSettings(capacity=Capacity.of_bytes(limit), recompute_depth=1, time_limit_s=30)
+    opts = PlanSettings(capacity=Capacity.of_bytes(limit), recompute_depth=1, time_limit_s=None)
     checkpoint = tmsim.plan(graph, platform, "checkpoint", settings=opts)
     remat = plan_milp(graph, platform, opts, Formulation.REMAT)
     assert remat.planner == "milp-remat" and remat.stats is not None

@@ -241,7 +241,7 @@ def test_oversubscribed_workload_loses_to_the_sync_milp() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # HiGHS at its time limit
         milp = plan(
-            "sync", g, GPU, PlanSettings(capacity=Capacity.of_bytes(limit), time_limit_s=20.0)
+            "sync", g, GPU, PlanSettings(capacity=Capacity.of_bytes(limit), time_limit_s=None)
         )
     unified = replay_unified(g, GPU, device_bytes=limit, warm=True).counters.simulated_s
     assert unified > replay(milp, g, GPU).simulated_s
