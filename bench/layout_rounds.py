@@ -3,7 +3,7 @@ with the heuristics' layout (before) and with the exact search after them (after
 
 The MILP counts bytes; its plan's fast-tier buffers then get addresses, and where the layout
 overflows the limit the chain lowers the limit there and solves again (AutoTM's loop,
-:mod:`tmsim.planners.milp.chain.plan`). ``old`` lays out with first fit, best fit and first fit by
+:mod:`tmsim.planners.milp.chain.rounds`). ``old`` lays out with first fit, best fit and first fit by
 start alone (:func:`~tmsim.layout.fast_tier.overflow_bytes` with ``node_limit=0``); ``new`` adds
 the search of :mod:`tmsim.layout.packing` when none of them fits, with its default node limit.
 Both run side by side on the same chains.

@@ -30,7 +30,7 @@ from tmsim.cost import BesideCosts, CostModel, IndexMove, step_time_s
 from tmsim.errors import TmsimError
 from tmsim.levels import InterferenceLevel
 from tmsim.planners import PlanSettings, plan
-from tmsim.planners.milp.chain import plan as chain
+from tmsim.planners.milp.chain import rounds
 from tmsim.plans.validate import validate
 from tmsim.plans.values import Plan
 from tmsim.sim import replay
@@ -103,7 +103,7 @@ def test_a_copy_that_cannot_run_is_not_offered(monkeypatch: pytest.MonkeyPatch) 
         inf = np.full_like(real.copy_s_per_byte, math.inf)
         return BesideCosts(real.paths, inf, inf, real.level)
 
-    monkeypatch.setattr(chain, "beside_costs", blocked)
+    monkeypatch.setattr(rounds, "beside_costs", blocked)
     aware = plan("async-aware", graph, plat, opts)
     sync = plan("sync", graph, plat, opts)
     assert not any(m.mode is MoveMode.ASYNC for m in aware.moves)
@@ -225,7 +225,7 @@ def test_compare_measures_the_copy_costs_once_and_counts_them_in_the_build(
         calls.append(beside_costs(cost))
         return calls[-1]
 
-    for module in (runner, chain, beside_module):
+    for module in (runner, rounds, beside_module):
         monkeypatch.setattr(module, "beside_costs", counted)
     settings_ = comparison.CompareSettings(
         plan=PlanSettings(capacity=Capacity(size_bytes=250 * MB), gap=1e-6),

@@ -18,7 +18,7 @@ from test_highs_run import _knapsack_problem, items
 from test_recompute import chain
 
 import tmsim
-import tmsim.planners.milp.chain.plan as chain_module
+import tmsim.planners.milp.chain.rounds as chain_module
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.cost import CostModel

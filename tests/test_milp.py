@@ -327,7 +327,7 @@ def test_a_gpu_plan_does_not_warm_up_from_a_static_solve_that_cannot_fit(
 ) -> None:
     """Nothing fits statically: the sync solve starts cold at once, as the chain does, instead
     of laying out the static start (every used tensor on the device) round after round."""
-    import tmsim.planners.milp.chain.plan as chain
+    import tmsim.planners.milp.chain.rounds as chain
 
     laid_out: list[int] = []
     original = chain.laid_out_overflow_bytes
@@ -353,7 +353,7 @@ def _scripted_rounds(
     ``r`` (from 1) the plan holding ``held`` bytes per kernel overflows ``limit`` by
     ``overflow_at(r, held, limit)`` bytes where it holds the most, or nowhere for None. Each
     round's (limits, plan's bytes per kernel), the fast limit and the loop's slack."""
-    import tmsim.planners.milp.chain.plan as chain
+    import tmsim.planners.milp.chain.rounds as chain
     from tmsim.layout.fast_tier import resident_bytes
     from tmsim.workload.zoo import training_graph_of
 
@@ -444,8 +444,8 @@ def test_a_solve_again_under_lowered_limits_starts_from_the_last_lp_basis(
     is solved again from that basis, in fewer simplex iterations than from none (here the
     limits are not lowered, so the basis is the LP's optimum)."""
     import tmsim.planners.milp.chain.handover as handover
-    from tmsim.planners.milp.chain.plan import _plan
     from tmsim.planners.milp.chain.preflight import first_memo, setup
+    from tmsim.planners.milp.chain.rounds import solved_formulation as _plan
     from tmsim.planners.milp.chain.solve import solve_within
     from tmsim.planners.milp.formulation.gadgets import Formulation
     from tmsim.profiles import cost_model

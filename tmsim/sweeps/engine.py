@@ -57,8 +57,9 @@ from tmsim.planners import PlanSettings
 from tmsim.profiles import Profile, read_profile
 from tmsim.results import provenance, write_table
 from tmsim.sweeps.jobs import nan_to_none
+from tmsim.sweeps.point import MILP_STRATEGIES, Point
 from tmsim.sweeps.pool import check_options, run_tasks
-from tmsim.sweeps.spec import MILP_STRATEGIES, Point, Sweep
+from tmsim.sweeps.spec import Sweep
 from tmsim.sweeps.store import RERUN_STOPS, Counts, PointStore, SweepError
 from tmsim.sweeps.workloads import workload_graph
 

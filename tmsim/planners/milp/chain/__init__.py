@@ -6,5 +6,6 @@ contains which and the order and concurrency of their solves (:mod:`.nesting`,
 :mod:`.overlap`, a smaller formulation's solution lifted into a larger one
 :mod:`.handover`), a solve within limits on the HiGHS driver (:mod:`.solve`), a solved
 formulation and its label (:mod:`.solution`), the layout round's bound raised
-(:mod:`.rebound`), and the chain inside the layout loop (:mod:`.plan`).
+(:mod:`.rebound`), one formulation inside AutoTM's layout loop (:mod:`.rounds`), and the
+chain's entry points (:mod:`.plan`).
 """
