@@ -35,11 +35,15 @@ def test_load_graph_reads_a_file_even_one_named_like_a_zoo_model(tmp_path: Path)
         tmsim.load_graph(tmp_path / "x.json")
 
 
-def test_a_plan_names_its_graph_file_and_builds_it_again(tmp_path: Path) -> None:
+def test_a_plan_names_its_graph_file_and_builds_it_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     graph_file = tmp_path / "g.json"
     tmsim.save(TINY, graph_file)
     loaded = tmsim.load_graph(graph_file)
-    made = tmsim.plan(loaded, OPTANE, "greedy", fast="4:1", graph_file="g.json")
+    with monkeypatch.context() as here:  # the file as this process sees it when it plans
+        here.chdir(tmp_path)
+        made = tmsim.plan(loaded, OPTANE, "greedy", fast="4:1", graph_file="g.json")
     assert made.graph_identity is not None and made.graph_identity.source == "file"
     tmsim.save(made, tmp_path / "plan.json")
     again = tmsim.load_plan(tmp_path / "plan.json")

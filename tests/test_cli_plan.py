@@ -50,7 +50,10 @@ def test_plan_human_summary(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--platform", "rtx2080ti-pcie3", "--mode", "all-slow"], "reach only tier 'device'"),
+        (
+            ["--platform", "rtx2080ti-pcie3", "--mode", "all-slow"],
+            "'all-slow' does not apply to platform 'rtx2080ti-pcie3': it needs kernels that reach",
+        ),
         (["--platform", "rtx2080ti-pcie3", "--fast-bytes", "1000000"], "more than the limit"),
         (["--platform", "nowhere"], "nowhere"),
     ],

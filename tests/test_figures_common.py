@@ -54,7 +54,7 @@ def test_points_come_back_as_the_frames_they_made_in_point_order(tmp_path: Path)
 def test_the_default_worker_count_gives_way_to_a_scheduler(tmp_path: Path) -> None:
     with pytest.raises(TmsimError, match="not both"):
         run_figure_points("f", [{"n": 1}], point_frame, tmp_path, workers=2, dask_address="x")
-    with pytest.raises(TmsimError, match="workers must be >= 1"):
+    with pytest.raises(TmsimError, match="workers must be a whole number >= 1"):
         run_figure_points("f", [{"n": 1}], point_frame, tmp_path, default_workers=0)
 
 

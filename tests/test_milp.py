@@ -293,14 +293,14 @@ def test_the_highs_path_refuses_untested_cvxpy_internals() -> None:
 
 
 def test_a_window_wider_than_the_step_is_the_whole_step() -> None:
-    from tmsim.planners.settings import MAX_NODE_LIMIT
+    from tmsim.planners.settings import MAX_NODE_LIMIT, MAX_WINDOW
 
     plat = load_preset("cascadelake-optane")
     wide = [
         plan_milp(
             tiny_step(), plat, PlanSettings(capacity=Capacity.of_bytes(60 * MB), window=w), "async"
         )
-        for w in (4, 10**12)
+        for w in (4, MAX_WINDOW)
     ]
     assert wide[0].predicted_s == wide[1].predicted_s
     with pytest.raises(TmsimError, match="node_limit must be an integer from 0 to 2147483647"):

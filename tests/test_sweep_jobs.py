@@ -186,7 +186,7 @@ def test_a_pool_and_dask_give_the_rows_of_this_process(tmp_path: Path) -> None:
 def test_bad_options_and_records_are_one_line_errors(tmp_path: Path) -> None:
     store = PointStore(tmp_path)
     job = Job("g", {"n": 1, "log": str(tmp_path / "log"), "fail_if": str(tmp_path / "f")})
-    with pytest.raises(SweepError, match="workers must be >= 1"):
+    with pytest.raises(SweepError, match="workers must be a whole number >= 1"):
         run_jobs([job], square_rows, store, workers=0)
     with pytest.raises(SweepError, match="not both"):
         run_jobs([job], square_rows, store, workers=2, dask_address="tcp://nowhere:1")

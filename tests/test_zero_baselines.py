@@ -183,7 +183,7 @@ def test_where_the_baselines_apply() -> None:
         assert not set(RUNTIMES) & set(compared_by_default(p))  # by name only
     for name in ("rtx2080ti-pcie3", "cascadelake-optane", "h100-pcie5"):
         assert not set(RUNTIMES) & set(applicable(tmsim.platform(name)))
-    with pytest.raises(TmsimError, match="zero-offload: platform 'rtx2080ti-pcie3' describes"):
+    with pytest.raises(TmsimError, match=r"'zero-offload' does not apply .* it needs a host CPU"):
         tmsim.plan(gpt2(), tmsim.platform("rtx2080ti-pcie3"), "zero-offload")
     with pytest.raises(TmsimError, match="zero-infinity: platform 'gh200' has no tier behind"):
         tmsim.plan(gpt2(), GH200, "zero-infinity")

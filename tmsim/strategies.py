@@ -177,6 +177,30 @@ def applicable(platform: Platform) -> tuple[str, ...]:
     return tuple(out)
 
 
+#: What a strategy of each reach needs of a platform, for the message of :func:`check_applies`.
+_NEEDS = {
+    Reach.SLOW: "kernels that reach a slower tier (a CPU with several memories)",
+    Reach.FAST: "kernels that reach the fastest tier alone (a GPU)",
+    Reach.HOST: "a host CPU that runs kernels beside the device ([host_compute])",
+}
+
+
+def check_applies(name: str, platform: Platform) -> None:
+    """Raise :class:`TmsimError` saying what strategy ``name`` needs unless it is one of
+    :func:`applicable`'s for ``platform`` (and as :func:`strategy` and :func:`applicable`
+    raise)."""
+    chosen = strategy(name)
+    if name in applicable(platform):
+        return
+    if name == "2lm":
+        needs = "a platform with a memory mode (a hardware cache of the slow tier)"
+    else:
+        needs = _NEEDS.get(chosen.reach, "another platform")
+    raise TmsimError(
+        f"strategy {name!r} does not apply to platform {platform.name!r}: it needs {needs}"
+    )
+
+
 #: Strategies :func:`compared_by_default` leaves out: the formulations that recompute, whose
 #: solves take minutes where AutoTM's take seconds, and the runtime baselines (ask for them by
 #: name).
@@ -199,6 +223,7 @@ __all__ = [
     "Reach",
     "Strategy",
     "applicable",
+    "check_applies",
     "compared_by_default",
     "kernels_reach_slow",
     "names",

@@ -19,7 +19,7 @@ import pandas as pd
 from hwmodels.display import SummaryRow, gigabytes, html_table, text_table
 from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
-from tmsim.api.inputs import FastCapacity, capacity, expect
+from tmsim.api.inputs import FastCapacity, capacity, expect, load_graph
 from tmsim.api.measured import ProfileLike, plan_costs, profile_of
 from tmsim.api.traces import draw_timeline, trace_summary
 from tmsim.capacity import fast_limit_bytes
@@ -35,6 +35,7 @@ from tmsim.plans.validate import validate as validate_plan
 from tmsim.plans.values import Plan
 from tmsim.sim import Trace, replay
 from tmsim.sim.beside import beside_for
+from tmsim.strategies import check_applies
 from tmsim.workload.graph import Graph
 from tmsim.workload.identity import check_graph, file_identity
 
@@ -59,30 +60,39 @@ def plan(
     **options: Any,
 ) -> Plan:
     """The plan of planner ``strategy`` (a heuristic or a MILP formulation: ``all-fast``,
-    ``all-slow``, ``first-touch``, ``greedy``, ``vdnn``, ``static``, ``sync``, ``async``,
-    ``async-aware``) for ``graph`` on ``platform`` with the fast tier at ``fast`` (see
-    :func:`tmsim.api.inputs.capacity`) and the other :class:`PlanSettings` as keywords
-    (``time_limit_s``, ``gap``, ``window``, ``node_limit``, ``solver``, ``profile``: a file
-    of measured kernel times ...), or every setting at once as ``settings`` (its capacity
-    included). ``graph_file``: the file ``graph`` was loaded from, which the plan then names
-    (with the graph's fingerprint) so that its graph can be loaded again from the plan alone
-    (:func:`tmsim.api.graphs.graph_of`).
+        ``all-slow``, ``first-touch``, ``greedy``, ``vdnn``, ``static``, ``sync``, ``async``,
+        ``async-aware``) for ``graph`` on ``platform`` with the fast tier at ``fast`` (see
+        :func:`tmsim.api.inputs.capacity`) and the other :class:`PlanSettings` as keywords
+        (``time_limit_s``, ``gap``, ``window``, ``node_limit``, ``solver``, ``profile``: a file
+        of measured kernel times ...), or every setting at once as ``settings`` (its capacity
+        included). ``graph_file``: the file ``graph`` was loaded from (as this process finds it:
+    a relative path from the working directory), which must hold ``graph`` and the plan then names
+        (with the graph's fingerprint) so that its graph can be loaded again from the plan alone
+        (:func:`tmsim.api.graphs.graph_of`).
 
-    Raises :class:`TmsimError` for an unknown strategy or setting, a setting out of range,
-    and a plan that cannot be made (nothing fits, the solver found none).
+        Raises :class:`TmsimError` for an unknown strategy or setting, a setting out of range, a
+        strategy that does not apply to ``platform``, a ``graph_file`` that cannot be read or
+        holds another graph, and a plan that cannot be made (nothing fits, the solver found none).
 
-    >>> import tmsim
-    >>> p = tmsim.plan(tmsim.graph("vgg19", batch=16), tmsim.platform(), "greedy", fast="4:1")
-    >>> p.planner, p.predicted_s > 0
-    ('greedy', True)
-    >>> tmsim.plan(tmsim.graph("vgg19", batch=16), tmsim.platform(), "sync", gapp=0.1)
-    Traceback (most recent call last):
-    tmsim.errors.TmsimError: unknown planner setting 'gapp'; settings: solver, ...
+        >>> import tmsim
+        >>> p = tmsim.plan(tmsim.graph("vgg19", batch=16), tmsim.platform(), "greedy", fast="4:1")
+        >>> p.planner, p.predicted_s > 0
+        ('greedy', True)
+        >>> tmsim.plan(tmsim.graph("vgg19", batch=16), tmsim.platform(), "sync", gapp=0.1)
+        Traceback (most recent call last):
+        tmsim.errors.TmsimError: unknown planner setting 'gapp'; settings: solver, ...
     """
     check_inputs(graph, platform)
     expect(strategy, str, "strategy", "a strategy's name")
     if graph_file is not None:
         expect(graph_file, (str, os.PathLike), "graph_file", "the graph's file path")
+        # the file must hold this graph, or the plan would name a file it cannot be built from
+        check_graph(
+            file_identity(load_graph(graph_file), graph_file),
+            graph,
+            f"graph_file {os.fspath(graph_file)}",
+        )
+    check_applies(strategy, platform)  # as the command line and compare refuse it
     chosen = plan_settings(settings, fast, options)
     try:
         made = run_planner(strategy, graph, platform, chosen)

@@ -34,15 +34,11 @@ DEFAULT_PLATFORM = "cascadelake-optane"
 #: The largest count an option takes: what the library's int64 arrays hold.
 MAX_COUNT = 2**63 - 1
 #: The most branch-and-bound nodes a solve may be limited to (HiGHS's ``mip_max_nodes`` is a
-#: 32-bit integer; a larger limit is no limit on any graph the planners can solve): the
-#: planner settings' ``MAX_NODE_LIMIT`` (``tests/test_cli_startup.py`` compares them).
-MAX_NODES = 2**31 - 1
+#: 32-bit integer; a larger limit is no limit on any graph the planners can solve).
+MAX_NODES = PlanSettings.RANGES["node_limit"][1]
 #: The planner settings' defaults, which the options show and take (the library's own value:
 #: :mod:`tmsim.planners.settings` imports nothing heavy).
 DEFAULT_SETTINGS = PlanSettings()
-#: The widest asynchronous window: more kernels either side of a use than any zoo step has
-#: (DenseNet-264's 3052), and the MILP's window gadgets grow with it.
-MAX_WINDOW = 10_000
 
 
 def whole_number(low: int, high: int = MAX_COUNT, note: str = "") -> Callable[[str], int]:
@@ -69,18 +65,19 @@ def whole_number(low: int, high: int = MAX_COUNT, note: str = "") -> Callable[[s
 batch_arg = whole_number(1)
 #: ``--workers``: local processes.
 workers_arg = whole_number(1)
+#: The planner settings' ranges, the same check as the library's (``PlanSettings.RANGES``).
+_RANGES = PlanSettings.RANGES
 #: ``--node-limit``: branch-and-bound nodes per solve (0: the root only).
-node_limit_arg = whole_number(0, MAX_NODES)
+node_limit_arg = whole_number(*_RANGES["node_limit"])
 #: ``--lp-iterations``: simplex iterations of the LP relaxation before each MILP solve.
-lp_iterations_arg = whole_number(1, MAX_NODES)
+lp_iterations_arg = whole_number(*_RANGES["lp_iterations"])
 #: ``--window``: kernels either side of a use where an asynchronous copy may run.
-window_arg = whole_number(
-    1, MAX_WINDOW, "with no kernel either side the asynchronous formulation is the synchronous"
-)
+window_arg = whole_number(*_RANGES["window"])
+MAX_WINDOW = _RANGES["window"][1]
 #: Deepest chain of producers the recomputing formulations run again before one kernel.
-MAX_RECOMPUTE_DEPTH = 64
+MAX_RECOMPUTE_DEPTH = _RANGES["recompute_depth"][1]
 #: ``--recompute-depth``.
-recompute_depth_arg = whole_number(1, MAX_RECOMPUTE_DEPTH)
+recompute_depth_arg = whole_number(*_RANGES["recompute_depth"])
 
 
 def energy_weight_arg(text: str) -> float:

@@ -30,7 +30,7 @@ from tmsim.plans.values import Plan
 from tmsim.profiles import cost_model
 from tmsim.sim import replay
 from tmsim.sim.beside import beside_costs, beside_for
-from tmsim.strategies import STRATEGIES, Kind, applicable, compared_by_default, strategy
+from tmsim.strategies import STRATEGIES, Kind, check_applies, compared_by_default
 from tmsim.workload.graph import Graph
 
 Milp = dict[Formulation, Plan | TmsimError]
@@ -67,21 +67,26 @@ def compare(
     runs beside the others; after an interrupt the process still waits, as it exits, for the
     formulations then being solved side by side to end).
 
-    Raises :class:`TmsimError` for an unknown strategy, one that does not apply to the
-    platform, a platform :func:`tmsim.strategies.applicable` refuses, a bad capacity or
-    fewer than one worker; failures of single strategies are reported in their rows.
+    Raises :class:`TmsimError` for no strategy, an unknown one, one that does not apply to
+    the platform, a platform :func:`tmsim.strategies.applicable` refuses, a bad capacity, a
+    2LM block the cache cannot be walked in, or fewer than one worker; failures of single
+    strategies are reported in their rows.
     """
     s = settings or CompareSettings()
-    allowed = applicable(platform)
     wanted = compared_by_default(platform) if s.strategies is None else tuple(s.strategies)
     for name in wanted:
-        strategy(name)  # raises for an unknown name
-        if name not in allowed:
-            raise TmsimError(f"strategy {name!r} does not apply to platform {platform.name!r}")
+        check_applies(name, platform)  # raises for an unknown name too
+    if not wanted:
+        raise TmsimError("strategies: name at least one strategy to compare")
     if s.workers < 1:
         raise TmsimError(f"a comparison needs at least one worker, not {s.workers}")
     order = [name for name in STRATEGIES if name in wanted]
     limit = fast_limit_bytes(graph, platform, s.plan.capacity)
+    if "2lm" in wanted and s.cache_block_bytes is not None:
+        # a block the cache cannot be walked in is bad input, refused before anything runs
+        from tmsim.sim.cache.walk import simulated_cache
+
+        simulated_cache(platform.in_memory_mode(limit), s.cache_block_bytes)
     cost = cost_model(graph, platform, s.plan.profile)  # the planners' and the replays' times
     formulations = [m for m in order if STRATEGIES[m].kind is Kind.MILP]
     # measured once, for the chain and the row's validation (of that plan alone)

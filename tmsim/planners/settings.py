@@ -8,8 +8,9 @@ figures all build this value (capacity parsed once at the edge, :class:`~tmsim.c
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tmsim.errors import TmsimError
 
@@ -29,6 +30,29 @@ MAX_NODE_LIMIT = 2**31 - 1
 DEFAULT_LP_ITERATIONS = 200_000
 #: Default of ``recompute_depth``: see :mod:`tmsim.planners.milp.formulation.recompute`.
 DEFAULT_RECOMPUTE_DEPTH = 2
+#: The widest asynchronous window: more kernels either side of a use than any zoo step has
+#: (DenseNet-264's 3052), and the MILP's window gadgets grow with it.
+MAX_WINDOW = 10_000
+#: The deepest chain of producers the recomputing formulations run again before one kernel.
+MAX_RECOMPUTE_DEPTH = 64
+#: The largest count a setting takes: what the library's int64 arrays hold.
+MAX_COUNT = 2**63 - 1
+#: Each integer setting's range, inclusive, and why its low end is what it is (if it says
+#: more than the range): the one check of these values, which the command line's options
+#: take as their own (``PlanSettings.RANGES``).
+INT_RANGES: dict[str, tuple[int, int, str]] = {
+    "node_limit": (0, MAX_NODE_LIMIT, ""),
+    "lp_iterations": (1, MAX_NODE_LIMIT, ""),
+    "window": (
+        1,
+        MAX_WINDOW,
+        "with no kernel either side the asynchronous formulation is the synchronous",
+    ),
+    "max_rounds": (1, MAX_COUNT, ""),
+    "recompute_depth": (1, MAX_RECOMPUTE_DEPTH, ""),
+    "offload_min_bytes": (0, MAX_COUNT, ""),
+    "prefetch_ahead": (1, MAX_COUNT, ""),
+}
 
 
 @dataclass(frozen=True)
@@ -61,7 +85,8 @@ class PlanSettings:
       (:func:`~tmsim.planners.milp.solver.driver.run_highs`); a point within the gap of the LP's
       optimum ends the solve, and an LP that needs more iterations is left to HiGHS's
       branch and bound. None: the branch and bound alone;
-    - ``window``: kernels either side of a user where asynchronous copies may run (>= 0);
+    - ``window``: kernels either side of a user where asynchronous copies may run (1 to
+      :data:`MAX_WINDOW`);
     - ``lp_bound``: also solve the LP relaxation and report its bound;
     - ``warm_start``: start each formulation from the solution of the one it contains,
       solved first (static: from the better of greedy and first-touch, on a GPU from
@@ -74,7 +99,7 @@ class PlanSettings:
     - ``max_rounds``: most solves of that loop (>= 1);
     - ``recompute_depth``: in the formulations that recompute (``remat``, ``static-rc``,
       ``sync-rc``, ``async-rc``), the longest chain of producers run again before one kernel
-      (>= 1; :mod:`tmsim.planners.milp.formulation.recompute`);
+      (1 to :data:`MAX_RECOMPUTE_DEPTH`; :mod:`tmsim.planners.milp.formulation.recompute`);
     - ``energy_weight_s_per_j``: seconds of step time one joule of the energy the plan
       decides is worth (>= 0; :mod:`tmsim.planners.milp.formulation.energy`): the objective
       becomes step time + this x energy; 0 (the default) plans for time alone. Needs a
@@ -110,6 +135,8 @@ class PlanSettings:
     offload_all: bool = False
     prefetch_ahead: int = 2
     profile: Profile | None = None
+    #: the range of each integer setting (:data:`INT_RANGES`)
+    RANGES: ClassVar[Mapping[str, tuple[int, int, str]]] = INT_RANGES
 
     def __post_init__(self) -> None:
         # the capacity's and profile's types are imported only where there is one to check:
@@ -129,30 +156,20 @@ class PlanSettings:
             raise TmsimError(f"time_limit_s must be a finite number > 0 or None, got {t!r}")
         if not (isinstance(self.gap, int | float) and 0 <= self.gap <= 1):
             raise TmsimError(f"gap must be a number in [0, 1], got {self.gap!r}")
-        for name, low in (("node_limit", 0), ("lp_iterations", 1)):
-            value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool)
-                or not isinstance(value, int)
-                or not low <= value <= MAX_NODE_LIMIT
-            ):
-                raise TmsimError(
-                    f"{name} must be an integer from {low} to {MAX_NODE_LIMIT} or None, "
-                    f"got {value!r}"
-                )
         w = self.energy_weight_s_per_j
         if isinstance(w, bool) or not (isinstance(w, int | float) and math.isfinite(w) and w >= 0):
             raise TmsimError(f"energy_weight_s_per_j must be a finite number >= 0, got {w!r}")
-        for name, low in (
-            ("window", 0),
-            ("max_rounds", 1),
-            ("recompute_depth", 1),
-            ("offload_min_bytes", 0),
-            ("prefetch_ahead", 1),
-        ):
+        for name, (low, high, why) in INT_RANGES.items():
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise TmsimError(f"{name} must be an integer >= {low}, got {value!r}")
+            nullable = name in ("node_limit", "lp_iterations")
+            if value is None and nullable:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                because = f" ({why})" if why and isinstance(value, int) and value < low else ""
+                raise TmsimError(
+                    f"{name} must be an integer from {low} to {high}"
+                    f"{' or None' if nullable else ''}, got {value!r}{because}"
+                )
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as JSON-ready data (the capacity as its text, the profile as
@@ -163,4 +180,11 @@ class PlanSettings:
         return out
 
 
-__all__ = ["AUTOTM_WINDOW", "MAX_NODE_LIMIT", "PlanSettings"]
+__all__ = [
+    "AUTOTM_WINDOW",
+    "INT_RANGES",
+    "MAX_NODE_LIMIT",
+    "MAX_RECOMPUTE_DEPTH",
+    "MAX_WINDOW",
+    "PlanSettings",
+]

@@ -151,7 +151,13 @@ def first_stop(*stops: str) -> str:
 
 @dataclass(frozen=True)
 class Plan:
-    """A placement-and-movement plan (see the module documentation for every field)."""
+    """A placement-and-movement plan (see the module documentation for every field).
+
+    Construction (also through :func:`dataclasses.replace`) checks each field's type and that
+    each integer (a kernel index, a byte count) fits 64 bits, and raises
+    :class:`TypeError` or :class:`ValueError` naming the field; whether the plan obeys the rules
+    of the module documentation for its graph and platform is the validator's business.
+    """
 
     graph: str
     platform: str
@@ -167,6 +173,46 @@ class Plan:
     graph_identity: GraphIdentity | None = None
     recomputes: tuple[Recompute, ...] = ()
     host_kernels: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("graph", "platform", "planner"):
+            _check(isinstance(getattr(self, name), str), name, "a string", getattr(self, name))
+        _check_count(self.fast_limit_bytes, "fast_limit_bytes")
+        p = self.predicted_s
+        _check(isinstance(p, int | float) and not isinstance(p, bool), "predicted_s", "a number", p)
+        _check_names(self.operand_tiers, "operand_tiers")
+        _check(isinstance(self.initial_tiers, Mapping), "initial_tiers", "a mapping", None)
+        for tensor, tiers in self.initial_tiers.items():
+            _check(isinstance(tensor, str), "initial_tiers", "keyed by tensor names", tensor)
+            _check_strings(tiers, f"initial_tiers[{tensor!r}]")
+        _check_items(self.residency, Residency, "residency")
+        for i, r in enumerate(self.residency):
+            _check_strings((r.tensor, r.tier), f"residency[{i}]")
+            _check_count(r.first, f"residency[{i}].first")
+            _check_count(r.last, f"residency[{i}].last")
+        _check_items(self.moves, Move, "moves")
+        for i, m in enumerate(self.moves):
+            _check_strings((m.tensor, m.src, m.dst), f"moves[{i}]")
+            _check_count(m.kernel, f"moves[{i}].kernel")
+            _check(isinstance(m.mode, MoveMode), f"moves[{i}].mode", "a MoveMode", m.mode)
+        _check_items(self.recomputes, Recompute, "recomputes")
+        for i, c in enumerate(self.recomputes):
+            _check_strings((c.tensor,), f"recomputes[{i}]")
+            _check_strings(c.tiers, f"recomputes[{i}].tiers")
+            _check_count(c.kernel, f"recomputes[{i}].kernel")
+        _check(isinstance(self.host_kernels, tuple), "host_kernels", "a tuple", self.host_kernels)
+        for i, k in enumerate(self.host_kernels):
+            _check_count(k, f"host_kernels[{i}]")
+        _check(isinstance(self.options, Mapping), "options", "a mapping", self.options)
+        stats = self.stats
+        _check(stats is None or isinstance(stats, SolverStats), "stats", "SolverStats", stats)
+        ident = self.graph_identity
+        _check(
+            ident is None or isinstance(ident, GraphIdentity),
+            "graph_identity",
+            "a GraphIdentity",
+            ident,
+        )
 
     def summary_rows(self) -> list[SummaryRow]:
         """Headline numbers as ``(label, value)`` text: the step time predicted, the fast
@@ -223,3 +269,38 @@ class Plan:
                 f"{identity.sha256}"
             )
         return replace(self, graph_identity=identity)
+
+
+#: The largest integer a plan holds: kernel indices and byte counts are 64-bit integers.
+_INT64_MAX = 2**63 - 1
+
+
+def _check(ok: bool, field_name: str, what: str, value: object) -> None:
+    if not ok:
+        raise TypeError(f"Plan.{field_name} must be {what}, got {value!r:.80}")
+
+
+def _check_count(value: object, field_name: str) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"Plan.{field_name} must be an int, got {value!r:.80}")
+    if not -_INT64_MAX - 1 <= value <= _INT64_MAX:
+        raise ValueError(f"Plan.{field_name} must fit a 64-bit integer, got {value}")
+
+
+def _check_strings(values: object, field_name: str) -> None:
+    ok = isinstance(values, tuple) and all(isinstance(v, str) for v in values)
+    _check(ok, field_name, "a tuple of names", values)
+
+
+def _check_names(rows: object, field_name: str) -> None:
+    _check(isinstance(rows, tuple), field_name, "a tuple of tuples of names", rows)
+    assert isinstance(rows, tuple)
+    for k, row in enumerate(rows):
+        _check_strings(row, f"{field_name}[{k}]")
+
+
+def _check_items(items: object, kind: type, field_name: str) -> None:
+    _check(isinstance(items, tuple), field_name, f"a tuple of {kind.__name__}", items)
+    assert isinstance(items, tuple)
+    for i, item in enumerate(items):
+        _check(isinstance(item, kind), f"{field_name}[{i}]", f"a {kind.__name__}", item)

@@ -74,10 +74,12 @@ def _exit_with_parent(sentinel: int | None, ppid: int) -> None:
 
 
 def check_options(workers: int | None, dask_address: str | None) -> None:
-    """Raise :class:`SweepError` unless ``workers`` is None or at least 1 and at most one of
-    ``workers`` and ``dask_address`` is given."""
-    if workers is not None and workers < 1:
-        raise SweepError(f"workers must be >= 1, got {workers}")
+    """Raise :class:`SweepError` unless ``workers`` is None or a whole number of at least 1
+    and at most one of ``workers`` and ``dask_address`` is given."""
+    if workers is not None and (
+        isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
+    ):
+        raise SweepError(f"workers must be a whole number >= 1 or None, got {workers!r}")
     if dask_address is not None and workers is not None:
         raise SweepError("give workers or a Dask scheduler address, not both")
 
