@@ -9,10 +9,23 @@ blocks.
 
 How it is fast: two accesses to different sets are independent, and within a stretch of at
 most ``n_sets`` consecutive blocks every set is touched at most once. So a range is cut at
-multiples of ``n_sets`` blocks into pieces with one tag each, and each piece is one vectorized
-compare-and-update on a contiguous slice of the tag and dirty arrays. Short accesses are
-batched: their blocks are ranked by how many earlier blocks of the batch hit the same set, and
-each rank is one vectorized gather/compare/scatter ("wave"), which keeps the per-set order.
+multiples of ``n_sets`` blocks into pieces with one tag each ("laps" of the cache), and each
+piece is one vectorized compare-and-update ("wave") on a contiguous slice of the tag and dirty
+arrays. Short accesses are batched: their blocks are ranked by how many earlier blocks of the
+batch hit the same set, and each rank is one wave of gathers and scatters, which keeps the
+per-set order.
+
+However small the cache, an access costs a bounded number of waves (at most
+``2 * associativity + 4`` and the partial laps at its ends; one step for a write that
+allocates nothing), so a cache of one line walks a step as fast as a large one. An access
+walked lap by lap fills each set's ways with its own blocks: after ``associativity`` full laps
+every set holds the access's last ``associativity`` tags, and from the next lap on every lap
+misses everywhere, evicting the set's least recent block, which the access itself installed
+(dirty if it writes to a write-back cache). Those laps change nothing but the tags and LRU
+stamps, each one lap on, so whole multiples of ``associativity`` of them are skipped at once
+(:func:`_run_long`). A long write that allocates nothing changes no tag at all, so a frame hits
+if and only if it holds a block of the range (:func:`_run_bypass`). Both give exactly what
+walking the laps one by one gives.
 
 The state (:class:`CacheState`) is an explicit mutable object owned by the caller: it is large
 (one tag per block frame) and updated in place, so that a caller replaying 10^4 kernels does
@@ -152,7 +165,9 @@ def simulate_accesses(
     ``is_write[i]`` (a scalar applies to all). A range is rounded out to whole blocks; an empty
     range touches nothing. Raises :class:`HardwareModelError` if the arrays are not 1-D of one
     length, or a start or length is negative. Speed (``python -m bench cache_sim``): long
-    ranges cost a few nanoseconds per block, short accesses about 100 ns per block.
+    ranges cost a few nanoseconds per block, short accesses about 100 ns per block; a range
+    of many laps of a small cache costs at most ``2 * associativity + 4`` of its laps and the
+    partial ones at its ends (see the module documentation), however long.
     """
     s = np.asarray(starts, dtype=np.int64)
     n = np.asarray(lengths, dtype=np.int64)
@@ -171,7 +186,9 @@ def simulate_accesses(
     count = np.where(n > 0, (s + n - 1) // b - first + 1, 0)
     hits = np.zeros(s.size, dtype=np.int64)
     wbs = np.zeros(s.size, dtype=np.int64)
-    long_idx = np.flatnonzero(count >= _SHORT_BLOCKS)
+    # an access of more laps than the walk settles in is long, however few its blocks
+    settled = (2 * state.cache.associativity + 4) * state.n_sets
+    long_idx = np.flatnonzero((count >= _SHORT_BLOCKS) | (count >= settled))
     lo = 0
     for i in [*long_idx.tolist(), s.size]:
         if lo < i:  # the short accesses between two long ones, in order
@@ -212,20 +229,53 @@ def _traffic(
 
 
 def _run_long(state: CacheState, first: int, count: int, write: bool) -> tuple[int, int]:
-    """One long access: pieces of constant tag on contiguous set slices. Returns (hits, wbs)."""
-    n_sets = state.n_sets
+    """One long access: pieces of constant tag on contiguous set slices (laps), those past the
+    ``2 * associativity`` full laps after which every lap misses everywhere skipped in whole
+    multiples of ``associativity`` (see the module documentation). Returns (hits, wbs)."""
+    cache = state.cache
+    n_sets, ways = state.n_sets, cache.associativity
+    end = first + count
+    if write and not cache.write_allocate and (end - 1) // n_sets - first // n_sets > 1:
+        return _run_bypass(state, first, count)
     hits = wbs = 0
     block = first
-    end = first + count
+    full = 0  # full laps walked
     while block < end:
         tag, s0 = divmod(block, n_sets)
+        if s0 == 0 and full >= 2 * ways:
+            skip = (end - block) // n_sets // ways * ways
+            if skip:  # every frame holds a block this access installed, each lap one back
+                wbs += skip * n_sets * int(write and cache.write_back)
+                state.tags += skip
+                state.last_use += skip
+                state.clock += skip
+                block += skip * n_sets
+                continue
         stop = min(end, (tag + 1) * n_sets)
         idx = slice(s0, s0 + stop - block)
         hit, wb = _wave(state, idx, np.int64(tag), np.bool_(write))
         hits += int(np.count_nonzero(hit))
         wbs += int(np.count_nonzero(wb))
+        full += int(stop - block == n_sets)
         block = stop
     return hits, wbs
+
+
+def _run_bypass(state: CacheState, first: int, count: int) -> tuple[int, int]:
+    """A long write to a cache that does not allocate on a write miss, in one step: no wave
+    changes a tag, so a frame hits if and only if it holds a block of the range, in the wave
+    of the block's lap, which marks it dirty (write-back) and stamps it. Returns (hits, wbs):
+    a write that allocates nothing evicts nothing."""
+    n_sets = state.n_sets
+    tags = state.tags
+    held = tags * n_sets + np.arange(n_sets, dtype=np.int64)[:, None]  # block of each frame
+    hit = (tags >= 0) & (held >= first) & (held < first + count)
+    if state.cache.write_back:
+        state.dirty |= hit
+    if state.cache.associativity > 1:  # the wave of lap p runs at clock + p + 1
+        state.last_use[hit] = state.clock + 1 + tags[hit] - first // n_sets
+    state.clock += (first + count - 1) // n_sets - first // n_sets + 1
+    return int(np.count_nonzero(hit)), 0
 
 
 def _run_short(

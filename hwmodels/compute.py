@@ -19,7 +19,7 @@ from hwmodels._checks import (
     rate,
     shown,
 )
-from hwmodels.dtypes import canonical_dtype
+from hwmodels.dtypes import canonical_dtype, unknown_peak_dtype
 from hwmodels.errors import HardwareModelError
 from hwmodels.kernels import KernelModel
 
@@ -189,7 +189,8 @@ class Compute:
     """A compute device.
 
     - ``peak_flop_per_s``: ``(dtype, FLOP/s)`` pairs, dtypes in canonical spelling
-      (:func:`canonical_dtype`); each peak 1 to 1e21 FLOP/s, no dtype twice.
+      (:func:`canonical_dtype`) and among :data:`~hwmodels.dtypes.PEAK_DTYPES` (those kernels
+      compute in, and tf32); each peak 1 to 1e21 FLOP/s, no dtype twice.
     - ``efficiencies``: one :class:`ClassEfficiency` for every :class:`OpClass`.
     - ``launch_overhead_s``: fixed time added to every kernel (0 to 1 s).
     - ``cores``: cores (CPU) or streaming multiprocessors (GPU) a kernel runs on; a kernel
@@ -217,6 +218,9 @@ class Compute:
             raise HardwareModelError(f"{where}: peak_flop_per_s lists no dtype")
         seen: set[str] = set()
         for dtype, peak in self.peak_flop_per_s:
+            if not isinstance(dtype, str) or unknown_peak_dtype(dtype):
+                why = unknown_peak_dtype(dtype) if isinstance(dtype, str) else "not a string"
+                raise HardwareModelError(f"{where}: peak_flop_per_s: {why}")
             if dtype != canonical_dtype(dtype):
                 raise HardwareModelError(
                     f"{where}: dtype {dtype!r} should be spelled {canonical_dtype(dtype)!r}"

@@ -27,8 +27,15 @@ A preset gives them in an optional ``[energy]`` table (units in the key names, a
     dst = "device"
     energy_pJ_per_bit = 6.5             # per byte carried, either unit
 
-A tier or link the table does not name costs nothing, so a partial table is an estimate of
-what it names. Nothing here reads a step; :mod:`tmsim.energy` charges a replayed step.
+The table prices everything a step can be charged for, so that no part of a step costs 0 J
+by omission: every tier; every dtype the compute device has a peak for (tf32 aside: a kernel
+is charged at the dtype it computes in, fp32 for a product in TF32), and the host CPU's where
+there is one; both directions of every kernel link (``src`` the linked tier and ``dst`` the
+fastest tier for what kernels read through it, the other way for what they write); and either
+every copy path or none: ``links = []`` in the ``[energy]`` table (which a platform with copy
+paths must give, as it gives the entries) says that copies cross no link of their own, their
+reads and writes being charged to the tiers (the DIMMs of one socket). Give 0 for a part that
+costs nothing. Nothing here reads a step; :mod:`tmsim.energy` charges a replayed step.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from hwmodels.dtypes import canonical_dtype
+from hwmodels.dtypes import COMPUTE_DTYPES, canonical_dtype
 from hwmodels.errors import HardwareModelError
 from hwmodels.tables import Table
 
@@ -133,7 +140,9 @@ class LinkEnergy:
 class Energy:
     """A platform's energy model: ``flop_j`` (canonical dtype -> J per FLOP of the compute
     device), ``host_flop_j`` (the same for the host CPU, where it runs kernels),
-    ``compute_static_w``, ``tiers`` and ``links`` (each named at most once)."""
+    ``compute_static_w``, ``tiers`` and ``links`` (each named at most once; ``links`` the
+    copy paths' and the kernel links', see the module documentation). What it must name is
+    the platform's check (:meth:`check_against`)."""
 
     flop_j: tuple[tuple[str, float], ...]
     tiers: tuple[TierEnergy, ...] = ()
@@ -177,13 +186,18 @@ class Energy:
         pairs: Iterable[tuple[str, str]],
         dtypes: Iterable[str],
         host_dtypes: Iterable[str] = (),
+        kernel_pairs: Iterable[tuple[str, str]] = (),
     ) -> None:
-        """Raise :class:`HardwareModelError` for a tier, link or dtype the platform lacks
-        (``dtypes`` / ``host_dtypes``: those its compute device / host CPU has a peak for)."""
-        names, joined = set(tiers), set(pairs)
+        """Raise :class:`HardwareModelError` for a tier, link or dtype the platform lacks, then
+        for anything the platform has that the model leaves out (see the module
+        documentation), naming all of it. ``pairs``: the copy paths' ``(src, dst)``;
+        ``kernel_pairs``: both directions between each linked tier and the fastest one;
+        ``dtypes`` / ``host_dtypes``: those the compute device / host CPU has a peak for."""
+        names, joined, linked = list(tiers), list(pairs), list(kernel_pairs)
+        peaks, host_peaks = list(dtypes), list(host_dtypes)
         for table, pairs_j, known in (
-            ("energy.flop", self.flop_j, set(dtypes)),
-            ("energy.host_flop", self.host_flop_j, set(host_dtypes)),
+            ("energy.flop", self.flop_j, set(peaks)),
+            ("energy.host_flop", self.host_flop_j, set(host_peaks)),
         ):
             for dtype, _ in pairs_j:
                 if dtype not in known:
@@ -195,8 +209,25 @@ class Energy:
             if t.tier not in names:
                 raise HardwareModelError(f"energy: unknown tier {t.tier!r}")
         for k in self.links:
-            if (k.src, k.dst) not in joined:
-                raise HardwareModelError(f"energy: no copy path {k.src}->{k.dst} to charge")
+            if (k.src, k.dst) not in joined and (k.src, k.dst) not in linked:
+                raise HardwareModelError(
+                    f"energy: no copy path or kernel link {k.src}->{k.dst} to charge"
+                )
+        given = {(k.src, k.dst) for k in self.links}
+        flop, host_flop = {d for d, _ in self.flop_j}, {d for d, _ in self.host_flop_j}
+        missing = [f"tier {t}" for t in names if self.tier(t) is None]
+        if any(pair in given for pair in joined):  # every copy path, or none
+            missing += [f"link {a}->{b}" for a, b in joined if (a, b) not in given]
+        missing += [f"kernel link {a}->{b}" for a, b in linked if (a, b) not in given]
+        missing += [f"dtype {d}" for d in peaks if d in COMPUTE_DTYPES and d not in flop]
+        missing += [
+            f"host dtype {d}" for d in host_peaks if d in COMPUTE_DTYPES and d not in host_flop
+        ]
+        if missing:
+            raise HardwareModelError(
+                f"energy: the table leaves out {', '.join(missing)}; price each (give 0 where "
+                "it costs nothing)"
+            )
 
 
 def energy_from_table(t: Table) -> Energy:

@@ -93,6 +93,13 @@ def memory_mode_platform(platform: Platform, cache_bytes: int) -> Platform:
         source=f"memory mode of {platform.name} at {capacity} bytes: {mode.source}",
     )
     links = tuple(k for k in platform.kernel_links if k.tier == slow)
+    energy = platform.energy
+    if energy is not None:  # the prices of what is left: the kept link's, no host CPU's
+        crossed = (
+            {(slow, platform.tiers[0].name), (platform.tiers[0].name, slow)} if links else set()
+        )
+        kept = tuple(k for k in energy.links if (k.src, k.dst) in crossed)
+        energy = replace(energy, links=kept, host_flop_j=())
     return replace(
         platform,
         name=f"{platform.name}-2lm",
@@ -100,6 +107,6 @@ def memory_mode_platform(platform: Platform, cache_bytes: int) -> Platform:
         copy_paths=(),
         cache=cache,
         kernel_links=links,
-        energy=None if platform.energy is None else replace(platform.energy, links=()),
+        energy=energy,
         host_compute=None,
     )

@@ -5,6 +5,7 @@ memory mode and unified-memory driver, and the optional host CPU beside its comp
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 from hwmodels.cache import DramCache
 from hwmodels.compute import Compute, HostCompute
@@ -61,11 +62,16 @@ class Platform:
       pages between tier 0 (the device) and tier 1 (the host).
     - ``kernel_links``: the :class:`~hwmodels.paths.KernelLink` of each kernel tier that the
       compute device reaches through an interconnect (a GPU loading from its host's memory
-      over NVLink-C2C), at most one per tier; kernels reach such a tier at the lesser of its
-      rate and the link's (:meth:`kernel_bw_bytes_per_s`). Empty (the default): kernels reach
-      every kernel tier at the tier's own rate.
+      over NVLink-C2C), at most one per tier and none to the fastest tier (the compute
+      device's own memory, which kernels sit on); kernels reach such a tier at the lesser of
+      its rate and the link's (:meth:`kernel_bw_bytes_per_s`), and those rates must keep the
+      kernel tiers fastest first (a link may not make a tier read slower than a kernel tier
+      after it). Empty (the default): kernels reach every kernel tier at the tier's own
+      rate.
     - ``energy``: with an :class:`~hwmodels.energy.Energy`, what bytes and FLOPs cost and how
-      long the devices last (its tiers, links and dtypes must be the platform's).
+      long the devices last: its tiers, links and dtypes must be the platform's, and it must
+      price every tier, dtype and kernel link, and every copy path or none
+      (:mod:`hwmodels.energy`).
     - ``host_compute``: with a :class:`~hwmodels.compute.HostCompute`, the host CPU beside the
       compute device (a GPU's host), which may run kernels of its own on the tiers it
       reaches, at their own rates (:meth:`host_kernel_tier_mask`). None (the default): every
@@ -78,8 +84,9 @@ class Platform:
     tier, or whose tier is visible to kernels or copies; a ``memory_mode`` or
     ``unified_memory`` of the wrong type, or a memory mode on a platform of one tier; a
     ``controller`` or ``copy_thread`` naming an unknown tier; a kernel link that is not a
-    :class:`~hwmodels.paths.KernelLink`, names a tier kernels do not reach, or is the second
-    for its tier; a ``host_compute`` that is not a :class:`~hwmodels.compute.HostCompute`, or
+    :class:`~hwmodels.paths.KernelLink`, names a tier kernels do not reach or the fastest
+    tier, is the second for its tier, or makes kernels read its tier slower than a kernel tier
+    after it; a ``host_compute`` that is not a :class:`~hwmodels.compute.HostCompute`, or
     whose tiers are unknown or include a 2LM cache tier.
 
     A platform of one tier is valid: kernels reach it, nothing moves (a CPU and GPU sharing
@@ -185,9 +192,11 @@ class Platform:
             if not isinstance(self.energy, Energy):
                 raise HardwareModelError(f"{where}: energy must be an Energy")
             pairs = [(c.src, c.dst) for c in self.copy_paths]
+            fastest = self.tiers[0].name
+            linked = [p for k in self.kernel_links for p in ((k.tier, fastest), (fastest, k.tier))]
             try:
                 host = self.host_compute.compute.dtypes if self.host_compute is not None else ()
-                self.energy.check_against(known, pairs, self.compute.dtypes, host)
+                self.energy.check_against(names, pairs, self.compute.dtypes, host, linked)
             except HardwareModelError as exc:
                 raise HardwareModelError(f"{where}: {exc}") from None
 
@@ -203,9 +212,24 @@ class Platform:
                     f"{where}: kernel link to {link.tier!r}: kernels do not reach that tier "
                     f"(kernel_tiers: {', '.join(self.kernel_tiers)})"
                 )
+            if link.tier == self.tiers[0].name:
+                raise HardwareModelError(
+                    f"{where}: kernel link to {link.tier!r}: kernels sit on it (the fastest "
+                    "tier, the compute device's own memory) and reach it directly; a kernel "
+                    "link is for a tier behind an interconnect"
+                )
             if link.tier in linked:
                 raise HardwareModelError(f"{where}: two kernel links to tier {link.tier!r}")
             linked.add(link.tier)
+        reach = [(t, self.kernel_bw_bytes_per_s(t, 1)[0]) for t in self.kernel_tiers]
+        reach.sort(key=lambda item: self.tier_index(item[0]))  # fastest tier first
+        for (name, bw), (after, bw_after) in pairwise(reach):
+            if bw_after > bw:  # only a link slows a tier below its raw, ordered rate
+                raise HardwareModelError(
+                    f"{where}: kernel link to {name!r}: kernels would read tier {name!r} at "
+                    f"{bw:g} B/s through it, slower than tier {after!r} after it "
+                    f"({bw_after:g} B/s); kernels must reach the tiers fastest first"
+                )
 
     def _check_controller(self, where: str, known: set[str]) -> None:
         checks = (

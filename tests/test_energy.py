@@ -22,11 +22,12 @@ from tmsim.workload.graph import Graph
 
 PJ = 1e-12
 
-#: Energy of the test platform: round numbers told apart, in the units a preset uses.
+#: Energy of the test platform: round numbers told apart, in the units a preset uses; it
+#: prices everything the platform has, as a table must.
 ENERGY: dict[str, Any] = {
     "source": "test values",
     "compute_static_W": 2.0,
-    "flop": {"fp32_pJ_per_flop": 1000.0},
+    "flop": {"fp32_pJ_per_flop": 1000.0, "fp64_pJ_per_flop": 2000.0},
     "tiers": [
         {"name": "DRAM", "read_energy_pJ_per_byte": 10.0, "write_energy_pJ_per_byte": 20.0},
         {
@@ -38,7 +39,10 @@ ENERGY: dict[str, Any] = {
             "rated_years": 5,
         },
     ],
-    "links": [{"src": "DRAM", "dst": "PMM", "energy_pJ_per_byte": 7.0}],
+    "links": [
+        {"src": "DRAM", "dst": "PMM", "energy_pJ_per_byte": 7.0},
+        {"src": "PMM", "dst": "DRAM", "energy_pJ_per_byte": 9.0},
+    ],
 }
 
 
@@ -63,10 +67,11 @@ def test_units_convert_and_round_trip() -> None:
     assert pmm.write_j_per_byte == pytest.approx(100 * PJ)
     assert pmm.endurance_bytes == pytest.approx(1e15)
     assert p.energy.j_per_flop("float32") == pytest.approx(1000 * PJ)
-    assert p.energy.j_per_flop("fp64") == 0.0  # not given: not charged
+    assert p.energy.j_per_flop("fp64") == pytest.approx(2000 * PJ)
     link = p.energy.link("DRAM", "PMM")
     assert link is not None and link.j_per_byte == pytest.approx(7 * PJ)
-    assert p.energy.link("PMM", "DRAM") is None
+    back = p.energy.link("PMM", "DRAM")
+    assert back is not None and back.j_per_byte == pytest.approx(9 * PJ)
     again = platform_from_dict(platform_to_dict(p), "again")
     assert again.energy == p.energy
 
@@ -193,13 +198,20 @@ def test_all_slow_step_wears_the_rated_tier_by_hand(mlp: Graph) -> None:
 
 def test_moves_pay_their_link() -> None:
     """vDNN offloading every activation of a VGG19 step on a GPU: every byte a copy carries
-    device -> host costs the link's 7 pJ (the other direction is not in the table), and each
-    copy's read and write are charged to the tiers like a kernel's."""
+    device -> host costs the link's 7 pJ (the other direction is priced 0), and each copy's
+    read and write are charged to the tiers like a kernel's."""
     data = platform_to_dict(load_preset("h100-pcie5"))
+    flop = {f"{d}_pJ_per_flop": 1.0 for d in ("fp32", "fp16", "bf16")}
     data["energy"] = {
-        "flop": {"fp32_pJ_per_flop": 1.0},
-        "tiers": [{"name": "host", "read_energy_pJ_per_byte": 40, "write_energy_pJ_per_byte": 100}],
-        "links": [{"src": "device", "dst": "host", "energy_pJ_per_byte": 7.0}],
+        "flop": flop,
+        "tiers": [
+            {"name": "device", "read_energy_pJ_per_byte": 0, "write_energy_pJ_per_byte": 0},
+            {"name": "host", "read_energy_pJ_per_byte": 40, "write_energy_pJ_per_byte": 100},
+        ],
+        "links": [
+            {"src": "device", "dst": "host", "energy_pJ_per_byte": 7.0},
+            {"src": "host", "dst": "device", "energy_pJ_per_byte": 0.0},
+        ],
     }
     p = platform_from_dict(data, "test")
     g = tmsim.graph("vgg19", batch=1)
@@ -216,7 +228,7 @@ def test_moves_pay_their_link() -> None:
     writes = sum(r.write_bytes[host] for r in trace.records)
     assert writes > 0 and e.written_bytes["host"] == writes
     assert e.tier_j["host"] == pytest.approx((reads * 40 + writes * 100) * PJ)
-    assert e.tier_j["device"] == 0.0  # not in the table: not charged
+    assert e.tier_j["device"] == 0.0  # priced 0: not charged
 
 
 def test_no_energy_model_is_refused_and_compare_leaves_the_columns_empty(mlp: Graph) -> None:
@@ -243,8 +255,10 @@ def test_compare_rows_carry_energy_and_wear(mlp: Graph) -> None:
     assert cached.energy_j > 0 and not cached.error
 
 
-#: DRAM costs energy, PMM none: time and energy pull every tensor opposite ways.
+#: DRAM costs energy, PMM and the rest none: time and energy pull every tensor opposite ways.
 PULL: dict[str, Any] = {
+    "flop": {"fp32_pJ_per_flop": 0.0, "fp64_pJ_per_flop": 0.0},
+    "links": [],
     "tiers": [
         {"name": "DRAM", "read_energy_nJ_per_byte": 1.0, "write_energy_nJ_per_byte": 1.0},
         {"name": "PMM", "read_energy_pJ_per_byte": 0.0, "write_energy_pJ_per_byte": 0.0},

@@ -84,7 +84,7 @@ def platforms(draw: st.DrawFn) -> Platform:
         CopyPath(a, b, draw(positive), draw(positive), draw(st.integers(1, 8)), duplex)
         for a, b in chosen
     )
-    all_dtypes = ["fp32", "fp16", "bf16", "fp64", "int8"]
+    all_dtypes = ["fp32", "fp16", "bf16", "fp64", "tf32", "fp8"]
     dtypes = draw(st.lists(st.sampled_from(all_dtypes), min_size=1, unique=True))
     efficiency = st.floats(1e-3, 1.0)
     compute = Compute(

@@ -19,6 +19,7 @@ import tmsim
 from hwmodels import (
     HardwareModelError,
     KernelLink,
+    LinkEnergy,
     Platform,
     load_preset,
     platform_from_toml,
@@ -319,11 +320,18 @@ def test_the_link_value_checks_itself() -> None:
         replace(load_preset("gh200"), kernel_links=({"tier": "host"},))  # type: ignore[arg-type]
 
 
-def test_memory_mode_keeps_only_a_link_to_the_backing_tier() -> None:
+def test_memory_mode_keeps_the_link_to_the_backing_tier_and_its_price() -> None:
     flat = load_preset("xeonmax-flat")
+    assert flat.energy is not None
     slow = KernelLink("DDR5", 100 * GB, 100 * GB)
-    both = replace(flat, kernel_links=(KernelLink("HBM", 500 * GB, 500 * GB), slow))
-    assert both.in_memory_mode(64 * GiB).kernel_links == (slow,)
+    priced = (LinkEnergy("DDR5", "HBM", 1e-12), LinkEnergy("HBM", "DDR5", 2e-12))
+    linked = replace(flat, kernel_links=(slow,), energy=replace(flat.energy, links=priced))
+    cached = linked.in_memory_mode(64 * GiB)
+    assert cached.kernel_links == (slow,)
+    assert cached.energy is not None and cached.energy.links == priced  # the link's price
+    # the HBM is the socket's own: no link onto it
+    with pytest.raises(HardwareModelError, match="kernel link to 'HBM': kernels sit on it"):
+        replace(linked, kernel_links=(KernelLink("HBM", 500 * GB, 500 * GB), slow))
 
 
 def test_the_replay_runs_kernels_at_the_link_rate(resnet: tmsim.Graph) -> None:
@@ -346,7 +354,7 @@ def test_the_replay_runs_kernels_at_the_link_rate(resnet: tmsim.Graph) -> None:
 def test_one_tier_leaves_nothing_to_place(resnet: tmsim.Graph) -> None:
     p = load_preset("mi300a")
     assert applicable(p) == ONE_TIER == ("all-fast", "checkpoint", "selective")
-    with pytest.raises(tmsim.TmsimError, match="the MILP needs two addressable tiers"):
+    with pytest.raises(tmsim.TmsimError, match="'sync' does not apply to platform 'mi300a'"):
         tmsim.plan(resnet, p, "sync")
     with pytest.raises(tmsim.TmsimError, match="does not apply to platform 'mi300a'"):
         tmsim.compare(resnet, p, ["greedy"])

@@ -473,3 +473,19 @@ def test_every_planner_setting_reaches_the_points_that_read_it() -> None:
     moved = {p.strategy: p.key for p in sweep_from_dict(tomllib.loads(other), "x").points}
     assert moved["static"] == base["static"] and moved["checkpoint"] == base["checkpoint"]
     assert moved["vdnn"] != base["vdnn"]
+
+
+def test_a_field_set_in_two_units_by_the_overrides_is_refused() -> None:
+    """``capacity_GiB`` and ``capacity_bytes`` of one tier would each win by key order."""
+    spec = """
+    [grid]
+    model = "vgg19"
+    batch = 2
+    platform = "cascadelake-optane"
+    strategy = "all-slow"
+    [grid.overrides]
+    "tiers.DRAM.capacity_GiB" = [96]
+    "tiers.DRAM.capacity_bytes" = [5000000000]
+    """
+    with pytest.raises(SweepSpecError, match="both set capacity"):
+        sweep_from_dict(tomllib.loads(spec.replace("\n    ", "\n")), "x")

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
 from hwmodels.presets import preset_descriptions, preset_names
-from hwmodels.serialize import platform_from_dict, platform_to_dict
+from hwmodels.serialize import override_clash, platform_from_dict, platform_to_dict
 from tmsim.capacity import Capacity, CapacityError, parse_bytes
 from tmsim.errors import TmsimError, one_line, shown_path
 from tmsim.sweeps.overrides import PlatformDocs, apply_override
@@ -213,6 +213,7 @@ def platform(
         )
     try:
         with one_line_errors():
+            _refuse_clash(docs.doc(label, ".platform"), given, what)
             resolved, _ = docs.resolve(label, tuple(sorted(given.items())), "")
     except OSError as exc:
         raise TmsimError(f"{what}: cannot read it: {exc.strerror or exc}") from None
@@ -236,6 +237,7 @@ def _override(base: Platform, overrides: dict[str, Any]) -> Platform:
         return base
     doc = platform_to_dict(base)
     what = f"platform {base.name}"
+    _refuse_clash(doc, overrides, what)
     for path, value in overrides.items():
 
         def bad(message: str, path: str = path) -> NoReturn:
@@ -246,6 +248,14 @@ def _override(base: Platform, overrides: dict[str, Any]) -> Platform:
         return platform_from_dict(doc, what)
     except HardwareModelError as exc:
         raise TmsimError(f"{exc} (with {', '.join(overrides)})") from None
+
+
+def _refuse_clash(doc: Mapping[str, Any], overrides: Mapping[str, Any], what: str) -> None:
+    """Raise :class:`TmsimError` where two overrides set one field of ``doc`` (in two units,
+    or through two names of its table): whichever came last would win, silently."""
+    clash = override_clash(doc, overrides)
+    if clash is not None:
+        raise TmsimError(f"{what}: {clash}")
 
 
 def capacity(fast: FastCapacity) -> Capacity | None:

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
 from hwmodels.presets import preset_names
-from hwmodels.serialize import platform_from_dict, platform_to_dict
+from hwmodels.serialize import override_clash, platform_from_dict, platform_to_dict
 from hwmodels.tables import BYTES, RATE, TIME
 
 _UNITS = (BYTES, RATE, TIME)
@@ -66,6 +66,9 @@ class PlatformDocs:
         ident = json.dumps([label, overrides], sort_keys=True, default=str)
         if ident not in self.resolved:
             doc = copy.deepcopy(self.doc(label, f"{where}.platform"))
+            clash = override_clash(doc, [path for path, _ in overrides])
+            if clash is not None:  # whichever came last would win, silently
+                self.fail(f"{where}.overrides", clash)
             for path, value in overrides:
 
                 def bad(message: str, path: str = path) -> NoReturn:

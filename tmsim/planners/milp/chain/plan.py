@@ -52,7 +52,7 @@ def plan_milp(
     opts = settings or PlanSettings()
     top = formulation_of(formulation)
     limit, gpu, deadline = setup(graph, platform, opts, top)
-    memo = first_memo(graph, limit, gpu)
+    memo = first_memo(graph, limit, gpu, platform, (top,))
     known = memo.get(top)
     if isinstance(known, TmsimError):
         raise known  # before the cost model is built: nothing to plan
@@ -116,7 +116,7 @@ def plan_milp_chain(
     if not tops:
         raise TmsimError("no MILP formulation asked for")
     limit, gpu, deadline = setup(graph, platform, opts, tops[0])
-    memo = first_memo(graph, limit, gpu)
+    memo = first_memo(graph, limit, gpu, platform, tops)
     cost = cost_model(graph, platform, opts.profile)
 
     def task(f: Formulation, ends: float | None, seen: Memo) -> None:

@@ -322,9 +322,7 @@ def solve_within(
     if outcome.solved or outcome.status == CUT_OFF:
         return outcome
     if outcome.status in (cp.INFEASIBLE, "infeasible_or_unbounded"):
-        raise InfeasibleError(
-            f"no {formulation} plan fits in {limits.min() / GB:.3f} GB of fast memory"
-        )
+        raise InfeasibleError(infeasible_message(model, formulation, limits))
     if outcome.status not in (TIME_LIMIT, NODE_LIMIT):
         raise TmsimError(f"solver {opts.solver} failed on the {formulation} MILP: {outcome.status}")
     raise SolveStopped(
@@ -332,6 +330,21 @@ def solve_within(
         f"{opts.time_limit_s} s and {opts.node_limit} nodes; raise the limits or the gap",
         outcome,
     )
+
+
+def infeasible_message(model: Model, formulation: str, limits: npt.NDArray[np.int64]) -> str:
+    """Why the solver found no plan of ``model``: the fast tier's least limit of ``limits``,
+    and the slower tiers whose capacity the model holds too (those smaller than all the
+    tensors together), which may bind as well."""
+    message = f"no {formulation} plan fits in {limits.min() / GB:.3f} GB of fast memory"
+    names = model.catalogue.tier_names
+    slower = [repr(names[t]) for t in model.tiers if t != 0]
+    if slower:
+        message += (
+            f" and the capacity of tier {', '.join(slower)} (smaller than all the tensors "
+            "together, so it may bind too)"
+        )
+    return message
 
 
 def starts_lp_at_zero(formulation: str) -> bool:
