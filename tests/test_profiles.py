@@ -33,7 +33,8 @@ from tmsim.planners.milp.chain.starts import static_start
 from tmsim.planners.milp.formulation.build import build_model
 from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.plans.validate import validate
-from tmsim.profiles import cost_model, read_profile
+from tmsim.profiles import MAX_KERNEL_SECONDS, cost_model, read_profile
+from tmsim.profiles import write_profile as write_profile_file
 from tmsim.sim import replay
 from tmsim.workload.files import save_graph
 
@@ -178,6 +179,17 @@ BAD = [
         HEADER + "f2,DRAM|DRAM,1\nf2,DRAM|DRAM,2\n",
         ":3: kernel 'f2' at placement DRAM|DRAM is listed on line 2",
     ),
+    # no kernel of a step takes an hour: 1e308 s would plan as a valid step of 1e308 s
+    (HEADER + "f2,DRAM|DRAM,1e308\n", ":2: kernel 'f2': 1e308 s is over the bound of 3600 s"),
+    (HEADER + "f2,DRAM|DRAM,3600.001\n", ":2: kernel 'f2': 3600.001 s is over the bound"),
+    # an ambiguous header: which seconds?
+    ("kernel,placement,seconds,seconds\nf2,DRAM|DRAM,1,2\n", "column 'seconds' twice"),
+    ("kernel, kernel ,placement,seconds\nf2,f1,DRAM|DRAM,1\n", "column 'kernel' twice"),
+    ("kernel,placement,seconds,note,note\nf2,DRAM|DRAM,1,a,b\n", "column 'note' twice"),
+    # numbers as a CSV file writes them: no digit separators, no digits of other scripts
+    (HEADER + "f2,DRAM|DRAM,1_0\n", "seconds must be a positive number, got '1_0'"),
+    (HEADER + "f2,DRAM|DRAM,\uff11\n", "seconds must be a positive number, got '\uff11'"),
+    (HEADER + "f2,DRAM|DRAM,0x1p-3\n", "seconds must be a positive number"),
 ]
 BAD_FOR_THE_GRAPH = [
     (HEADER + "f1,DRAM|DRAM|DRAM,1\nf9,DRAM,1\n", ":3: unknown kernel 'f9' in graph 'tiny'"),
@@ -195,6 +207,26 @@ def test_a_bad_profile_file_is_refused_in_one_line(tmp_path: Path, text: str, me
         read_profile(path)
     assert message in str(info.value) and str(path) in str(info.value)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "seconds", ["5e-324", "1e-300", "1e-9", "3600", "3.6e3", "+0.5", ".5", "2."]
+)
+def test_tiny_and_bounded_times_are_read(tmp_path: Path, seconds: str) -> None:
+    path = tmp_path / "p.csv"
+    path.write_text(f"{HEADER}f2,DRAM|DRAM,{seconds}\n", encoding="utf-8")
+    (entry,) = read_profile(path).entries
+    assert entry.seconds == float(seconds) <= MAX_KERNEL_SECONDS
+    graph, profile = tiny_step(), read_profile(path)
+    made = plan("greedy", graph, CPU, PlanSettings(profile=profile))
+    assert validate(made, graph, CPU, cost_model(graph, CPU, profile)).ok
+
+
+def test_the_bound_is_an_hour_and_write_profile_keeps_it(tmp_path: Path) -> None:
+    assert MAX_KERNEL_SECONDS == 3600.0
+    with pytest.raises(TmsimError, match=r"kernel 'f2': 3601\.0 s is over the bound of 3600 s"):
+        write_profile_file(tmp_path / "p.csv", tiny_step(), {"f2": 3601.0}, "DRAM")
+    assert not (tmp_path / "p.csv").exists()
 
 
 @pytest.mark.parametrize(("text", "message"), BAD_FOR_THE_GRAPH)
@@ -390,6 +422,8 @@ BAD_FILES = {
     "unknown tier": HEADER + "f2,DRAM|HBM,1\n",
     "wrong length": HEADER + "f2,DRAM,1\n",
     "non-positive seconds": HEADER + "f2,DRAM|DRAM,0\n",
+    "seconds over the bound": HEADER + "f2,DRAM|DRAM,1e308\n",
+    "seconds twice": "kernel,placement,seconds,seconds\nf2,DRAM|DRAM,1,2\n",
 }
 
 

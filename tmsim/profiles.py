@@ -8,11 +8,15 @@ timing their own runs), one row per kernel and placement, with the header
 - ``placement``: the tier of every operand of the kernel, in operand order
   (:attr:`~tmsim.workload.graph.Graph.operand_csr`: its distinct inputs, outputs and in-place
   updates), by tier name, joined by ``|`` (``DRAM|PMM|DRAM``);
-- ``seconds``: the kernel's time under that placement, launch included (> 0).
+- ``seconds``: the kernel's time under that placement, launch included: a decimal number
+  (``0.0012``, ``1.2e-3``) over 0 and at most :data:`MAX_KERNEL_SECONDS` (an hour: no kernel
+  of a training step takes longer, and a time of 1e308 s would plan as a valid step of
+  1e308 s).
 
-Spaces around a field are dropped. Wherever a plan puts a kernel's operands on a placement
-the profile lists, that time replaces the roofline's: in every planner (the heuristics and
-the MILP formulations), in the validator's predicted time and in the replay
+Each column is named once (a header naming one twice is ambiguous); other columns are
+ignored. Spaces around a field are dropped. Wherever a plan puts a kernel's operands on a
+placement the profile lists, that time replaces the roofline's: in every planner (the
+heuristics and the MILP formulations), in the validator's predicted time and in the replay
 (:class:`~tmsim.cost.CostModel`'s ``measured`` table). Placements it does not list keep the
 roofline.
 
@@ -30,6 +34,7 @@ import hashlib
 import io
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +46,11 @@ from tmsim.workload.graph import Graph
 
 #: The columns a profile must have.
 COLUMNS = ("kernel", "placement", "seconds")
+#: The longest time a profile may give a kernel: an hour.
+MAX_KERNEL_SECONDS = 3600.0
+#: A time as CSV writers write one: ASCII digits, a point, an exponent (no ``1_000``, no digits
+#: of other scripts, no ``nan`` or ``inf``, which Python's ``float`` takes).
+_NUMBER = re.compile(r"[+]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +125,7 @@ def write_profile(
     profile at ``path``, every operand on tier ``tier``, in graph order, and read it back.
     The file is written whole or not at all (a temporary file beside it, then renamed).
     Raises :class:`TmsimError` for a kernel the graph lacks, a time that is not > 0 and
-    finite, or a file that cannot be written."""
+    finite or is over :data:`MAX_KERNEL_SECONDS`, or a file that cannot be written."""
     names = {k.name for k in graph.kernels}
     unknown = sorted(set(seconds) - names)
     if unknown:
@@ -123,6 +133,9 @@ def write_profile(
     bad = [k for k, v in seconds.items() if not (math.isfinite(v) and v > 0)]
     if bad:
         raise TmsimError(f"kernel {bad[0]!r}: {seconds[bad[0]]!r} s is not a time > 0")
+    long = [k for k, v in seconds.items() if v > MAX_KERNEL_SECONDS]
+    if long:
+        raise TmsimError(f"kernel {long[0]!r}: {_over(repr(float(seconds[long[0]])))}")
     ptr, _ = graph.operand_csr
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -146,9 +159,10 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
     """Read the profile at ``path`` (see the module documentation).
 
     Raises :class:`TmsimError` naming the file (and line) for a file that cannot be read or
-    is not UTF-8 text, a missing column, a row with more or fewer fields than the header, a
-    kernel or placement left empty, seconds that are not a finite number > 0, a kernel and
-    placement listed twice, and a file without rows.
+    is not UTF-8 text, a missing column, a column named twice, a row with more or fewer fields
+    than the header, a kernel or placement left empty, seconds that are not a decimal number
+    > 0, a time over :data:`MAX_KERNEL_SECONDS` (naming the kernel and the bound), a kernel
+    and placement listed twice, and a file without rows.
     """
     shown = shown_path(os.fspath(path))
     try:
@@ -165,6 +179,12 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
     try:
         reader = csv.reader(io.StringIO(text, newline=""))
         header = [h.strip() for h in next(reader, [])]
+        for i, name in enumerate(header):
+            if name and name in header[:i]:
+                raise TmsimError(
+                    f"{shown}: column {name!r} twice in the header (fields "
+                    f"{header.index(name) + 1} and {i + 1}): which one to read is ambiguous"
+                )
         missing = [c for c in COLUMNS if c not in header]
         if missing:
             raise TmsimError(f"{shown}: missing column(s) {', '.join(missing)}")
@@ -199,13 +219,21 @@ def _entry(row: list[str], col: dict[str, int], width: int, where: str, line: in
         raise TmsimError(f"{where}: the {'kernel' if not kernel else 'placement'} is empty")
     placement = tuple(name.strip() for name in text.split("|"))
     raw = row[col["seconds"]].strip()
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds > 0):
+    seconds = float(raw) if _NUMBER.fullmatch(raw) else math.nan
+    if not seconds > 0:
         raise TmsimError(f"{where}: seconds must be a positive number, got {raw!r}")
+    if seconds > MAX_KERNEL_SECONDS:  # 1e999 too: a number, too large for a float
+        raise TmsimError(f"{where}: kernel {kernel!r}: {_over(raw)}")
     return ProfileEntry(line, kernel, placement, seconds)
+
+
+def _over(seconds: str) -> str:
+    """Why a time of ``seconds`` (as written) is refused."""
+    shown = seconds if len(seconds) <= 30 else f"{seconds[:27]}..."
+    return (
+        f"{shown} s is over the bound of {MAX_KERNEL_SECONDS:g} s per kernel (no kernel of a "
+        "training step takes an hour)"
+    )
 
 
 def cost_model(
@@ -221,4 +249,11 @@ def cost_model(
     return CostModel(graph, platform, overlap=overlap, measured=measured)
 
 
-__all__ = ["COLUMNS", "Profile", "ProfileEntry", "cost_model", "read_profile"]
+__all__ = [
+    "COLUMNS",
+    "MAX_KERNEL_SECONDS",
+    "Profile",
+    "ProfileEntry",
+    "cost_model",
+    "read_profile",
+]

@@ -150,9 +150,10 @@ def torch_model(source: str, dtype: str | None = None) -> Any:
     """The :class:`torch.nn.Module` named ``source``: ``torchvision:NAME`` (built with
     ``weights=None``), ``package.module:ATTR`` or ``path/to/file.py:ATTR``, where ``ATTR``
     is a module or a class or function that builds one with no arguments; built on the
-    ``meta`` device (no memory) and cast to ``dtype`` (``fp32``, ``fp16``, ``bf16``,
-    ``fp64``) if given. Raises :class:`~tmsim.errors.TmsimError` in one line for a source
-    that names no module, and when torch is missing."""
+    ``meta`` device (no memory) and, if ``dtype`` is given (``fp32``, ``fp16``, ``bf16``,
+    ``fp64``), its floating-point parameters and buffers cast to it (complex ones are kept).
+    Raises :class:`~tmsim.errors.TmsimError` in one line for a source that names no module,
+    and when torch is missing."""
     if not isinstance(source, str):
         raise TorchImportError(f"a model's source must be a string, got {type(source).__name__}")
     return build_model(source, dtype)

@@ -101,8 +101,8 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dtype",
         choices=IMPORT_MODEL_DTYPES,
-        help="cast the model's parameters, and inputs given without a dtype, to this type "
-        "(default: the model's own)",
+        help="cast the model's floating-point parameters and buffers, and inputs given "
+        "without a dtype, to this type (default: the model's own)",
     )
     p.add_argument("--name", type=text_arg, help="the graph's name (MODEL-bBATCH)")
 

@@ -75,8 +75,15 @@ def import_torch(
     - ``math``: math modes to record in the graph (``conv_fp32`` / ``matmul_fp32`` ->
       ``fp32`` or ``tf32``) over those of the running PyTorch (:func:`framework_math`).
 
+    The model's code runs fenced (:mod:`~tmsim.workload.torchimport.fence`): what it prints
+    is dropped, and an exit (``sys.exit``) raises rather than ends the process. Every storage
+    is recorded with its shape, a complex one as pairs of floats
+    (:mod:`~tmsim.workload.torchimport.reduction`).
+
     Raises :class:`TorchImportError` (one line) when torch is missing, for an argument of
-    the wrong kind, and when PyTorch cannot trace the step, with its reason.
+    the wrong kind, when PyTorch cannot trace the step, with its reason, when the model's
+    code exits, for dtypes eager PyTorch would refuse
+    (:mod:`~tmsim.workload.torchimport.dtypes`) and for a dtype a graph cannot record.
     """
     from tmsim.workload.torchimport import trace
     from tmsim.workload.torchimport.dispatch import DEVICES

@@ -26,6 +26,9 @@ pooling, forward and backward             window elements per output element (of
 reductions (``sum``, ``mean``, ...)       1 per input element
 copies, casts, fills, gathers, ``cat``    0
 anything else (element-wise)              1 per element of the first output
+on complex values (:func:`real_flops`)    products 4 times the count above (a complex
+                                          multiply-add is 8 real FLOPs), others twice (one
+                                          per real part)
 ========================================  ===============================================
 
 Sources: convolution and matrix products as in Molchanov et al., "Pruning Convolutional
@@ -322,6 +325,27 @@ RULES: Mapping[str, Rule] = MappingProxyType(
         **dict.fromkeys(_MOVEMENT, _per_output_element(0)),
     }
 )
+
+
+#: A complex multiply-add over a real one: four real multiplies and four adds to one of each.
+COMPLEX_PRODUCT_FACTOR = 4
+#: A complex element-wise op over a real one: one per real part.
+COMPLEX_ELEMENT_FACTOR = 2
+#: The ops whose FLOPs are multiply-adds (matrix products, convolutions, fused attention).
+PRODUCT_OPS = frozenset(
+    op
+    for op, rule in RULES.items()
+    if rule in (_mm, _addmm, _mv, _convolution, _convolution_backward, _attention)
+    or rule is _attention_backward
+)
+
+
+def real_flops(op: str, flops: int, complex_values: bool) -> int:
+    """The real FLOPs of ``flops`` counted by :func:`aten_flops` for op ``op`` (its base
+    name) when ``complex_values`` (an operand or output is complex; module documentation)."""
+    if not complex_values:
+        return flops
+    return flops * (COMPLEX_PRODUCT_FACTOR if op in PRODUCT_OPS else COMPLEX_ELEMENT_FACTOR)
 
 
 def aten_flops(op: str, args: Args, outputs: Sequence[Shape]) -> int:

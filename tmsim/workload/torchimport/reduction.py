@@ -8,6 +8,14 @@ new value (batch-norm running statistics, ``num_batches_tracked``) is written in
 op updates the buffer. A storage of zero bytes is left out. For a GPU target, an op the GPU
 dispatches differently takes its GPU kernel's name and output sizes
 (:mod:`~tmsim.workload.torchimport.dispatch`).
+
+Every storage is recorded with its dtype and, when one tensor covers it whole, its shape: a
+dtype tmsim names as itself (every fp8 format as ``fp8``); a complex one as pairs of floats
+of its width (:data:`~tmsim.workload.torchimport.specs.COMPLEX_PARTS`, shape ``(*shape, 2)``,
+so a complex parameter counts two real parameters, as :mod:`torch.optim` updates it), and an
+op on complex values in real FLOPs (:func:`~tmsim.workload.torchimport.flops.real_flops`).
+Any other dtype (int16, unsigned integers wider than a byte, quantized and sub-byte types) is
+refused by name.
 """
 
 from __future__ import annotations
@@ -20,15 +28,15 @@ from typing import Any
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
+from tmsim.workload.graph import DTYPE_BYTES
 from tmsim.workload.torchimport.dispatch import Rewrite, gpu_rewrite
-from tmsim.workload.torchimport.flops import Operand, aten_flops
-from tmsim.workload.torchimport.specs import TMSIM_DTYPES
+from tmsim.workload.torchimport.errors import TorchImportError
+from tmsim.workload.torchimport.flops import Operand, aten_flops, real_flops
+from tmsim.workload.torchimport.specs import COMPLEX_PARTS, TMSIM_DTYPES
 from tmsim.workload.torchimport.step import Kind, Storage, TracedOp, TracedStep
 
 #: The attribute the trace's wrapper holds the model in (stripped from parameter names).
 _MODEL = "model"
-#: The tmsim dtype of storages whose torch dtype tmsim has no name for (bytes only).
-_BYTES_DTYPE = "uint8"
 
 
 @dataclass(frozen=True)
@@ -48,9 +56,10 @@ def reduce_joint(joint: Joint, name: str, device: str = "cpu") -> TracedStep:
     """The storages and ops of ``joint`` as a :class:`TracedStep` named ``name``: each op is
     named after the graph node that runs it; for ``device`` ``cuda``, an op the GPU runs
     differently takes its GPU kernel's name and output sizes
-    (:mod:`~tmsim.workload.torchimport.dispatch`)."""
-    reduction = _Reduction(joint.gm, joint.signature, joint.n_inputs, joint.n_targets, device)
-    return reduction.step(name)
+    (:mod:`~tmsim.workload.torchimport.dispatch`). Raises :class:`TorchImportError` for a
+    storage of a dtype a graph cannot record (module documentation)."""
+    reduction = _Reduction(joint.gm, joint.signature, joint.n_inputs, joint.n_targets, name, device)
+    return reduction.step()
 
 
 def _tensors(value: object) -> list[tuple[int, Any]]:
@@ -86,9 +95,9 @@ class _Reduction:
     """One walk over a joint graph, building the storages and ops of :class:`TracedStep`."""
 
     def __init__(
-        self, gm: Any, sig: Any, n_inputs: int, n_targets: int, device: str = "cpu"
+        self, gm: Any, sig: Any, n_inputs: int, n_targets: int, name: str, device: str = "cpu"
     ) -> None:
-        self.gm, self.sig, self.device = gm, sig, device
+        self.gm, self.sig, self.name, self.device = gm, sig, name, device
         self.nodes = {n.name: n for n in gm.graph.nodes}
         self.names: set[str] = set()
         self.of: dict[StorageWeakRef, str] = {}  # storage -> its name
@@ -130,16 +139,25 @@ class _Reduction:
         if nbytes == 0:
             self.empty.add(key)
             return None
-        name = self._take(wanted)
         dtype = TMSIM_DTYPES.get(t.dtype)
-        whole = dtype is not None and dims and math.prod(dims) * t.element_size() == nbytes
+        if dtype is None and t.dtype in COMPLEX_PARTS:
+            dtype, dims = COMPLEX_PARTS[t.dtype], (*dims, 2)
+        if dtype is None:
+            known = ", ".join([*dict.fromkeys(TMSIM_DTYPES.values()), "complex as pairs"])
+            raise TorchImportError(
+                f"cannot import {self.name}: tensor {wanted!r} is "
+                f"{str(t.dtype).removeprefix('torch.')}, which a graph cannot record "
+                f"(its dtypes: {known})"
+            )
+        name = self._take(wanted)
+        whole = dims and math.prod(dims) * DTYPE_BYTES[dtype] == nbytes
         shape = dims if whole else ()
         self.of[key] = name
         self.kind[name] = kind
-        self.storages.append(Storage(name, nbytes, dtype or _BYTES_DTYPE, shape, kind))
+        self.storages.append(Storage(name, nbytes, dtype, shape, kind))
         return name
 
-    def step(self, name: str) -> TracedStep:
+    def step(self) -> TracedStep:
         """Walk the graph once: placeholders, then ops (module documentation)."""
         sig = self.sig
         by_fqn = self._placeholders()
@@ -164,7 +182,7 @@ class _Reduction:
             grad = self.of.get(_key(self._val(out)))
             if grad is not None and self.kind.get(grad) is Kind.VALUE:
                 gradients.setdefault(by_fqn[fqn], grad)
-        return TracedStep(name, tuple(self.storages), tuple(ops), forward, gradients)
+        return TracedStep(self.name, tuple(self.storages), tuple(ops), forward, gradients)
 
     def _placeholders(self) -> dict[str, str]:
         """Register the parameters, buffers and inputs; return the storage name of each
@@ -230,7 +248,13 @@ class _Reduction:
             op = _op_name(node.target)
             args = [_arg(a) for a in node.args]
             shapes = [tuple(int(d) for d in t.shape) for _, t in outs]
-            flops = aten_flops(op.rpartition(".")[2], args, shapes)
+            base = op.rpartition(".")[2]
+            complex_values = any(
+                t.is_complex()
+                for arg in (*node.all_input_nodes, node)
+                for _, t in _tensors(arg.meta.get("val"))
+            )
+            flops = real_flops(base, aten_flops(base, args, shapes), complex_values)
             if rewrite is not None:
                 op = rewrite.op
             ops.append(

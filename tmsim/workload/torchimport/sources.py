@@ -4,7 +4,9 @@
 ``ATTR`` is a :class:`torch.nn.Module`, or a class or function that builds one with no
 arguments; torchvision's builders are called with ``weights=None`` (nothing is downloaded).
 Builders run under ``torch.device("meta")``, so parameters take no memory. Importing a module
-or a file runs its code, as ``python`` would. Every problem raises
+or a file runs its code, as ``python`` would, but fenced
+(:func:`~tmsim.workload.torchimport.fence.fenced`): what it prints is dropped, and an exit
+(``sys.exit``) ends the import in one line rather than the process. Every problem raises
 :class:`~tmsim.workload.torchimport.errors.TorchImportError` in one line.
 """
 
@@ -14,22 +16,26 @@ import importlib
 import importlib.util
 import sys
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import torch
 
 from tmsim.errors import one_line
 from tmsim.workload.torchimport.errors import TorchImportError
-from tmsim.workload.torchimport.specs import TORCH_DTYPES
+from tmsim.workload.torchimport.fence import fenced
 
 TORCHVISION = "torchvision"
-#: Floating dtypes a model may be cast to.
-MODEL_DTYPES = ("fp32", "fp16", "bf16", "fp64")
+#: Floating dtypes a model may be cast to, and the method of :class:`torch.nn.Module` that
+#: casts its floating-point parameters and buffers to each (complex and integer ones keep
+#: theirs: ``Module.to(dtype)`` would drop a complex tensor's imaginary part).
+CASTS = MappingProxyType({"fp32": "float", "fp16": "half", "bf16": "bfloat16", "fp64": "double"})
+MODEL_DTYPES = tuple(CASTS)
 
 
 def build_model(source: str, dtype: str | None = None) -> Any:
-    """The module ``source`` names (module documentation), cast to ``dtype`` (one of
-    :data:`MODEL_DTYPES`) if given."""
+    """The module ``source`` names (module documentation), its floating-point parameters and
+    buffers cast to ``dtype`` (one of :data:`MODEL_DTYPES`) if given."""
     if dtype is not None and dtype not in MODEL_DTYPES:
         raise TorchImportError(f"dtype must be one of {', '.join(MODEL_DTYPES)}, got {dtype!r}")
     where, sep, attr = source.rpartition(":")
@@ -48,7 +54,9 @@ def build_model(source: str, dtype: str | None = None) -> Any:
         raise TorchImportError(
             f"model {source!r}: {attr} built a {type(built).__name__}, not a torch.nn.Module"
         )
-    return built.to(TORCH_DTYPES[dtype]) if dtype is not None else built
+    if dtype is None:
+        return built
+    return _run(source, getattr(built, CASTS[dtype]))
 
 
 def _torchvision(name: str) -> Any:
@@ -80,7 +88,11 @@ def _load(where: str, source: str) -> Any:
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module  # as an import would: dataclasses look it up there
         loader = spec.loader
-        _run(source, lambda: loader.exec_module(module))
+        try:
+            _run(source, lambda: loader.exec_module(module))
+        except BaseException:
+            sys.modules.pop(spec.name, None)  # as a failed import does
+            raise
         return module
     if not all(part.isidentifier() for part in where.split(".")):
         raise TorchImportError(f"model {source!r}: {where!r} is neither a .py file nor a module")
@@ -88,9 +100,10 @@ def _load(where: str, source: str) -> Any:
 
 
 def _run(source: str, build: Any) -> Any:
-    """``build()`` under the meta device; any exception becomes one line naming ``source``."""
+    """``build()`` under the meta device, fenced; any exception or exit becomes one line
+    naming ``source`` (Ctrl-C interrupts)."""
     try:
-        with torch.device("meta"):
+        with fenced(f"model {source!r}"), torch.device("meta"):
             return build()
     except TorchImportError:
         raise

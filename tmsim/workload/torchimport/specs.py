@@ -34,9 +34,20 @@ TORCH_DTYPES: Mapping[str, Any] = MappingProxyType(
         "bool": torch.bool,
     }
 )
-#: torch dtype -> tmsim dtype (both fp8 formats are fp8).
+#: The one-byte floats of torch beside ``float8_e4m3fn``, all fp8 to tmsim (those the running
+#: torch has).
+_FP8 = ("float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu")
+#: torch dtype -> tmsim dtype (every fp8 format is fp8).
 TMSIM_DTYPES: Mapping[Any, str] = MappingProxyType(
-    {**{v: k for k, v in TORCH_DTYPES.items()}, torch.float8_e5m2: "fp8"}
+    {
+        **{v: k for k, v in TORCH_DTYPES.items()},
+        **{getattr(torch, n): "fp8" for n in _FP8 if hasattr(torch, n)},
+    }
+)
+#: complex torch dtype -> the tmsim dtype of its real and imaginary parts: a complex tensor is
+#: recorded as pairs of floats, as :func:`torch.view_as_real` shows it (shape ``(*shape, 2)``).
+COMPLEX_PARTS: Mapping[Any, str] = MappingProxyType(
+    {torch.complex32: "fp16", torch.complex64: "fp32", torch.complex128: "fp64"}
 )
 
 

@@ -13,7 +13,9 @@ How (PyTorch 2.x, on the CPU, with no memory for parameters or activations):
    ``trace_joint=True`` records the *joint* graph: forward, loss and backward as one
    functional ATen FX graph, every value's fake tensor in ``node.meta["val"]``, and a
    signature saying which placeholders are parameters, buffers and user inputs, which
-   outputs are the parameters' gradients and which are buffers' new values.
+   outputs are the parameters' gradients and which are buffers' new values. The model's
+   code runs fenced (:mod:`~tmsim.workload.torchimport.fence`), and the graph's dtypes are
+   checked where fake tensors do not check them (:mod:`~tmsim.workload.torchimport.dtypes`).
 3. Each distinct storage of those fake tensors becomes one storage of the step: views and
    aliases (``view``, ``t``, ``alias``, ``getitem``, ``_unsafe_view``...) share their
    base's storage, so they hold no memory of their own and are no ops of the step. An op
@@ -30,7 +32,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,7 +41,9 @@ from torch._functorch.aot_autograd import aot_export_module
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from tmsim.errors import one_line
+from tmsim.workload.torchimport.dtypes import check_dtypes
 from tmsim.workload.torchimport.errors import TorchImportError
+from tmsim.workload.torchimport.fence import fenced
 from tmsim.workload.torchimport.reduction import Joint, reduce_joint
 from tmsim.workload.torchimport.specs import Spec
 from tmsim.workload.torchimport.step import TracedStep
@@ -129,10 +132,12 @@ def export_joint(
     backward, and fused attention falls back to its math path). Raises
     :class:`TorchImportError` with PyTorch's message on one line when the model cannot be
     traced (a shape the model refuses, data-dependent control flow, a trainable parameter that
-    receives no gradient...)."""
+    receives no gradient...), when its code exits, and for dtypes eager PyTorch refuses where
+    fake tensors do not (:func:`~tmsim.workload.torchimport.dtypes.check_dtypes`). The model's
+    code runs fenced (:func:`~tmsim.workload.torchimport.fence.fenced`): what it prints and
+    PyTorch's fake-tensor log are dropped."""
     mode = FakeTensorMode()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with fenced(f"cannot trace {name}"):
         try:
             model = fake_copy(module, mode, device)
             if targets is None:
@@ -149,6 +154,7 @@ def export_joint(
             if "did not receive a gradient" in reason:
                 reason += " (freeze what the loss does not reach: requires_grad_(False))"
             raise TorchImportError(one_line(f"cannot trace {name}: {reason}")) from None
+    check_dtypes(gm, name)
     return Joint(gm, sig, step, len(inputs), len(targets))
 
 
