@@ -277,3 +277,36 @@ def test_static_rc_on_the_gpu_keeps_what_kernels_read_on_the_device(share: float
     check = tmsim.validate(plan, graph, platform)
     assert check.ok, check.errors[:3]
     assert plan.stats is not None and plan.stats.status == "optimal"
+
+
+def test_a_budget_infeasible_at_the_depth_given_is_planned_deeper_or_refused_naming_depths() -> (
+    None
+):
+    """No remat plan of a 16-layer chain fits 70% of its peak on the GPU at depth 1 or 2; the
+    planner deepens to 4, where one does, and records the depth; at 50% none fits at any
+    depth up to the cap, and the refusal lists every depth tried. The chain does the same."""
+    from test_recompute import chain
+
+    from tmsim.errors import InfeasibleError
+    from tmsim.planners.milp.chain.plan import MAX_DEEPENED_DEPTH
+    from tmsim.plans.validate import validate
+
+    graph, gpu = chain(16), load_preset("rtx2080ti-pcie3")
+
+    def opts(share: float) -> PlanSettings:
+        limit = Capacity.of_bytes(int(share * graph.peak_live_bytes))
+        return PlanSettings(capacity=limit, recompute_depth=1, time_limit_s=None)
+
+    made = plan_milp(graph, gpu, opts(0.7), Formulation.REMAT)
+    assert made.options["recompute_depth"] == 4 and made.recomputes
+    assert validate(made, graph, gpu).ok
+    with pytest.raises(InfeasibleError, match="at recompute depths 1, 2, 4, 8, 16 "):
+        plan_milp(graph, gpu, opts(0.5), Formulation.REMAT)
+    assert MAX_DEEPENED_DEPTH == 16
+    seen: list[str] = []
+    chained = plan_milp_chain(
+        graph, gpu, opts(0.7), [Formulation.REMAT], solved=lambda f, v: seen.append(f.value)
+    )
+    got = chained[Formulation.REMAT]
+    assert not isinstance(got, Exception) and got.options["recompute_depth"] == 4
+    assert seen == ["remat"]  # handed over once, with the plan the deeper depth made

@@ -263,6 +263,11 @@ def _until(options: dict[str, Any], deadline: float | None) -> dict[str, Any]:
     return {**options, "time_limit": left}
 
 
+class ModelInfeasible(InfeasibleError):
+    """The solver proved that a formulation's model has no plan: under its limits, and, for a
+    formulation that recomputes, at its recompute depth (a deeper one may have one)."""
+
+
 class SolveStopped(TmsimError):
     """A limit stopped a solve before it had a solution; ``outcome`` says which and how far
     it got (``status``: its status)."""
@@ -322,7 +327,7 @@ def solve_within(
     if outcome.solved or outcome.status == CUT_OFF:
         return outcome
     if outcome.status in (cp.INFEASIBLE, "infeasible_or_unbounded"):
-        raise InfeasibleError(infeasible_message(model, formulation, limits))
+        raise ModelInfeasible(infeasible_message(model, formulation, limits))
     if outcome.status not in (TIME_LIMIT, NODE_LIMIT):
         raise TmsimError(f"solver {opts.solver} failed on the {formulation} MILP: {outcome.status}")
     raise SolveStopped(
