@@ -49,6 +49,8 @@ def test_every_strategy_runs_on_the_three_tier_preset(contention: bool) -> None:
     assert list(rows) == [
         "all-fast",
         "vdnn",
+        "zero-offload",  # by default where a host CPU runs kernels
+        "zero-infinity",
         "checkpoint",
         "selective",
         "static",

@@ -180,7 +180,9 @@ def test_plans_survive_their_files() -> None:
 def test_where_the_baselines_apply() -> None:
     for p in (H100, GH200):
         assert set(RUNTIMES) <= set(applicable(p))
-        assert not set(RUNTIMES) & set(compared_by_default(p))  # by name only
+        # the ZeRO baselines by default where they apply; save_on_cpu by name only
+        assert {"zero-offload", "zero-infinity"} <= set(compared_by_default(p))
+        assert "save-on-cpu" not in compared_by_default(p)
     for name in ("rtx2080ti-pcie3", "cascadelake-optane", "h100-pcie5"):
         assert not set(RUNTIMES) & set(applicable(tmsim.platform(name)))
     with pytest.raises(TmsimError, match=r"'zero-offload' does not apply .* it needs a host CPU"):

@@ -51,7 +51,7 @@ def compare(
     **options: Any,
 ) -> pd.DataFrame:
     """Every strategy of ``strategies`` (default: all that apply to ``platform`` but those
-    that recompute, :data:`tmsim.strategies.ON_REQUEST`) planned,
+    that recompute and save_on_cpu, :data:`tmsim.strategies.ON_REQUEST`) planned,
     validated and replayed for ``graph`` with the fast tier at ``fast``, one row each in the
     registry's order: ``strategy``, ``planner``, ``status``, ``error``, ``predicted_s``,
     ``simulated_s``, ``slowdown`` (over ``all-fast``), ``moved_bytes``, ``fast_peak_bytes``,
