@@ -29,6 +29,7 @@ FIGURES: tuple[str, ...] = (
     "memory_planning",  # the lecture's memory planning: reuse schemes against the liveness bound
     "recompute",  # keep, move or recompute: step time against the fast-memory budget
     "modern",  # today's machines: a transformer step's slowdown and energy against capacity
+    "dominance",  # the best MILP plan beside every baseline on the same budget
 )
 
 
