@@ -54,8 +54,7 @@ from experiments.common import (
     save_figure,
     write_data,
 )
-from tmsim import STRATEGIES, Capacity
-from tmsim.strategies import applicable
+from tmsim import STRATEGIES, Capacity, applicable
 
 NAME = "dominance"
 TITLE = "The best MILP plan beside every baseline on the same budget"

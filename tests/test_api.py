@@ -39,6 +39,7 @@ PUBLIC = [
     "TmsimError",
     "Validation",
     "__version__",
+    "applicable",
     "calibrate",
     "compare",
     "fast_limit",

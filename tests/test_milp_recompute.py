@@ -20,7 +20,7 @@ from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.levels import InterferenceLevel
-from tmsim.planners.milp.chain.plan import plan_milp, plan_milp_chain
+from tmsim.planners.milp.chain.plan import plan_milp, plan_milp_at_depth, plan_milp_chain
 from tmsim.planners.milp.formulation.build import build_model
 from tmsim.planners.milp.formulation.candidates import recomputable
 from tmsim.planners.milp.formulation.gadgets import Formulation
@@ -154,8 +154,8 @@ def test_remat_is_the_exhaustive_optimum(
         depth = 1
     limit = int(share * graph.peak_live_bytes)
     expected = remat_brute(cost, limit, depth)
-    try:
-        got: float | None = plan_milp(
+    try:  # at this depth alone, as the brute force searches (no deepening)
+        got: float | None = plan_milp_at_depth(
             graph, platform, _settings(limit, depth), Formulation.REMAT
         ).predicted_s
     except TmsimError:
@@ -184,8 +184,8 @@ def test_static_rc_is_the_exhaustive_optimum_on_optane(
     cost = CostModel(graph, platform)
     limit = int(share * graph.peak_live_bytes)
     expected = rc_brute(cost, limit, depth, placements=True)
-    try:
-        got: float | None = plan_milp(
+    try:  # at this depth alone, as the brute force searches (no deepening)
+        got: float | None = plan_milp_at_depth(
             graph, platform, _settings(limit, depth), Formulation.STATIC_RC
         ).predicted_s
     except TmsimError:

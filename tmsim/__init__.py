@@ -18,7 +18,8 @@ np.float64(1.0)
 - :func:`graph`, :func:`platform`: the inputs (:data:`MODELS`, :data:`PRESETS`);
   :func:`import_torch` traces a PyTorch model's training step into a graph (needs the
   ``torch`` extra);
-- :func:`plan` (a :class:`Plan`; strategies in :data:`STRATEGIES`), :func:`plan_chain`
+- :func:`plan` (a :class:`Plan`; strategies in :data:`STRATEGIES`, those that apply to a
+  platform :func:`applicable`), :func:`plan_chain`
   (AutoTM's MILP formulations solved as one chain), :func:`simulate` (a :class:`Run`),
   :func:`fast_limit` (the fast tier's bytes at a capacity), :func:`validate` (the
   independent validator's :class:`Validation`); a run's ``energy`` is a
@@ -75,6 +76,7 @@ _SOURCES: dict[str, str] = {
     "load_plan": "tmsim.api.files",
     "STRATEGIES": "tmsim.strategies",
     "Strategy": "tmsim.strategies",
+    "applicable": "tmsim.strategies",
     "Graph": "tmsim.workload.graph",
     "Platform": "hwmodels.platform",
     "Plan": "tmsim.plans.values",
@@ -108,6 +110,7 @@ __all__ = [
     "TmsimError",
     "Validation",
     "__version__",
+    "applicable",
     "calibrate",
     "compare",
     "fast_limit",
@@ -156,7 +159,7 @@ if TYPE_CHECKING:
     from tmsim.planners.settings import PlanSettings
     from tmsim.plans.validate import Validation
     from tmsim.plans.values import Plan
-    from tmsim.strategies import STRATEGIES, Strategy
+    from tmsim.strategies import STRATEGIES, Strategy, applicable
     from tmsim.workload.graph import Graph
 
 

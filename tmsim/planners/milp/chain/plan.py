@@ -67,7 +67,7 @@ def plan_milp(
     started, tried, limit_s = time.perf_counter(), [], opts.time_limit_s
     while True:
         try:
-            return _plan_milp(graph, platform, opts, top)
+            return plan_milp_at_depth(graph, platform, opts, top)
         except ModelInfeasible as exc:
             tried.append(opts.recompute_depth)
             again = deeper(opts, top, started, limit_s)
@@ -106,8 +106,11 @@ def refusal(exc: ModelInfeasible, tried: Sequence[int]) -> ModelInfeasible:
     )
 
 
-def _plan_milp(graph: Graph, platform: Platform, opts: PlanSettings, top: Formulation) -> Plan:
-    """:func:`plan_milp` at one recompute depth."""
+def plan_milp_at_depth(
+    graph: Graph, platform: Platform, opts: PlanSettings, top: Formulation
+) -> Plan:
+    """:func:`plan_milp` at the settings' recompute depth alone (no deepening): a formulation
+    with no plan there raises :class:`ModelInfeasible`."""
     limit, gpu, deadline = setup(graph, platform, opts, top)
     memo = first_memo(graph, limit, gpu, platform, (top,))
     known = memo.get(top)
