@@ -27,9 +27,11 @@ def resnet() -> tmsim.Graph:
     return g
 
 
-def _message(graph: tmsim.Graph, name: str, overrides: dict[str, int], strategy: str) -> str:
+def _message(
+    graph: tmsim.Graph, name: str, overrides: dict[str, int], strategy: str, **settings: int
+) -> str:
     with pytest.raises(InfeasibleError) as info:
-        tmsim.plan(graph, tmsim.platform(name, overrides), strategy, fast="4:1")
+        tmsim.plan(graph, tmsim.platform(name, overrides), strategy, fast="4:1", **settings)
     message = str(info.value)
     assert "\n" not in message
     return message
@@ -71,9 +73,9 @@ def test_a_formulation_that_may_drop_tensors_is_solved_and_names_the_tier_it_mod
     """Recomputing, sync-rc may drop what no tier holds, so nothing is certain before the
     solve; when the solver proves there is no plan, the message names the slower tier whose
     capacity the model holds beside the fast tier's limit."""
-    message = _message(
-        resnet, "h100-host-nvme", {"tiers.host.capacity_bytes": 10_000_000}, "sync-rc"
-    )
+    # at the deepest depth the planner deepens to: one solve (no depth fits here)
+    host = {"tiers.host.capacity_bytes": 10_000_000}
+    message = _message(resnet, "h100-host-nvme", host, "sync-rc", recompute_depth=8)
     assert message.startswith("no sync-rc plan fits in 0.186 GB of fast memory")
     assert "tier 'host'" in message
 

@@ -40,10 +40,11 @@ GB = 1e9
 
 
 #: The deepest recompute depth a recomputing formulation deepens to where no plan fits at the
-#: settings' own (doubling from it; each level adds variables, and on the zoo's steps a depth
-#: of 4 made the budgets plannable that 2 did not: ResNet-50 b64 on the RTX 2080 Ti at 40% of
-#: its peak).
-MAX_DEEPENED_DEPTH = 16
+#: settings' own (doubling from it). Each level adds variables and time: on the zoo's steps a
+#: depth of 4 planned budgets that 2 did not (ResNet-50 b64 on the RTX 2080 Ti at 40% of its
+#: peak), while proving a budget infeasible took 5 s at depth 2 and 20 s at 16 (ResNet-50 b8,
+#: sync-rc, a 10 MB host tier on h100-host-nvme): 8 bounds what a refusal costs.
+MAX_DEEPENED_DEPTH = 8
 
 
 def plan_milp(
