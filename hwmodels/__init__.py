@@ -10,7 +10,8 @@ object is :class:`CacheState`, the explicit state of the 2LM cache simulator.
 """
 
 from hwmodels.cache import DramCache
-from hwmodels.cachesim import CacheState, CacheTraffic, new_cache_state, simulate_accesses
+from hwmodels.cachesim import CacheTraffic, simulate_accesses
+from hwmodels.cachestate import CacheState, new_cache_state
 from hwmodels.compute import (
     ClassEfficiency,
     Compute,

@@ -33,12 +33,12 @@ import math
 import re
 import tomllib
 from collections import Counter
-from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cache_waves import counted_waves
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_fuzz_graph_files import small_graph
@@ -47,6 +47,7 @@ from test_fuzz_platform_files import platform_problem
 
 import hwmodels.cachesim as cachesim
 import tmsim
+from hwmodels.cachestate import new_cache_state
 from hwmodels.platform import Platform
 from hwmodels.presets import load_platform
 from tmsim.cli.main import main
@@ -213,23 +214,6 @@ def surface_files(draw: st.DrawFn) -> bytes:
 
 
 # ---------------------------------------------------------------------------- the quick use
-@contextlib.contextmanager
-def counted_waves() -> Iterator[list[int]]:
-    """Count the cache simulator's waves (one block access to a set of sets) meanwhile."""
-    real = cachesim._wave
-    count = [0]
-
-    def wave(*args: Any) -> Any:
-        count[0] += 1
-        return real(*args)
-
-    cachesim._wave = wave  # type: ignore[assignment]
-    try:
-        yield count
-    finally:
-        cachesim._wave = real  # type: ignore[assignment]
-
-
 def rules_problem(p: Platform) -> str:
     """Why ``p`` breaks a rule of the newer tables ("" if it keeps them all)."""
     kernel = [(t, p.kernel_bw_bytes_per_s(t, 1)[0]) for t in p.tier_names if t in p.kernel_tiers]
@@ -271,7 +255,7 @@ def walk_problem(p: Platform) -> str:
     cache = simulated_cache(p, block)
     if cache.capacity_bytes // block > WALKED_FRAMES:
         return ""
-    state = cachesim.new_cache_state(cache, block)
+    state = new_cache_state(cache, block)
     length = LAPS * cache.capacity_bytes
     with counted_waves() as waves:
         cachesim.simulate_accesses(state, [0, length], [length, length], [False, True])

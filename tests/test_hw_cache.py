@@ -17,7 +17,7 @@ from hwmodels import (
     new_cache_state,
     simulate_accesses,
 )
-from hwmodels.cachesim import MAX_FRAMES
+from hwmodels.cachestate import MAX_FRAMES
 
 KiB = 1024
 LINE = 64

@@ -144,7 +144,8 @@ def test_one_field_set_twice_is_refused_naming_both_keys(overrides: dict[str, fl
 
 
 def test_the_hardware_models_name_the_clash() -> None:
-    from hwmodels.serialize import override_clash, platform_to_dict
+    from hwmodels.docpaths import override_clash
+    from hwmodels.serialize import platform_to_dict
 
     doc = platform_to_dict(load_preset("cascadelake-optane"))
     assert override_clash(doc, [GIB, "tiers.PMM.capacity_GiB", "compute.cores"]) is None

@@ -5,17 +5,14 @@ reference, one block at a time)."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any
 
 import pytest
+from cache_waves import counted_waves
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_hw_cache import RefCache, as_rows
 
-import hwmodels.cachesim as cachesim
 from hwmodels import DramCache, load_preset, new_cache_state, simulate_accesses
 from tmsim.cost import CostModel
 from tmsim.sim import replay_cache
@@ -24,23 +21,6 @@ from tmsim.workload.zoo import training_graph_of
 
 LINE = 64
 MM = load_preset("cascadelake-2lm")
-
-
-@contextlib.contextmanager
-def counted_waves() -> Iterator[list[int]]:
-    """Count the simulator's waves (one block access to each of a group of sets) meanwhile."""
-    real = cachesim._wave
-    count = [0]
-
-    def wave(*args: Any) -> Any:
-        count[0] += 1
-        return real(*args)
-
-    cachesim._wave = wave  # type: ignore[assignment]
-    try:
-        yield count
-    finally:
-        cachesim._wave = real  # type: ignore[assignment]
 
 
 def tiny(lines: int, associativity: int = 1, **policy: bool) -> DramCache:

@@ -14,10 +14,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NoReturn
 
+from hwmodels.docpaths import override_clash
 from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
 from hwmodels.presets import preset_descriptions, preset_names
-from hwmodels.serialize import override_clash, platform_from_dict, platform_to_dict
+from hwmodels.serialize import platform_from_dict, platform_to_dict
 from tmsim.capacity import Capacity, CapacityError, parse_bytes
 from tmsim.errors import TmsimError, one_line, shown_path
 from tmsim.sweeps.overrides import PlatformDocs, apply_override

@@ -18,13 +18,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, NoReturn
 
+from hwmodels.docpaths import OVERRIDE_UNITS, element, override_clash
 from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
 from hwmodels.presets import preset_names
-from hwmodels.serialize import override_clash, platform_from_dict, platform_to_dict
-from hwmodels.tables import BYTES, RATE, TIME
-
-_UNITS = (BYTES, RATE, TIME)
+from hwmodels.serialize import platform_from_dict, platform_to_dict
 
 #: ``fail(where, message)`` raises the caller's error naming its file and ``where``.
 Fail = Callable[[str, str], NoReturn]
@@ -124,7 +122,7 @@ def apply_override(
     if not isinstance(node, dict) or not leaf:
         fail(f"{path!r} must end in a field of a table")
     if leaf not in node:
-        for units in _UNITS:
+        for units in OVERRIDE_UNITS:
             base = next((leaf.removesuffix(f"_{u}") for u in units if leaf.endswith(f"_{u}")), None)
             for other in [f"{base}_{u}" for u in units] if base else []:
                 node.pop(other, None)
@@ -132,19 +130,19 @@ def apply_override(
 
 
 def _pick(items: list[Any], part: str, walked: str, fail: Callable[[str], NoReturn]) -> Any:
-    """The element of array ``items`` called ``part``: a name (a kernel link's is its tier's),
-    ``SRC->DST`` or an index."""
-    names = [
-        f"{i.get('src')}->{i.get('dst')}" if "src" in i else str(i.get("name", i.get("tier", "?")))
-        for i in items
-        if isinstance(i, dict)
-    ]
-    if part in names:
-        return items[names.index(part)]
-    short = part.isascii() and part.isdigit() and len(part) <= len(str(len(items)))
-    if short and int(part) < len(items):  # an index, never a 5000-digit or non-ASCII number
-        return items[int(part)]
-    fail(f"{walked} has no element {part!r} (give one of {', '.join(names)} or an index)")
+    """The element of array ``items`` called ``part`` (:func:`hwmodels.docpaths.element`: a
+    name, a kernel link's tier, ``SRC->DST`` or an index)."""
+    found = element(items, part)
+    if found is None:
+        names = [
+            f"{i.get('src')}->{i.get('dst')}"
+            if "src" in i
+            else str(i.get("name", i.get("tier", "?")))
+            for i in items
+            if isinstance(i, dict)
+        ]
+        fail(f"{walked} has no element {part!r} (give one of {', '.join(names)} or an index)")
+    return found
 
 
 __all__ = ["Fail", "PlatformDocs", "apply_override", "read_toml"]

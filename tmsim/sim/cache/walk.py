@@ -17,7 +17,8 @@ import numpy.typing as npt
 
 from hwmodels._checks import positive_int
 from hwmodels.cache import DramCache
-from hwmodels.cachesim import CacheTraffic, new_cache_state, simulate_accesses
+from hwmodels.cachesim import CacheTraffic, simulate_accesses
+from hwmodels.cachestate import new_cache_state
 from hwmodels.errors import HardwareModelError
 from hwmodels.platform import Platform
 from hwmodels.timing import cache_traffic_by_tier
@@ -135,7 +136,7 @@ def walk_step(
 
     Raises :class:`CacheReplayError` naming the platform if it has no cache (see
     :func:`cache_of`), or the block is not a positive multiple of the line, is larger than a
-    way, or gives more frames than :data:`hwmodels.cachesim.MAX_FRAMES`.
+    way, or gives more frames than :data:`hwmodels.cachestate.MAX_FRAMES`.
     """
     base = cache_of(platform)
     block = default_block_bytes(base) if block_bytes is None else block_bytes

@@ -24,11 +24,7 @@ from tmsim.planners.milp.chain.preflight import first_memo, formulation_of, setu
 from tmsim.planners.milp.chain.rounds import solved_formulation
 from tmsim.planners.milp.chain.schedule import CHAIN_WORKERS, Memo, solve_chains
 from tmsim.planners.milp.chain.solution import Solved
-from tmsim.planners.milp.chain.solve import (
-    ModelInfeasible,
-    solve,
-    solver_options,
-)
+from tmsim.planners.milp.chain.solve import ModelInfeasible, solve, solver_options
 from tmsim.planners.milp.formulation.build import build_model
 from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.settings import PlanSettings

@@ -29,7 +29,8 @@ import numpy.typing as npt
 from tmsim.cost import BesideCosts, CostModel
 from tmsim.errors import TmsimError
 from tmsim.planners.milp.chain.solution import against
-from tmsim.planners.milp.chain.solve import proven_bound, solve, solver_options
+from tmsim.planners.milp.chain.solve import solve, solver_options
+from tmsim.planners.milp.chain.stats import proven_bound
 from tmsim.planners.milp.formulation.build import build_model
 from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.settings import PlanSettings

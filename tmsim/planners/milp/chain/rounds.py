@@ -35,14 +35,9 @@ from tmsim.planners.milp.chain.nesting import (
 )
 from tmsim.planners.milp.chain.rebound import FirstRound, bound_of, rebound
 from tmsim.planners.milp.chain.solution import Solved, against, at_floor, relabel
-from tmsim.planners.milp.chain.solve import (
-    SolveStopped,
-    fits,
-    solve_stats,
-    solve_within,
-    start_stats,
-)
+from tmsim.planners.milp.chain.solve import SolveStopped, fits, solve_within
 from tmsim.planners.milp.chain.starts import static_start, static_tiers
+from tmsim.planners.milp.chain.stats import solve_stats, start_stats
 from tmsim.planners.milp.formulation.build import build_model
 from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.milp.formulation.readback import extract_plan

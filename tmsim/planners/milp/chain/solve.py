@@ -1,4 +1,4 @@
-"""Solving the placement MILP: solver options, the statistics of a solve, and a solve from
+"""Solving the placement MILP: solver options, and a solve from
 a warm start (:mod:`tmsim.planners.milp.chain.starts`) handed to HiGHS as its first incumbent
 (:mod:`tmsim.planners.milp.solver.driver`), so a larger formulation starts no worse than the smaller
 one ended. Other solvers run through cvxpy's ``Problem.solve``, cold."""
@@ -28,75 +28,9 @@ from tmsim.planners.milp.solver.driver import (
     run_highs,
 )
 from tmsim.planners.settings import PlanSettings
-from tmsim.plans.values import SolverStats, stop_of
+from tmsim.plans.values import stop_of
 
 GB = 1e9
-
-#: Suffix of the status of a plan that is the solve's warm start: the solver found nothing
-#: better (or nothing at all) before a limit stopped it.
-FROM_START = " (its warm start)"
-
-
-def solve_stats(
-    model: Model, solver: str, outcome: Outcome, seconds: tuple[float, float]
-) -> SolverStats:
-    """Statistics of ``model`` solved with ``outcome`` (the bound :func:`proven_bound`'s);
-    ``seconds`` are (build, solve)."""
-    return _stats(model, solver, outcome.status, outcome.objective, outcome, seconds)
-
-
-def start_stats(
-    model: Model,
-    start: BoolArray,
-    solver: str,
-    outcome: Outcome,
-    seconds: tuple[float, float],
-) -> SolverStats:
-    """Set ``model``'s binaries to ``start`` and return its statistics: for a solve that a
-    limit (``outcome``'s status) stopped before it had a solution of its own, so that its warm
-    start is the plan; the bound is :func:`proven_bound`'s."""
-    # as a solver's values are stored (the public setter rejects a value of an empty boolean
-    # variable: a graph without tensors)
-    model.x.save_value(start.astype(np.float64))
-    status = outcome.status + FROM_START
-    return _stats(model, solver, status, model.objective(start), outcome, seconds)
-
-
-def proven_bound(model: Model, outcome: Outcome) -> float:
-    """The best lower bound of ``model``'s optimum at hand after ``outcome``: the solver's
-    dual bound or the model's own kernel-time bound (:attr:`Model.lower_bound_s`),
-    whichever is higher."""
-    own = model.lower_bound_s
-    return own if math.isnan(outcome.bound) else max(outcome.bound, own)
-
-
-def _stats(
-    model: Model,
-    solver: str,
-    status: str,
-    objective: float,
-    outcome: Outcome,
-    seconds: tuple[float, float],
-) -> SolverStats:
-    bound = proven_bound(model, outcome)
-    finite = objective != 0 and math.isfinite(bound) and math.isfinite(objective)
-    gap = max(0.0, objective - bound) / abs(objective) if finite else math.nan
-    return SolverStats(
-        solver=solver,
-        status=status,
-        objective=objective,
-        bound=bound,
-        gap=gap,
-        build_s=seconds[0],
-        solve_s=seconds[1],
-        variables=model.variables,
-        constraints=model.constraints,
-        nodes=outcome.nodes,
-        # each point's bound proven as the final one is: the model's own bound holds throughout
-        trace=tuple((t, p, max(d, model.lower_bound_s)) for t, p, d in outcome.trace),
-        stopped_on=stop_of(outcome.status),
-    )
-
 
 BoolArray = npt.NDArray[np.bool_]
 
