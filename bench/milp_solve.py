@@ -13,12 +13,19 @@ GPUs every tensor fetched for its uses), timed once the previous workload's plan
 are released and collected, as in a process that plans one workload (the collector would
 otherwise scan them inside the timing: 0.1 to 0.2 s per full collection after large chains).
 
+The ``modern`` set plans today's transformer steps on GPUs with a host tier: LLaMA-7B at batch 1
+on ``h100-host-nvme`` and on ``gh200``, GPT-2 medium at batch 8 on ``h100-pcie5``, each at the
+device's own capacity (the host may run the optimizer where the platform has a host compute,
+:mod:`tmsim.planners.milp.formulation.host`), up to the formulation asked for (async by
+default; ``async-rc`` through ``TMSIM_BENCH_FORMULATIONS``).
+
 The ``scale`` set plans the synchronous formulation of ResNets of growing depth (bottleneck
 blocks per stage scaled from ResNet-200's 3, 24, 36, 3 up to about four times its kernels:
 ResNet-752, 8.2k kernels, the size of a graph four times the largest conventional one) at
 batch 64 on Optane at 4:1, so that solve time against kernel count can be read off.
 
-Environment variables: ``TMSIM_BENCH_SETS`` (default ``conventional,gpu,scale``),
+Environment variables: ``TMSIM_BENCH_SETS`` (default ``conventional,gpu,scale``; ``modern``
+on request),
 ``TMSIM_BENCH_FORMULATIONS`` (default ``static,sync,async``; the chain stops at the last),
 ``TMSIM_BENCH_TIME_LIMIT_S`` (cap of one chain, default 120), ``TMSIM_BENCH_WINDOW``
 (async window, default AutoTM's 15), ``TMSIM_BENCH_WORKLOADS`` (graph names to keep, such as
@@ -54,6 +61,14 @@ SCALE_BLOCKS: tuple[tuple[int, ...], ...] = (
 )
 
 
+#: The modern set: (preset, zoo model, batch).
+MODERN: tuple[tuple[str, str, int], ...] = (
+    ("h100-host-nvme", "llama_7b", 1),
+    ("gh200", "llama_7b", 1),
+    ("h100-pcie5", "gpt2_medium", 8),
+)
+
+
 def _cases(sets: list[str]) -> list[tuple[str, Graph, str | None, str]]:
     """(preset, graph, ratio, last formulation) of every chain the chosen sets hold."""
     last = os.environ.get("TMSIM_BENCH_FORMULATIONS", "static,sync,async").split(",")[-1]
@@ -66,6 +81,10 @@ def _cases(sets: list[str]) -> list[tuple[str, Graph, str | None, str]]:
         out += [
             ("rtx2080ti-pcie3", training_graph_of(model, batch), None, last)
             for model, batch in GPU_WORKLOADS
+        ]
+    if "modern" in sets:
+        out += [
+            (preset, training_graph_of(model, batch), None, last) for preset, model, batch in MODERN
         ]
     if "scale" in sets:
         for blocks in SCALE_BLOCKS:

@@ -442,6 +442,7 @@ def test_every_planner_setting_reaches_the_points_that_read_it() -> None:
         "max_rounds": 2,
         "recompute_depth": 4,
         "energy_weight_s_per_j": 0.5,
+        "host_kernels": False,
         "verbose": True,
         "offload_min_bytes": 5,
         "offload_all": True,

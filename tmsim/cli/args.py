@@ -276,6 +276,13 @@ def add_plan_arguments(
         "this x the energy the plan decides (default 0: time alone; needs a platform with "
         "an [energy] table)",
     )
+    p.add_argument(
+        "--no-host-kernels",
+        dest="host_kernels",
+        action="store_false",
+        help="MILP: keep every kernel on the compute device (by default, on a platform with a "
+        "host compute, the MILP may run update kernels on the host, as ZeRO-Offload does)",
+    )
     add_profile_argument(p)
 
 
@@ -342,6 +349,7 @@ def settings_from_args(args: argparse.Namespace) -> PlanSettings:
             window=args.window,
             recompute_depth=args.recompute_depth,
             energy_weight_s_per_j=args.energy_weight,
+            host_kernels=args.host_kernels,
             profile=profile,
         )
     except TmsimError as exc:

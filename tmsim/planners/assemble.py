@@ -145,8 +145,11 @@ def assemble_plan(
     )
 
 
-def check_operands_fit(graph: Graph, platform: Platform, limit: int, planner: str) -> None:
-    """Raise if some kernel's distinct operands together exceed ``limit`` bytes.
+def check_operands_fit(
+    graph: Graph, platform: Platform, limit: int, planner: str, exempt: Sequence[int] = ()
+) -> None:
+    """Raise if some kernel's distinct operands together exceed ``limit`` bytes (kernels
+    ``exempt``, which may run elsewhere, aside).
 
     When kernels can reach only the fast tier (a GPU) no plan exists then, and this raises
     :class:`InfeasibleError`; otherwise only plans that keep every operand in the fast tier are
@@ -156,6 +159,7 @@ def check_operands_fit(graph: Graph, platform: Platform, limit: int, planner: st
     ptr, tensor = graph.operand_csr
     kernel = np.repeat(np.arange(len(graph.kernels)), np.diff(ptr))
     need = np.bincount(kernel, weights=graph.sizes_bytes[tensor], minlength=len(graph.kernels))
+    need[np.asarray(exempt, dtype=np.int64)] = 0
     k = int(np.argmax(need))
     if need[k] <= limit:
         return

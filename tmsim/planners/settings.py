@@ -104,6 +104,10 @@ class PlanSettings:
       decides is worth (>= 0; :mod:`tmsim.planners.milp.formulation.energy`): the objective
       becomes step time + this x energy; 0 (the default) plans for time alone. Needs a
       platform with an energy model;
+    - ``host_kernels``: on a platform with a host compute, let the MILP run the kernels of
+      the update phase on the host where that is faster
+      (:mod:`tmsim.planners.milp.formulation.host`; not in ``static`` nor ``remat``, nor with
+      an energy weight);
     - ``verbose``: the solver's log on stdout.
 
     ``vdnn``:
@@ -130,6 +134,7 @@ class PlanSettings:
     max_rounds: int = 10
     recompute_depth: int = DEFAULT_RECOMPUTE_DEPTH
     energy_weight_s_per_j: float = 0.0
+    host_kernels: bool = True
     verbose: bool = False
     offload_min_bytes: int = 1 << 20
     offload_all: bool = False

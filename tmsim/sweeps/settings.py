@@ -44,6 +44,7 @@ MILP_KEYS = (
     "max_rounds",
     "recompute_depth",
     "energy_weight_s_per_j",
+    "host_kernels",
     "verbose",
 )
 VDNN_KEYS = ("offload_min_bytes", "offload_all", "prefetch_ahead")

@@ -68,6 +68,7 @@ def lowered_start(
         relax=False,
         depth=opts.recompute_depth,
         energy_weight_s_per_j=opts.energy_weight_s_per_j,
+        host_kernels=opts.host_kernels,
     )
     try:
         # from its LP's basis: the same model under other limits

@@ -126,6 +126,7 @@ def plan_milp_at_depth(
             beside=solved.model.beside,
             depth=opts.recompute_depth,
             energy_weight_s_per_j=opts.energy_weight_s_per_j,
+            host_kernels=opts.host_kernels,
         )
         lp = math.nan
         try:

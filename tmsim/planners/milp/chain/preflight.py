@@ -23,7 +23,7 @@ from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.milp.formulation.states import MAX_TIERS
 from tmsim.planners.settings import PlanSettings
 from tmsim.strategies import kernels_reach_slow
-from tmsim.workload.graph import PERSISTENT_ROLES, Graph
+from tmsim.workload.graph import PERSISTENT_ROLES, Graph, Phase
 
 
 def formulation_of(value: Formulation | str) -> Formulation:
@@ -51,7 +51,13 @@ def setup(
     limit = fast_limit_bytes(graph, platform, opts.capacity)
     gpu = not kernels_reach_slow(platform)
     if gpu:
-        check_operands_fit(graph, platform, limit, f"milp-{formulation.value}")
+        # a kernel the host may run need not fit on the device
+        hosted = opts.host_kernels and platform.host_compute is not None
+        hosted = hosted and formulation.moves is not Formulation.STATIC
+        exempt = [
+            k for k, kern in enumerate(graph.kernels) if hosted and kern.phase is Phase.UPDATE
+        ]
+        check_operands_fit(graph, platform, limit, f"milp-{formulation.value}", exempt)
     deadline = None if opts.time_limit_s is None else time.perf_counter() + opts.time_limit_s
     return limit, gpu, deadline
 

@@ -96,6 +96,7 @@ def raised_bound(
         beside=first.beside,
         depth=opts.recompute_depth,
         energy_weight_s_per_j=opts.energy_weight_s_per_j,
+        host_kernels=opts.host_kernels,
     )
     built = time.perf_counter()
     nodes = min(RAISE_NODE_LIMIT, opts.node_limit or RAISE_NODE_LIMIT)

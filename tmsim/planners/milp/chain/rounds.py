@@ -158,6 +158,7 @@ def _solve_formulation(
             beside=beside,
             depth=opts.recompute_depth,
             energy_weight_s_per_j=opts.energy_weight_s_per_j,
+            host_kernels=opts.host_kernels,
         )
         build_total += time.perf_counter() - started
         if start_from is not None:

@@ -105,7 +105,7 @@ def solve(
     if start is not None:
         x0 = start.astype(np.float64)
         u0, c0 = model.complete(x0)
-        values = {model.x: x0, model.u: u0, model.c: c0}
+        values = {model.x: x0, model.u: u0, model.c: c0, **model.host_values(x0)}
         if model.z is not None and model.measured is not None:
             values[model.z] = model.measured.values(x0)
     problem = model.problem

@@ -87,6 +87,18 @@ def lift(small: Model, x_small: BoolArray, large: Model) -> BoolArray | None:
     if np.any(cols < 0):
         return None
     out[cols] = True
+    # the host runs in the larger problem what it ran in the smaller (a kernel it may not run
+    # there: no lift)
+    on_host = vs.host_kernel[x_small[vs.host_first : vs.count]]
+    where = np.searchsorted(vl.host_kernel, on_host)
+    found = (
+        vl.host_kernel[np.minimum(where, max(vl.host_kernel.size - 1, 0))]
+        if on_host.size
+        else on_host
+    )
+    if on_host.size and (np.any(where >= vl.host_kernel.size) or np.any(found != on_host)):
+        return None
+    out[vl.host_first + where] = True
     return out
 
 
@@ -262,7 +274,7 @@ def _init_states(v: Variables, x: BoolArray) -> npt.NDArray[np.int64]:
     n_t = v.init_index.shape[0]
     out = np.full(n_t, -1, dtype=np.int64)
     n_e = v.edge_gadget.size
-    on = x[n_e:]
+    on = x[n_e : v.host_first]
     out[v.init_tensor[on]] = v.init_state[on]
     return out
 

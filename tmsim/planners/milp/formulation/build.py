@@ -31,6 +31,7 @@ that cannot run beside ``k`` is not offered there (its binary is fixed at 0).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import cvxpy as cp
@@ -43,6 +44,14 @@ from tmsim.planners.milp.formulation.conflicts import conflict_rows
 from tmsim.planners.milp.formulation.copies import Copies, move_costs
 from tmsim.planners.milp.formulation.energy import access_energy, copy_energy
 from tmsim.planners.milp.formulation.gadgets import Formulation, Gadgets, build_gadgets
+from tmsim.planners.milp.formulation.host import (
+    HostTerms,
+    find_candidates,
+    host_access,
+    host_reach,
+    link_rows,
+    refresh_matrix,
+)
 from tmsim.planners.milp.formulation.kernel_rows import (
     beside_costs,
     copy_rows,
@@ -51,6 +60,8 @@ from tmsim.planners.milp.formulation.kernel_rows import (
 )
 from tmsim.planners.milp.formulation.measured import MeasuredTerms, measured_terms
 from tmsim.planners.milp.formulation.network import (
+    HostUse,
+    Segments,
     Variables,
     build_flow,
     build_segments,
@@ -114,6 +125,8 @@ class Model:
     forbidden: np.ndarray | None = None
     z: cp.Variable | None = None
     measured: MeasuredTerms | None = None
+    #: the kernels the host may run and the step time they make (None: the host runs none)
+    host: HostTerms | None = None
 
     @property
     def n_kernels(self) -> int:
@@ -151,7 +164,20 @@ class Model:
         """The objective at binaries ``x``, with ``u`` and ``c`` at their optimum."""
         xf = np.asarray(x, dtype=np.float64)
         energy = self.energy_s @ xf + self.energy_const_s
-        return float(self.complete(xf)[1].sum() + self.sync_s @ xf + energy)
+        c = self.complete(xf)[1]
+        if self.host is not None:
+            return float(self.host.values(c, xf).t + energy)
+        return float(c.sum() + self.sync_s @ xf + energy)
+
+    def host_values(self, x: np.ndarray) -> dict[cp.Variable, np.ndarray]:
+        """The values of the step-time variables of the host terms at binaries ``x`` (none
+        without host terms), for a warm start."""
+        if self.host is None:
+            return {}
+        xf = np.asarray(x, dtype=np.float64)
+        v = self.host.values(self.complete(xf)[1], xf)
+        h = self.host
+        return {h.p: v.p, h.f: v.f, h.r: v.r, h.t: np.asarray(v.t)}
 
 
 def catalogue_of(cost: CostModel, recompute: bool = False) -> Catalogue:
@@ -189,6 +215,7 @@ def build_model(
     depth: int = DEFAULT_DEPTH,
     energy_weight_s_per_j: float = 0.0,
     roofline_cut: bool = True,
+    host_kernels: bool = False,
 ) -> Model:
     """The MILP (or, with ``relax``, its LP relaxation) and what reading it back needs.
 
@@ -203,7 +230,9 @@ def build_model(
     (:mod:`~tmsim.planners.milp.formulation.energy`) to the objective; raises :class:`TmsimError` if
     the platform has no energy model. ``roofline_cut``: add the roofline's cut
     (:func:`~tmsim.planners.milp.formulation.kernel_rows.memory_cut_rows`; the optimum is the same
-    without it, the LP relaxation lower)."""
+    without it, the LP relaxation lower). ``host_kernels``: on a platform with a host compute,
+    let the host run the kernels it may (:mod:`~tmsim.planners.milp.formulation.host`; not in
+    a static formulation nor with an energy weight, and in the general form)."""
     graph = cost.graph
     n_k = len(graph.kernels)
     cat = catalogue_of(cost, formulation.recomputes)
@@ -211,9 +240,19 @@ def build_model(
     floor_s, ceiling_s = cost.kernel_time_range_s()
     rec = recomputable(cost, depth) if formulation.recomputes else None
     gad = prune_windows(cost, build_gadgets(cost, formulation, window, rec), tiers, ceiling_s)
+    cand = None
+    if host_kernels and formulation.moves is not Formulation.STATIC and energy_weight_s_per_j <= 0:
+        cand = find_candidates(cost, window if formulation.asynchronous else 0)
+    reach = host_reach(cost)
+    use = None
+    if cand is not None:
+        mask = np.zeros(n_k, dtype=bool)
+        mask[cand.kernel] = True
+        use = HostUse(mask, host_access(cat.states, reach), cand.kernel)
+        compact = False  # the release rows read states from segments alone
     applies = is_compact(len(cost.platform.tiers), formulation, gad)
     gaps = gaps_of(gad, compact and applies)
-    var = build_variables(cost, cat, gad, formulation, gaps, rec)
+    var = build_variables(cost, cat, gad, formulation, gaps, rec, use)
     flow = build_flow(cost, cat, gad, var, gaps)
     if rec is not None:
         rows_rc = recompute_rows(
@@ -224,7 +263,8 @@ def build_model(
             a_ub=sp.csr_matrix(sp.vstack([flow.a_ub, rows_rc])),
             b_ub=np.concatenate((flow.b_ub, np.zeros(rows_rc.shape[0]))),
         )
-    seg = build_segments(cost, cat, gad, var, tiers, gaps)
+    extra = tuple(int(i) for i in np.flatnonzero(reach) if use is not None and i not in tiers)
+    seg = build_segments(cost, cat, gad, var, tiers + extra, gaps)
     copies = move_costs(cost, cat, gad, var.edge_gadget, var.edge_type, var.count)
     n = var.count
     slow, forbidden = None, None
@@ -274,6 +314,29 @@ def build_model(
             a_ub=sp.csr_matrix(sp.vstack([flow.a_ub, cliques])),
             b_ub=np.concatenate((flow.b_ub, np.ones(cliques.shape[0]))),
         )
+    host_terms = None
+    if cand is not None and use is not None:
+        member = sum(seg.member[int(i)] for i in np.flatnonzero(reach))
+        links, link_b = link_rows(
+            cost, cat, gad, var, cand, use.access, sp.csr_matrix(member), _covering(seg, n_k)
+        )
+        flow = replace(
+            flow,
+            a_ub=sp.csr_matrix(sp.vstack([flow.a_ub, links])),
+            b_ub=np.concatenate((flow.b_ub, link_b)),
+        )
+        refresh, stuck = refresh_matrix(cost, cat, gad, var, cand, reach)
+        forbidden = stuck if forbidden is None else forbidden | stuck
+        host_terms = HostTerms(
+            cand,
+            var.host_first + np.arange(cand.count),
+            sp.csr_matrix((n_k, n)),  # set below, once the synchronous seconds are known
+            refresh,
+            cp.Variable(n_k),
+            cp.Variable(cand.count),
+            cp.Variable(cand.count + 1),
+            cp.Variable(),
+        )
     if flow.a_ub.shape[0]:
         constraints.append(flow.a_ub @ x <= flow.b_ub)
     rows, floor_s = time_rows(cost, seg.access, op_seg, floor_s)
@@ -289,6 +352,10 @@ def build_model(
         sync_cost[: is_rc.size] += recompute_seconds(cost, gad, var.edge_gadget, is_rc)
     if roofline_cut:  # after the time rows: measured terms shift those alone
         rows += memory_cut_rows(cost, seg.access, op_seg, floor_s)
+    if host_terms is not None:  # a host kernel costs the device stream none of its own time
+        rows, floor_s = host_free(rows, floor_s, host_terms, n, measured)
+        host_terms = replace(host_terms, sync_at=_sync_at(sync_cost, copies.kernel, n_k))
+        constraints += host_terms.constraints(c, x)
     if copies.asynchronous.any():
         rows += copy_rows(copies, floor_s, n)
     for i, (const, matrix) in enumerate(rows):
@@ -300,7 +367,7 @@ def build_model(
         constraints.append(x[np.flatnonzero(forbidden)] == 0)
     if relax:
         constraints += [x >= 0, x <= 1]
-    step_s = cp.sum(c) + sync_cost @ x
+    step_s = cp.sum(c) + sync_cost @ x if host_terms is None else host_terms.t
     if energy_weight_s_per_j > 0:  # time alone otherwise, the problem exactly as before
         step_s = step_s + energy_s @ x + energy_const_s
     objective = cp.Minimize(step_s)
@@ -308,6 +375,9 @@ def build_model(
     n_rows = flow.a_eq.shape[0] + flow.a_ub.shape[0] + 3 * n_k * len(tiers) + n_k * len(rows)
     n_z = measured.count if measured is not None else 0
     n_rows += measured.pairs + 3 * n_z if measured is not None else 0
+    m_host = 0 if host_terms is None else host_terms.candidates.count
+    n_host = 0 if host_terms is None else n_k + 2 * m_host + 2
+    n_rows += 0 if host_terms is None else n_k + 2 + 6 * m_host
     return Model(
         problem=problem,
         x=x,
@@ -321,7 +391,7 @@ def build_model(
         delta=sp.csr_matrix(delta),
         rows=tuple(rows),
         copies=copies,
-        variables=n + n_k * (1 + len(tiers)) + n_z,
+        variables=n + n_k * (1 + len(tiers)) + n_z + n_host,
         constraints=n_rows,
         sync_s=sync_cost,
         energy_s=energy_s,
@@ -338,7 +408,56 @@ def build_model(
         forbidden=forbidden,
         z=z,
         measured=measured,
+        host=host_terms,
     )
+
+
+def host_free(
+    rows: list[tuple[np.ndarray, sp.csr_matrix | None]],
+    floor_s: np.ndarray,
+    host: HostTerms,
+    n: int,
+    measured: MeasuredTerms | None = None,
+) -> tuple[list[tuple[np.ndarray, sp.csr_matrix | None]], np.ndarray]:
+    """``rows`` (each bounding the kernels' own time) less ``M h_k`` at each candidate ``k``,
+    with ``M`` the most the row can reach there (its constant and every positive coefficient
+    of its binaries and, for the rows the measured terms shift, of ``z``: the least ``M``
+    that keeps the row valid, so the LP relaxation gains no more than it must), and
+    ``floor_s`` with the candidates' least time 0 (the host may take them off the device)."""
+    k = host.candidates.kernel
+    out = []
+    for i, (const, m) in enumerate(rows):
+        most = np.asarray(const, dtype=np.float64)[k].copy()
+        if m is not None:
+            most += np.asarray(sp.csr_matrix(m)[k].maximum(0).sum(axis=1)).ravel()
+        if measured is not None and i < len(measured.shifts):
+            most += np.asarray(measured.shifts[i][k].maximum(0).sum(axis=1)).ravel()
+        most = np.maximum(most, 0.0)
+        drop = sp.csr_matrix((-most, (k, host.columns)), shape=(floor_s.size, n))
+        out.append((const, drop if m is None else sp.csr_matrix(m + drop)))
+    floor = floor_s.copy()
+    floor[k] = 0.0
+    return out, floor
+
+
+def _sync_at(sync_s: np.ndarray, kernel: np.ndarray, n_k: int) -> sp.csr_matrix:
+    """[n_k, n]: each variable's synchronous seconds at the kernel it runs before (after the
+    last kernel: at the last)."""
+    cols = np.flatnonzero(sync_s)
+    at = np.minimum(kernel[cols], n_k - 1)
+    return sp.csr_matrix((sync_s[cols], (at, cols)), shape=(n_k, sync_s.size))
+
+
+def _covering(seg: Segments, n_k: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The segment of each tensor covering each kernel, -1 where none does."""
+
+    def find(tensors: np.ndarray, kernels: np.ndarray) -> np.ndarray:
+        idx = seg.covering(tensors, kernels, n_k)
+        safe = np.clip(idx, 0, max(seg.tensor.size - 1, 0))
+        ok = (idx >= 0) & (seg.tensor[safe] == tensors) & (seg.end[safe] >= kernels)
+        return np.where(ok, idx, -1)
+
+    return find
 
 
 def _steps(tensor: np.ndarray, start: np.ndarray, end: np.ndarray, n_k: int) -> sp.csr_matrix:

@@ -14,7 +14,7 @@ problem.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -36,9 +36,11 @@ BoolArray = npt.NDArray[np.bool_]
 
 @dataclass(frozen=True)
 class Variables:
-    """Binary variables: gadget edges (``edge_gadget``, ``edge_type``) then initial states
-    (``init_tensor``, ``init_state``, states as in the catalogue). ``edge_index[g, e]`` is
-    the variable of edge ``e`` at gadget ``g`` or -1; ``init_index[t, s]`` likewise."""
+    """Binary variables: gadget edges (``edge_gadget``, ``edge_type``), then initial states
+    (``init_tensor``, ``init_state``, states as in the catalogue), then one per kernel the
+    host may run (``host_kernel``, ascending; none without a host,
+    :mod:`~tmsim.planners.milp.formulation.host`). ``edge_index[g, e]`` is the variable of
+    edge ``e`` at gadget ``g`` or -1; ``init_index[t, s]`` likewise."""
 
     edge_gadget: IntArray
     edge_type: IntArray
@@ -46,10 +48,28 @@ class Variables:
     init_tensor: IntArray
     init_state: IntArray
     init_index: IntArray
+    host_kernel: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def count(self) -> int:
+        return int(self.edge_gadget.size + self.init_tensor.size + self.host_kernel.size)
+
+    @property
+    def host_first(self) -> int:
+        """The first host variable (the number of edge and initial-state variables)."""
         return int(self.edge_gadget.size + self.init_tensor.size)
+
+
+@dataclass(frozen=True)
+class HostUse:
+    """Where the host may run kernels, for the edges it allows: ``kernel`` [n_kernels]
+    (True at a candidate, :func:`~tmsim.planners.milp.formulation.host.find_candidates`),
+    ``access`` [n_states] (each state's fastest tier the host reaches, -1 for none) and the
+    candidates in order (``kernels``)."""
+
+    kernel: BoolArray
+    access: IntArray
+    kernels: IntArray
 
 
 def _allowed_edges(
@@ -59,11 +79,14 @@ def _allowed_edges(
     formulation: Formulation,
     gaps: Gaps,
     rec: Recomputable | None,
+    host: HostUse | None = None,
 ) -> BoolArray:
     """[n_gadgets, n_edges]: which edge types exist at which gadget (at an events-only
     gadget of the compact form, its copies; none after the last use of a tensor that does
     not outlive the step, where nothing follows; recomputation's edges as
-    :func:`~tmsim.planners.milp.formulation.recompute.restrict_edges` allows them)."""
+    :func:`~tmsim.planners.milp.formulation.recompute.restrict_edges` allows them; at a
+    kernel the host may run, ``host``, also the during states the host reaches and, at an
+    in-place update, during states of several tiers one of which the host reaches)."""
     kind = cat.edge_kind
     single = np.array([len(cat.states[s]) == 1 for s in range(cat.n_states)])
     prefetch = is_prefetch(kind)
@@ -84,8 +107,16 @@ def _allowed_edges(
     invalidating = np.isin(kind, (Kind.INVAL, Kind.FETCH_INVAL))
     allowed[np.ix_(~g.updates, invalidating)] = False
     several = (kind == Kind.STAY) & ~single[cat.edge_src]
-    allowed[np.ix_(g.updates, several | (kind == Kind.FETCH))] = False
-    allowed[np.ix_(g.uses, cat.access[during] < 0)] = False  # a use needs a kernel tier
+    at_host = host.kernel[g.kernel] if host is not None else np.zeros(g.tensor.size, bool)
+    reached = host.access[during] >= 0 if host is not None else np.zeros(kind.size, bool)
+    allowed[np.ix_(g.updates & ~at_host, several | (kind == Kind.FETCH))] = False
+    allowed[np.ix_(g.updates & at_host, (several & ~reached) | (kind == Kind.FETCH))] = False
+    # after the host updates its copy the others are stale until refreshed: none is copied
+    copying = np.isin(kind, (Kind.WRITE, Kind.WRITE_DROP)) & ~single[cat.edge_src]
+    allowed[np.ix_(g.updates & at_host, copying)] = False
+    # a use needs a kernel tier (or, where the host may run the kernel, a tier it reaches)
+    allowed[np.ix_(g.uses & ~at_host, cat.access[during] < 0)] = False
+    allowed[np.ix_(g.uses & at_host, (cat.access[during] < 0) & ~reached)] = False
     writes = np.flatnonzero(np.isin(kind, (Kind.WRITE, Kind.WRITE_DROP)))
     stuck = [
         int(e)
@@ -108,12 +139,14 @@ def build_variables(
     formulation: Formulation,
     gaps: Gaps,
     rec: Recomputable | None = None,
+    host: HostUse | None = None,
 ) -> Variables:
     """Decide which edges and initial states exist and number them (``rec``: where tensors
-    may be recomputed, None for a formulation without recomputation)."""
+    may be recomputed, None for a formulation without recomputation; ``host``: where the
+    host may run kernels, None for nowhere)."""
     graph = cost.graph
     n_g = g.tensor.size
-    allowed = _allowed_edges(cost, cat, g, formulation, gaps, rec)
+    allowed = _allowed_edges(cost, cat, g, formulation, gaps, rec, host)
     gi, ei = np.nonzero(allowed)
     edge_index = np.full((n_g, cat.n_edges), -1, dtype=np.int64)
     edge_index[gi, ei] = np.arange(gi.size)
@@ -144,7 +177,8 @@ def build_variables(
     ti, si = np.nonzero(states)
     init_index = np.full((len(graph.tensors), cat.n_states), -1, dtype=np.int64)
     init_index[pre[ti], si] = gi.size + np.arange(ti.size)
-    return Variables(gi, ei, edge_index, pre[ti], si, init_index)
+    hosted = host.kernels if host is not None else np.zeros(0, dtype=np.int64)
+    return Variables(gi, ei, edge_index, pre[ti], si, init_index, hosted)
 
 
 def _sum_rows(
