@@ -21,7 +21,8 @@ from tmsim import Capacity, PlanSettings
 from tmsim.cli.args import add_plan_arguments, settings_from_args
 from tmsim.errors import InfeasibleError
 from tmsim.levels import InterferenceLevel
-from tmsim.planners.milp.formulation.host import find_candidates, refresh_position
+from tmsim.planners.milp.formulation.host import find_candidates
+from tmsim.planners.milp.formulation.host_time import refresh_position
 from tmsim.plans.validate import validate
 from tmsim.plans.values import Plan
 from tmsim.profiles import cost_model

@@ -45,13 +45,14 @@ from tmsim.planners.milp.formulation.copies import Copies, move_costs
 from tmsim.planners.milp.formulation.energy import access_energy, copy_energy
 from tmsim.planners.milp.formulation.gadgets import Formulation, Gadgets, build_gadgets
 from tmsim.planners.milp.formulation.host import (
-    HostTerms,
     find_candidates,
     host_access,
+    host_free,
     host_reach,
     link_rows,
     refresh_matrix,
 )
+from tmsim.planners.milp.formulation.host_time import HostTerms, sync_at_kernels
 from tmsim.planners.milp.formulation.kernel_rows import (
     beside_costs,
     copy_rows,
@@ -353,8 +354,10 @@ def build_model(
     if roofline_cut:  # after the time rows: measured terms shift those alone
         rows += memory_cut_rows(cost, seg.access, op_seg, floor_s)
     if host_terms is not None:  # a host kernel costs the device stream none of its own time
-        rows, floor_s = host_free(rows, floor_s, host_terms, n, measured)
-        host_terms = replace(host_terms, sync_at=_sync_at(sync_cost, copies.kernel, n_k))
+        rows, floor_s = host_free(
+            rows, floor_s, host_terms.candidates, host_terms.columns, n, measured
+        )
+        host_terms = replace(host_terms, sync_at=sync_at_kernels(sync_cost, copies.kernel, n_k))
         constraints += host_terms.constraints(c, x)
     if copies.asynchronous.any():
         rows += copy_rows(copies, floor_s, n)
@@ -410,42 +413,6 @@ def build_model(
         measured=measured,
         host=host_terms,
     )
-
-
-def host_free(
-    rows: list[tuple[np.ndarray, sp.csr_matrix | None]],
-    floor_s: np.ndarray,
-    host: HostTerms,
-    n: int,
-    measured: MeasuredTerms | None = None,
-) -> tuple[list[tuple[np.ndarray, sp.csr_matrix | None]], np.ndarray]:
-    """``rows`` (each bounding the kernels' own time) less ``M h_k`` at each candidate ``k``,
-    with ``M`` the most the row can reach there (its constant and every positive coefficient
-    of its binaries and, for the rows the measured terms shift, of ``z``: the least ``M``
-    that keeps the row valid, so the LP relaxation gains no more than it must), and
-    ``floor_s`` with the candidates' least time 0 (the host may take them off the device)."""
-    k = host.candidates.kernel
-    out = []
-    for i, (const, m) in enumerate(rows):
-        most = np.asarray(const, dtype=np.float64)[k].copy()
-        if m is not None:
-            most += np.asarray(sp.csr_matrix(m)[k].maximum(0).sum(axis=1)).ravel()
-        if measured is not None and i < len(measured.shifts):
-            most += np.asarray(measured.shifts[i][k].maximum(0).sum(axis=1)).ravel()
-        most = np.maximum(most, 0.0)
-        drop = sp.csr_matrix((-most, (k, host.columns)), shape=(floor_s.size, n))
-        out.append((const, drop if m is None else sp.csr_matrix(m + drop)))
-    floor = floor_s.copy()
-    floor[k] = 0.0
-    return out, floor
-
-
-def _sync_at(sync_s: np.ndarray, kernel: np.ndarray, n_k: int) -> sp.csr_matrix:
-    """[n_k, n]: each variable's synchronous seconds at the kernel it runs before (after the
-    last kernel: at the last)."""
-    cols = np.flatnonzero(sync_s)
-    at = np.minimum(kernel[cols], n_k - 1)
-    return sp.csr_matrix((sync_s[cols], (at, cols)), shape=(n_k, sync_s.size))
 
 
 def _covering(seg: Segments, n_k: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:

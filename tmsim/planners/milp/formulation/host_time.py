@@ -1,0 +1,175 @@
+"""The step time of a placement MILP whose host may run kernels: the device stream, the host
+stream and the copies back, as rows over the kernels' costs and the binaries (the rules:
+:mod:`~tmsim.planners.milp.formulation.host`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cvxpy as cp
+import numpy as np
+import numpy.typing as npt
+import scipy.sparse as sp
+
+from tmsim.planners.milp.formulation.host import HostCandidates
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class HostValues:
+    """The values of :class:`HostTerms`' variables at some binaries."""
+
+    p: FloatArray
+    f: FloatArray
+    r: FloatArray
+    t: float
+
+
+@dataclass(frozen=True)
+class HostTerms:
+    """The host decisions of a model and the step time they make (see the module
+    documentation).
+
+    ``columns`` [n_candidates]: each candidate's binary in ``x``; ``sync_at`` [n_kernels, n]:
+    the synchronous seconds of each variable at the kernel it runs before (or, after the last
+    kernel, at the last); ``refresh`` [n_candidates, n]: the refresh seconds of each
+    candidate's edges; ``p``, ``f``, ``r`` and ``t`` (cvxpy variables): the device stream's
+    time at the end of each kernel, the host stream's at the end of each candidate in host
+    order (:meth:`order`; a candidate the device runs adds nothing), the refresh seconds of
+    the candidates before each (plan order; ``r[-1]`` all of them) and the step's time."""
+
+    candidates: HostCandidates
+    columns: IntArray
+    sync_at: sp.csr_matrix
+    refresh: sp.csr_matrix
+    p: cp.Variable
+    f: cp.Variable
+    r: cp.Variable
+    t: cp.Variable
+
+    def order(self) -> IntArray:
+        """The candidates (indices) in the order the host runs them: by release, then plan
+        order."""
+        cand = self.candidates
+        return np.asarray(np.lexsort((cand.kernel, cand.release)), dtype=np.int64)
+
+    def _picks(self) -> tuple[sp.csr_matrix, sp.csr_matrix, sp.csr_matrix]:
+        """[n_candidates, n_kernels], in host order: the kernel each candidate is released
+        at (a row of zeros for none) and the candidate's own kernel; [n_candidates, n]: its
+        host seconds at its binary."""
+        cand, n_k, n = self.candidates, self.sync_at.shape[0], self.sync_at.shape[1]
+        order = self.order()
+        m = cand.count
+        rel = cand.release[order]
+        ok = np.flatnonzero(rel >= 0)
+        release = sp.csr_matrix((np.ones(ok.size), (ok, rel[ok])), shape=(m, n_k))
+        own = sp.csr_matrix((np.ones(m), (np.arange(m), cand.kernel[order])), shape=(m, n_k))
+        work = sp.csr_matrix(
+            (cand.seconds[order], (np.arange(m), self.columns[order])), shape=(m, n)
+        )
+        return release, own, work
+
+    def constraints(self, c: cp.Variable, x: cp.Variable) -> list[cp.Constraint]:
+        """The rows defining ``p`` and ``r`` and bounding ``f`` and ``t``."""
+        n_k, m = self.sync_at.shape[0], self.candidates.count
+        step = sp.csr_matrix(sp.eye(n_k) - sp.eye(n_k, k=-1))
+        release, _, work = self._picks()
+        chain = sp.csr_matrix(sp.eye(m) - sp.eye(m, k=-1))
+        refresh = self.refresh[self.order()]
+        out: list[cp.Constraint] = [
+            step @ self.p == c + self.sync_at @ x,
+            self.t >= self.p[-1],
+            chain @ self.f >= work @ x,  # one host kernel at a time
+            self.f >= release @ (self.p - c) + work @ x,  # after its inputs arrive
+            self.t >= self.f + refresh @ x,  # then its refreshes
+        ]
+        if self.refresh.nnz:
+            at, big, device, counted = self._deferred()
+            out += [
+                self.r[0] == 0,
+                self.r[1:] - self.r[:-1] == self.refresh @ x,
+                # from a candidate's own kernel on, the refreshes of it and those after it
+                self.t >= at @ self.p + self.r[m] - self.r[:m],
+                # a candidate the device runs holds back the refreshes of those before it
+                self.t >= at @ self.p + self.r[:m] - big @ x,
+            ]
+            if device.size:  # as does every later kernel that is no candidate
+                pick = sp.csr_matrix(
+                    (np.ones(device.size), (np.arange(device.size), device)),
+                    shape=(device.size, n_k),
+                )
+                out.append(self.t >= pick @ self.p + self.r[counted])
+        return out
+
+    def _deferred(self) -> tuple[sp.csr_matrix, sp.csr_matrix, IntArray, IntArray]:
+        """What the refreshes wait for (a plan issues them after the last kernel the device
+        runs, :func:`refresh_position`): [n_candidates, n_kernels] each candidate's kernel
+        (plan order); [n_candidates, n] the most the refreshes of the candidates before it
+        take, at its binary (so that ``h = 1`` takes them off its row); the kernels after the
+        first candidate that are no candidates (``device``), and how many candidates come
+        before each (``counted``)."""
+        cand = self.candidates
+        m, n_k, n = cand.count, self.sync_at.shape[0], self.sync_at.shape[1]
+        at = sp.csr_matrix((np.ones(m), (np.arange(m), cand.kernel)), shape=(m, n_k))
+        most = np.concatenate(([0.0], np.cumsum(np.asarray(self.refresh.sum(axis=1)).ravel())))
+        big = sp.csr_matrix((most[:m], (np.arange(m), self.columns)), shape=(m, n))
+        device = np.setdiff1d(np.arange(int(cand.kernel[0]) + 1, n_k), cand.kernel)
+        counted = np.searchsorted(cand.kernel, device).astype(np.int64)
+        return at, big, device, counted
+
+    def values(self, c: FloatArray, x: FloatArray) -> HostValues:
+        """``p``, ``f``, ``r`` and ``t`` at kernel costs ``c`` and binaries ``x`` (their least
+        values)."""
+        p = np.cumsum(c + self.sync_at @ x)
+        release, _, work = self._picks()
+        start = release @ (p - c)
+        each = work @ x
+        f = np.zeros(self.candidates.count)
+        done = 0.0
+        for j in range(f.size):
+            done = max(done, float(start[j])) + float(each[j])
+            f[j] = done
+        t = max(float(p[-1]), float(np.max(f + self.refresh[self.order()] @ x, initial=0.0)))
+        r = np.concatenate(([0.0], np.cumsum(self.refresh @ x)))
+        if self.refresh.nnz:
+            at, big, device, counted = self._deferred()
+            m = self.candidates.count
+            t = max(
+                t, float(np.max(at @ p + r[m] - r[:m])), float(np.max(at @ p + r[:m] - big @ x))
+            )
+            if device.size:
+                t = max(t, float(np.max(p[device] + r[counted])))
+        return HostValues(p, f, r, t)
+
+    def on_host(self, x: npt.ArrayLike) -> IntArray:
+        """The candidates ``x`` runs on the host, in the order the host runs them."""
+        xv = np.asarray(x, dtype=np.float64)
+        order = self.order()
+        on = order[xv[self.columns[order]] > 0.5]
+        return np.asarray(self.candidates.kernel[on], dtype=np.int64)
+
+
+def refresh_position(kernel: int, hosted: npt.ArrayLike, n_k: int) -> int:
+    """Where a plan issues the refreshes of host kernel ``kernel`` when the host runs the
+    kernels ``hosted``: beside the kernel after it, or after the last kernel the device runs
+    if that comes later (a copy waiting for the host beside a device kernel would hold the
+    device stream, :mod:`tmsim.plans.streams`); ``n_k``: after the step's last kernel."""
+    on = np.zeros(n_k, dtype=bool)
+    on[np.asarray(hosted, dtype=np.int64)] = True
+    device = np.flatnonzero(~on)
+    last = int(device[-1]) if device.size else -1
+    return max(kernel + 1, last + 1)
+
+
+def sync_at_kernels(sync_s: np.ndarray, kernel: np.ndarray, n_k: int) -> sp.csr_matrix:
+    """[n_k, n]: each variable's synchronous seconds at the kernel it runs before (after the
+    last kernel: at the last)."""
+    cols = np.flatnonzero(sync_s)
+    at = np.minimum(kernel[cols], n_k - 1)
+    return sp.csr_matrix((sync_s[cols], (at, cols)), shape=(n_k, sync_s.size))
+
+
+__all__ = ["HostTerms", "HostValues", "refresh_position", "sync_at_kernels"]
