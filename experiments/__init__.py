@@ -20,6 +20,7 @@ FIGURES: tuple[str, ...] = (
     "conventional",  # slowdown against all-DRAM, four workloads, PMM:DRAM ratios
     "large",  # ~650 GB workloads: static and sync against 2LM
     "gpu",  # GPU: sync, async, all-fast oracle against unified memory
+    "interference_calibration",  # the interference model against measured co-runs and mixes
     "async_sync",  # asynchronous against synchronous, with and without contention
     "sensitivity",  # async/sync as each assumed interference parameter spans its range
     "price_performance",  # memory cost against slowdown (DRAM 2.1x the price of PMM per GB)

@@ -20,7 +20,27 @@ solvers.md`` A1). :class:`MemoryController` describes that controller as the rep
 - **arbitration.** ``"demand"``: what is left is shared in proportion to each flow's demand,
   its uncontended rate (the requests it keeps outstanding at its own latency), so every flow on
   a full resource slows by the same factor and a 24-thread kernel is not held to the rate of a
-  one-thread copy beside it; ``"max-min"``: equal rates, as the ``bandwidth`` level shares.
+  one-thread copy beside it; ``"max-min"``: equal rates, as the ``bandwidth`` level shares;
+  ``"queue"``: a full channel serves the requests queued at it in turn, so each flow gets
+  channel *time* in proportion to the requests it keeps queued there: its threads times the
+  ``read_queue``/``write_queue`` of its traffic (requests per thread, relative to a DRAM
+  reader's; a processor-sharing server's share, by Little's law).
+- **device switches.** The DRAM DIMM and the PMM of a channel speak different protocols on one
+  bus (DDR4 and DDR-T); switching between their transactions costs bus time, which is why the
+  controller has arbitration profiles that decide how often it switches. A byte on tier ``t``
+  holds the channel ``switch`` reference bytes longer per unit of the share of channel bytes
+  that are on other tiers (``switch * (1 - share_t)``): nothing when one device has the bus
+  alone, most when the traffic is evenly split. Summed over both sides this is ``2 * s * a * b
+  / (a + b)`` for two streams ``a`` and ``b``, the rate at which randomly interleaved streams
+  alternate.
+- **queueing delay.** A thread keeps a fixed number of requests in flight, so its rate falls
+  as their latency grows (Little's law). Each request waits behind the other flows' traffic:
+  a flow's rate limit is divided by ``1 + delay * u``, ``u`` the share of the channels the
+  other flows offer (their channel time at their own rate limits, at most 1) and ``delay``
+  the ``read_delay``/``write_delay`` of its traffic (the wait per unit of load, in units of
+  its idle latency). A PMM read waits longest: it is a DDR-T request whose data the PMM
+  returns when the controller grants it the bus, after the DRAM traffic queued there. The
+  factor is finite, so no reader is ever held at rate 0.
 
 With ``max-min`` arbitration, no priority and a channel no flow fills, the controller adds
 nothing to the ``bandwidth`` level (a property the tests check).
@@ -34,21 +54,46 @@ from hwmodels._checks import RATE, in_range, is_number, rate, shown
 from hwmodels.errors import HardwareModelError
 
 #: Sharing rules :attr:`MemoryController.arbitration` may name.
-ARBITRATIONS = ("demand", "max-min")
+ARBITRATIONS = ("demand", "max-min", "queue")
 
 #: Largest bus-time weight: a byte that holds the channel a thousand times as long as a DRAM
 #: read is beyond any device we model, and keeps every time finite (:mod:`hwmodels._checks`).
 MAX_WEIGHT = 1e3
 
 
+#: The optional fields of :class:`BusWeight` with their ranges and neutral defaults: with
+#: every one at its default the controller behaves as it did before they existed.
+MECHANISM_FIELDS: dict[str, tuple[float, float, float]] = {
+    "switch": (0.0, MAX_WEIGHT, 0.0),
+    "read_queue": (1 / MAX_WEIGHT, MAX_WEIGHT, 1.0),
+    "write_queue": (1 / MAX_WEIGHT, MAX_WEIGHT, 1.0),
+    "read_delay": (0.0, MAX_WEIGHT, 0.0),
+    "write_delay": (0.0, MAX_WEIGHT, 0.0),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class BusWeight:
-    """Channel time per byte read and written on ``tier``, in reference bytes (DRAM reads):
-    ``read`` and ``write`` in [1e-3, 1e3]."""
+    """What the traffic of ``tier`` does on the channels (see the module documentation):
+
+    - ``read``, ``write``: channel time per byte read and written, in reference bytes (DRAM
+      reads), in [1e-3, 1e3];
+    - ``switch``: extra channel time per byte per unit of the share of channel bytes on other
+      tiers, in [0, 1e3] (0: switching devices is free);
+    - ``read_queue``, ``write_queue``: requests a thread keeps queued at the channel, relative
+      to a DRAM reader's, in [1e-3, 1e3] (used by ``"queue"`` arbitration);
+    - ``read_delay``, ``write_delay``: how much a flow's rate falls per unit of channel load
+      offered by the other flows, in [0, 1e3] (0: it does not wait on them).
+    """
 
     tier: str
     read: float
     write: float
+    switch: float = 0.0
+    read_queue: float = 1.0
+    write_queue: float = 1.0
+    read_delay: float = 0.0
+    write_delay: float = 0.0
 
     def __post_init__(self) -> None:
         where = f"controller: weights.{self.tier}"
@@ -60,6 +105,12 @@ class BusWeight:
                 raise HardwareModelError(
                     f"{where}: {name} must be a number in [{1 / MAX_WEIGHT:g}, {MAX_WEIGHT:g}], "
                     f"got {shown(value)}"
+                )
+        for name, (low, high, _) in MECHANISM_FIELDS.items():
+            value = getattr(self, name)
+            if not (is_number(value) and in_range(value, low, high)):
+                raise HardwareModelError(
+                    f"{where}: {name} must be a number in [{low:g}, {high:g}], got {shown(value)}"
                 )
 
 
@@ -132,4 +183,4 @@ class MemoryController:
         return None
 
 
-__all__ = ["ARBITRATIONS", "MAX_WEIGHT", "BusWeight", "MemoryController"]
+__all__ = ["ARBITRATIONS", "MAX_WEIGHT", "MECHANISM_FIELDS", "BusWeight", "MemoryController"]

@@ -7,6 +7,7 @@ from typing import Any
 
 from hwmodels.cache import LINE_FIELDS
 from hwmodels.compute import Compute
+from hwmodels.controller import MECHANISM_FIELDS, BusWeight
 from hwmodels.energy import energy_to_dict
 from hwmodels.kernels import KernelModel
 from hwmodels.platform import Platform
@@ -111,7 +112,7 @@ def platform_to_dict(p: Platform) -> dict[str, Any]:
         ctl = p.controller
         out["controller"] = {
             "channel_bw_bytes_per_s": ctl.bw_bytes_per_s,
-            "weights": {w.tier: {"read": w.read, "write": w.write} for w in ctl.weights},
+            "weights": {w.tier: _weight_dict(w) for w in ctl.weights},
             "arbitration": ctl.arbitration,
             "write_priority": ctl.write_priority,
             "priority_tiers": list(ctl.priority_tiers),
@@ -176,6 +177,16 @@ def _kernels_dict(k: KernelModel) -> dict[str, Any]:
             for f in k.families
         },
     }
+
+
+def _weight_dict(w: BusWeight) -> dict[str, float]:
+    """A bus weight's fields, the optional ones only where they differ from their default."""
+    out = {"read": w.read, "write": w.write}
+    for key, (_, _, default) in MECHANISM_FIELDS.items():
+        value = getattr(w, key)
+        if value != default:
+            out[key] = value
+    return out
 
 
 __all__ = ["platform_to_dict"]

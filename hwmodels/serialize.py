@@ -15,7 +15,7 @@ from typing import Any
 
 from hwmodels.cache import DramCache
 from hwmodels.compute import ClassEfficiency, Compute, HostCompute, OpClass
-from hwmodels.controller import BusWeight, MemoryController
+from hwmodels.controller import MECHANISM_FIELDS, BusWeight, MemoryController
 from hwmodels.copythread import CopyThread, ThreadRates
 from hwmodels.dtypes import unknown_peak_dtype
 from hwmodels.energy import energy_from_table
@@ -273,14 +273,21 @@ def _unified_memory(u: Table) -> UnifiedMemory:
 
 def _controller(c: Table) -> MemoryController:
     """A ``[controller]`` table: ``channel_bw_<unit>``, ``weights`` (a table of tier name to
-    ``{ read = .., write = .. }``), optional ``arbitration``, ``write_priority``,
+    ``{ read = .., write = .. }`` with the optional keys of
+    :data:`hwmodels.controller.MECHANISM_FIELDS`), optional ``arbitration``, ``write_priority``,
     ``priority_tiers`` and ``source``."""
     w = c.table("weights")
     weights = []
     for name in list(w.data):
         entry = w.table(name)
+        extra = {
+            key: entry.number(key, strict=True) if entry.has(key) else default
+            for key, (_, _, default) in MECHANISM_FIELDS.items()
+        }
         weights.append(
-            BusWeight(name, entry.number("read", strict=True), entry.number("write", strict=True))
+            BusWeight(
+                name, entry.number("read", strict=True), entry.number("write", strict=True), **extra
+            )
         )
         entry.done()
     w.done()

@@ -75,10 +75,13 @@ def test_every_cpu_strategy_is_present_valid_and_ordered(cpu_rows: list[Row]) ->
         assert r.simulated_s >= fast * (1 - REL), r.strategy
         assert r.slowdown == pytest.approx(r.simulated_s / fast, rel=REL)
     # The MILP is never worse than first-touch under the cost model; simulated, its plans are
-    # synchronous or static, which contention cannot slow (no overlap).
+    # synchronous or static, which contention cannot slow (no overlap). Only the fitted
+    # controller's device-switch cost charges a kernel that mixes DRAM and PMM traffic alone
+    # (0.09% on sync here, measured; tests/test_sim_replay.py checks that nothing else does).
     for name in ("static", "sync"):
         assert rows[name].predicted_s <= rows["first-touch"].predicted_s * (1 + REL)
-        assert rows[name].simulated_s == pytest.approx(rows[name].predicted_s, rel=1e-6)
+        assert rows[name].predicted_s * (1 - 1e-9) <= rows[name].simulated_s
+        assert rows[name].simulated_s <= rows[name].predicted_s * 1.005
     assert rows["sync"].simulated_s <= rows["first-touch"].simulated_s
     assert rows["sync"].predicted_s <= rows["static"].predicted_s * (1 + REL)
     assert rows["async"].predicted_s <= rows["sync"].predicted_s * (1 + REL)

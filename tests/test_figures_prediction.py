@@ -46,11 +46,12 @@ def test_prediction_table(prediction_data: tuple[Path, pd.DataFrame, dict[str, A
     assert (frame["error"] == "").all() and frame["valid"].all()
     expected = (frame["simulated_s"] - frame["predicted_s"]) / frame["predicted_s"]
     np.testing.assert_allclose(frame["rel_error"], expected, rtol=1e-12)
-    # plans without overlapping copies are simulated as predicted, with contention (at the
-    # full model a kernel alone can be held by the channel its DRAM and PMM traffic share:
-    # under a millionth of a step here)
+    # plans without overlapping copies are simulated as predicted, with contention, but for
+    # the fitted controller's device-switch cost, which charges a kernel that mixes DRAM and
+    # PMM traffic channel time even alone (up to 0.18% of a step here, measured); nothing is
+    # simulated faster than predicted
     serial = frame[~frame["strategy"].isin(["async", "async-aware"])]
-    assert (serial["rel_error"].abs() < 1e-6).all()
+    assert (serial["rel_error"] > -1e-9).all() and (serial["rel_error"] < 0.005).all()
     # the aware plans are predicted with the interference they were planned with
     aware = frame[frame["strategy"] == "async-aware"]
     assert (aware["rel_error"].abs() <= 0.02).all()

@@ -24,13 +24,13 @@ TINY = sensitivity.Config(
     workers=1,
 )
 
-#: The parameters whose shipped value is one end of its range, and that end.
+#: The parameters whose shipped value is one end of its range, and that end (the fitted
+#: controller has no write priority; its PMM write weight, 2.329, is inside its range).
 SHIPPED_END = {
     "copy_thread.core_slowdown": "high",
     "copy_thread.straggler": "high",
     "copy_thread.core": "high",
-    "controller.write_priority": "high",
-    "controller.weights.PMM.write": "high",
+    "controller.write_priority": "low",
 }
 
 

@@ -198,7 +198,9 @@ def test_its_row_in_compare_beside_tensor_first_touch() -> None:
     assert not row.error and row.valid and row.status == "simulated"
     assert row.moved_bytes == 0 and math.isnan(row.hit_rate)
     assert 0 < row.fast_peak_bytes <= row.fast_limit_bytes == rows["first-touch"].fast_limit_bytes
-    assert row.simulated_s == pytest.approx(row.predicted_s, rel=1e-9)
+    # nothing overlaps; only the fitted controller's device-switch cost charges a kernel that
+    # mixes DRAM and PMM traffic alone (0.08% here, measured)
+    assert row.predicted_s * (1 - 1e-9) <= row.simulated_s <= row.predicted_s * 1.005
     assert 1 < row.slowdown < rows["all-slow"].slowdown
     # the page size is a setting of the comparison
     big = CompareSettings(

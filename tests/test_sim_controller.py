@@ -1,11 +1,13 @@
 """The memory controller's sharing rule (tmsim.sim.rates) and its use in the fluid model and
-the replay: hand-computed cases, properties against max-min, the preset's fields and the fit
-of its PMM read weight to the PerMA-Bench co-runs."""
+the replay: hand-computed cases, properties against max-min, the preset's fields and the
+earlier fit of one PMM read weight to the PerMA-Bench co-runs (the preset now holds the
+mechanisms of tmsim.calibration.channel_fit: tests/test_interference_calibration.py)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 import simpy
@@ -13,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hwmodels import platform_from_dict, platform_to_dict
-from hwmodels.controller import BusWeight
+from hwmodels.controller import BusWeight, MemoryController
 from hwmodels.errors import HardwareModelError
 from hwmodels.presets import load_preset, platform_from_toml, platform_to_toml
 from tmsim.calibration import controller_fit
@@ -30,6 +32,19 @@ from tmsim.workload.zoo import training_graph_of
 GB = 1e9
 CPU = load_preset("cascadelake-optane")
 REL = 1e-9
+#: The preset's controller before the channel mechanisms were fitted (its TOML keeps it in a
+#: comment): demand arbitration, strict PMM-write priority, no mechanism terms. The hand
+#: computations of the demand rule and the write drain below use it.
+BEFORE = replace(
+    CPU,
+    controller=MemoryController(
+        104.6 * GB,
+        (BusWeight("DRAM", 1.0, 1.362), BusWeight("PMM", 2.24, 7.7)),
+        arbitration="demand",
+        write_priority=1.0,
+        priority_tiers=("PMM",),
+    ),
+)
 
 
 # ---------------------------------------------------------------- the sharing rule by hand
@@ -144,7 +159,7 @@ def test_a_kernel_beside_a_copy_thread_shares_the_channels_by_demand() -> None:
     # 100 GB and moves the rest alone at 100 GB/s.
     kernel, copy = _dram_read(200 * GB, 100 * GB), _copy(2 * GB, 1, 2 * GB)
     level = 104.6 / 107.204
-    k, c = _run([kernel, copy], ChannelUse.of(CPU))
+    k, c = _run([kernel, copy], ChannelUse.of(BEFORE))
     assert c.end_s == pytest.approx(1 / level, rel=REL)
     assert k.end_s == pytest.approx(1 / level + 1.0, rel=REL)
     k0, c0 = _run([kernel, copy], None)  # bandwidth level: both at their caps
@@ -157,7 +172,7 @@ def test_a_pmm_write_stream_drains_before_a_dram_read_stream() -> None:
     # at 1 s, then its remaining 72.4 GB at its cap of 100 GB/s.
     w = Flow(10 * GB, (0.0, 0.0), (0.0, 10 * GB), 10 * GB)
     r = _dram_read(100 * GB, 100 * GB)
-    got_r, got_w = _run([r, w], ChannelUse.of(CPU))
+    got_r, got_w = _run([r, w], ChannelUse.of(BEFORE))
     assert got_w.end_s == pytest.approx(1.0, rel=REL)
     assert got_r.end_s == pytest.approx(1.0 + (100 - 27.6) / 100, rel=REL)
     # Without the drain R would have had 104.6 / (77 + 100) of its cap (demand shares): it
@@ -277,19 +292,19 @@ def fits() -> tuple[controller_fit.Fit, controller_fit.Fit, float]:
     assert ctl is not None
     dram = ctl.weight("DRAM")
     assert dram is not None
-    bound = controller_fit.sync_bound(CPU)
+    bound = controller_fit.sync_bound(BEFORE)
     return controller_fit.fit(dram.write), controller_fit.fit(dram.write, bound), bound
 
 
-def test_the_preset_pmm_read_weight_is_the_bounded_fit(
+def test_the_earlier_pmm_read_weight_is_the_bounded_fit(
     fits: tuple[controller_fit.Fit, controller_fit.Fit, float],
 ) -> None:
     free, bounded, bound = fits
     # 104.6 / 29 - 1.362 (AutoTM's synchronous PMM -> DRAM copy must still reach 29 GB/s)
     assert bound == pytest.approx(104.6 / 29 - 1.362, rel=1e-12)
-    ctl = CPU.controller
+    ctl = BEFORE.controller
     assert ctl is not None and ctl.weight("PMM") == BusWeight("PMM", bounded.pmm_read, 7.7)
-    assert (free.pmm_read, bounded.pmm_read) == (2.99, 2.24)  # as the preset's comment says
+    assert (free.pmm_read, bounded.pmm_read) == (2.99, 2.24)  # as the simulation guide says
     # The errors docs/guides/simulation.rst reports (fitted 16/16 row, held-out 8/8 row), to
     # 0.1%.
     assert bounded.errors("8/8") == pytest.approx((0.351, 0.091), abs=1e-3)

@@ -86,6 +86,57 @@ def test_max_min_rates_weighted_use() -> None:
     assert rates == pytest.approx([1.0, 1.0], rel=1e-12)
 
 
+def test_max_min_rates_freezes_a_cap_the_rounded_level_misses() -> None:
+    # Paces 1, 0.21, 0.01: f0 reaches its cap 7 at level 7; f1 its cap 57.4 at level
+    # 57.4 / 0.21 = 273.33..., where 7 + (273.33... - 7) times 0.21 rounds to 57.39999999999999,
+    # a hair below the cap. f2 is held by nothing but its resource (1000 at level 1e5): it
+    # must not be frozen with f1 at 2.73.
+    rates = max_min_rates([7.0, 57.4, 1e3], [[], [], [(0, 1.0)]], [1e3], [1.0, 0.21, 0.01])
+    assert rates[:2] == [7.0, 57.4]
+    assert rates[2] == pytest.approx(1e3, rel=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(1e-3, 1e3) | st.just(INF),
+            st.floats(1e-12, 1.0),
+            st.lists(st.tuples(st.integers(0, 2), st.floats(1e-3, 1e3)), max_size=3),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.lists(st.floats(1e-2, 1e2), min_size=3, max_size=3),
+)
+def test_max_min_rates_are_weighted_max_min_fair(
+    flows: list[tuple[float, float, list[tuple[int, float]]]], capacities: list[float]
+) -> None:
+    # The defining property: every flow is at its cap, or crosses a full resource on which no
+    # flow has a higher rate per unit of weight (so it could get more only by taking from one
+    # that has no more).
+    caps = [c if u else (1.0 if c == INF else c) for c, _, u in flows]
+    uses = [dict(u) for _, _, u in flows]
+    weights = [w for _, w, _ in flows]
+    rates = max_min_rates(caps, [list(u.items()) for u in uses], capacities, weights)
+    load = [sum(r * u.get(k, 0.0) for r, u in zip(rates, uses, strict=True)) for k in range(3)]
+    assert all(x <= c * (1 + 1e-9) for x, c in zip(load, capacities, strict=True))
+    for f, (rate, cap) in enumerate(zip(rates, caps, strict=True)):
+        assert rate <= cap
+        if rate >= cap * (1 - 1e-12):
+            continue
+        level = rate / weights[f]
+        assert any(
+            load[k] >= capacities[k] * (1 - 1e-9)
+            and all(
+                rates[g] / weights[g] <= level * (1 + 1e-9)
+                for g in range(len(rates))
+                if k in uses[g]
+            )
+            for k in uses[f]
+        ), (f, rates)
+
+
 def test_max_min_rates_rejects_bad_input() -> None:
     with pytest.raises(ValueError, match="> 0"):
         max_min_rates([0.0], [[]], [])

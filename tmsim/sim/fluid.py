@@ -37,10 +37,13 @@ load of the resources it uses, and a thread and a kernel sharing a core slow eac
 Concurrent flows share every resource max-min fairly in bytes per second, each capped by its
 own limit (:func:`tmsim.sim.sharing.max_min_rates`); with a ``channel`` its arbitration
 decides instead (:func:`tmsim.sim.rates.shared_rates`: writes that drain first, shares in
-proportion to demand). Because the mix factor depends on the rates, rates on a mixing tier are
-found as a fixed point of the aggregate read fraction: a few rounds of plain iteration, then
-bisection of the bracket those rounds leave, so the rates converge even where the iteration
-would cycle (a flow that drains first taking a tier from a copy and giving it back). Rates
+proportion to demand). Because the mix factor and the device-switch cost depend on the
+rates, rates on a mixing tier are found as a fixed point of the aggregate read fraction, and
+rates on a channel whose device switches cost time as a fixed point of the tiers' shares of
+its bytes: a few rounds of plain iteration, then bisection of the bracket those rounds leave
+(:mod:`tmsim.sim.fixedpoint`), so the rates converge to the same point whatever the round
+cap, even where the iteration would cycle (a flow that drains first taking a tier from a copy
+and giving it back). Rates
 are recomputed whenever flows start or end (all changes at one instant are handled together),
 and the next completion is scheduled from the new rates.
 With ``shared=False`` resources are ignored and every flow runs at its own cap: the
@@ -58,17 +61,17 @@ from collections.abc import Sequence
 import simpy
 
 from hwmodels.tiers import MemoryTier
+from tmsim.sim.fixedpoint import Bracket
 from tmsim.sim.flows import NO_LOSS, Flow, FlowResult, Losses, Role, check_flow, loss_split
-from tmsim.sim.rates import ChannelUse, shared_rates
+from tmsim.sim.rates import ChannelUse, delayed_caps, shared_rates, switch_seconds
 from tmsim.sim.running import DONE_REL, Running, TierUse, finished
 from tmsim.sim.sharing import max_min_rates
 from tmsim.sim.threads import ThreadUse
 
-#: The aggregate read fraction of mixing tiers: tolerance, most rounds, rounds of plain
-#: fixed-point iteration before bisection (12 + 34 halvings of [0, 1] reach the tolerance).
-MIX_TOL = 1e-10
+#: Most rounds of the search for the mixing tiers' read fractions and the channel's byte
+#: shares (:mod:`tmsim.sim.fixedpoint`); at least its ``BISECTION_ROUNDS``, which reach the
+#: tolerance whatever the rates do, so that the answer does not depend on this cap.
 MIX_ROUNDS = 60
-MIX_ITERATED = 12
 
 
 class FluidModel:
@@ -120,6 +123,15 @@ class FluidModel:
         self._wake_gen = 0
         self._wbw: dict[tuple[int, int], float] = {}
         self._mixing = tuple(t.interference.mix_penalty > 0 for t in self.tiers)
+        #: tiers whose flows' reads and writes share the device additively: those behind a
+        #: controller that arbitrates by queue, where the controller's mechanisms (switches,
+        #: queueing delay) replace the tier's mix factor between flows
+        self._additive = tuple(
+            channel is not None
+            and channel.queue
+            and (channel.read_s_per_byte[t] > 0 or channel.write_s_per_byte[t] > 0)
+            for t in range(len(self.tiers))
+        )
         #: Rate recomputations so far (a measure of the model's work).
         self.updates = 0
 
@@ -127,6 +139,12 @@ class FluidModel:
     def active(self) -> int:
         """Flows currently moving."""
         return len(self._active)
+
+    def current_rates(self) -> list[float]:
+        """The rates (bytes per second) of the flows moving now, in the order they started,
+        as last set (rates are set at the instant after a change; run the environment past
+        it first)."""
+        return [a.rate for a in self._active]
 
     def transfer(self, flow: Flow) -> simpy.Event:
         """Start ``flow`` now; the returned event fires with a :class:`FlowResult` when it ends.
@@ -150,11 +168,16 @@ class FluidModel:
                     own = float(self.tiers[t].interference.mix_factor(r / (r + w)))
                 uses.append(TierUse(t, r / n, w / n, own))
         channel_s, first = 0.0, False
+        on: tuple[tuple[int, float], ...] = ()
+        queue, delay = 1.0, 0.0
         if self.channel is not None:
             channel_s = self.channel.seconds_per_byte(flow.read_bytes, flow.write_bytes)
             channel_s /= n * flow.efficiency
             first = self.channel.is_priority(flow.write_bytes)
-        self._active.append(Running(flow, event, now, uses, channel_s, first))
+            bytes_on, queue, delay = self.channel.profile(flow.read_bytes, flow.write_bytes)
+            on = tuple((t, b / (n * flow.efficiency)) for t, b in bytes_on)
+        running = Running(flow, event, now, uses, channel_s, first, on, queue, delay)
+        self._active.append(running)
         self._touch()
         return event
 
@@ -253,12 +276,26 @@ class FluidModel:
         bus = len(capacities)
         if self.channel is not None:
             capacities.append(1.0)
-        mixing = [t for t in range(n_tiers) if self._mixing[t] and len(on_tier[t]) > 1]
+        ch = self.channel
+        mixing = [
+            t
+            for t in range(n_tiers)
+            if self._mixing[t] and len(on_tier[t]) > 1 and not self._additive[t]
+        ]
+        # Tiers whose device-switch cost depends on the channel's byte shares.
+        switched = (
+            []
+            if ch is None or not ch.switching
+            else [t for t in range(n_tiers) if ch.switch_s_per_byte[t] > 0]
+        )
+        share = self._channel_share(caps) if switched else []
+        waited = caps
+        if ch is not None and ch.delays:
+            waited = delayed_caps(caps, [a.channel_s for a in active], [a.delay for a in active])
         fraction: dict[int, float] = {}
-        # A root of g(F) - F lies in [lo, hi] for each mixing tier (g: the aggregate read
-        # fraction the rates at F give); g(0) >= 0 and g(1) <= 1 bracket one from the start.
-        lo = dict.fromkeys(mixing, 0.0)
-        hi = dict.fromkeys(mixing, 1.0)
+        # A fixed point of each mixing tier's aggregate read fraction and of each switched
+        # tier's channel share (the rates at them give them back), by bracketed search.
+        mixes, shares = Bracket(mixing), Bracket(switched)
         rates: list[float] = []
         loaded = caps
         links_at = range(n_tiers, first_controller)
@@ -276,31 +313,39 @@ class FluidModel:
                     c = self._controller[t]
                     if c >= 0:
                         shared[first_controller + c] = shared.get(first_controller + c, 0.0) + b
-                bus_use = [(bus, a.channel_s)] if a.channel_s > 0 else []
+                bus_s = a.channel_s
+                if switched and ch is not None:
+                    bus_s += switch_seconds(ch, a.channel_on, share)
+                bus_use = [(bus, bus_s)] if bus_s > 0 else []
                 uses.append(row + links[i] + list(shared.items()) + bus_use)
-            if threads is not None and round_ == 0:
-                loaded = threads.loaded_caps(caps, roles, uses, capacities, links_at)
+            if round_ == 0:
+                # A channel whose requests wait on each other already slows the copy thread
+                # by its queueing delay (delayed_caps): the thread's own rule would count it
+                # twice.
+                if threads is not None and not (ch is not None and ch.delays):
+                    loaded = threads.loaded_caps(caps, roles, uses, capacities, links_at)
+                else:
+                    loaded = waited
             rates = self._share(loaded, uses, capacities)
-            if not mixing:
+            # A search that has converged keeps its guess while the other one moves on.
+            shared_done = mixed_done = True
+            if switched:
+                at = dict(enumerate(share))
+                given = dict(enumerate(self._channel_share(rates)))
+                shared_done = shares.narrow(at, given)
+                if not shared_done:
+                    # Damped: the shares swing less than the rates they come from.
+                    step = {t: 0.5 * (given[t] + at[t]) for t in switched}
+                    guess = shares.next(round_, step)
+                    share = [guess.get(t, x) for t, x in enumerate(share)]
+            if mixing:
+                new = {t: self._read_fraction(t, on_tier[t], rates) for t in mixing}
+                # Round 0 ran without mix factors: it gives a first guess, not a bracket.
+                mixed_done = bool(fraction) and mixes.narrow(fraction, new)
+                if not mixed_done:
+                    fraction = mixes.next(round_, new)
+            if shared_done and mixed_done:
                 break
-            new = {t: self._read_fraction(t, on_tier[t], rates) for t in mixing}
-            if fraction:
-                for t in mixing:
-                    if new[t] >= fraction[t]:
-                        lo[t] = max(lo[t], fraction[t])
-                    else:
-                        hi[t] = min(hi[t], fraction[t])
-                if all(
-                    abs(new[t] - fraction[t]) <= MIX_TOL or hi[t] - lo[t] <= MIX_TOL for t in mixing
-                ):
-                    break
-            # Plain iteration first (it converges in a few rounds unless the rates swing, as
-            # when writes that drain first take a tier from a copy and give it back); then
-            # bisection of the bracket, which converges whatever g does.
-            if round_ < MIX_ITERATED:
-                fraction = {t: min(max(new[t], lo[t]), hi[t]) for t in mixing}
-            else:
-                fraction = {t: 0.5 * (lo[t] + hi[t]) for t in mixing}
         unblocked = self._unblocked(loaded, uses, capacities, rates)
         for i, a in enumerate(active):
             a.rate = rates[i]
@@ -323,7 +368,35 @@ class FluidModel:
             demand=ch.demand,
             priority=[a.priority for a in self._active],
             priority_share=ch.priority_share,
+            weights=self._queue_weights(caps, uses, len(capacities) - 1) if ch.queue else None,
         )
+
+    def _queue_weights(
+        self, caps: list[float], uses: list[list[tuple[int, float]]], bus: int
+    ) -> list[float]:
+        """Per flow, the pace of ``queue`` arbitration: requests it keeps queued (threads
+        times its queue share) over its channel time per byte, so that a full channel gives
+        each flow time in proportion to its requests; a flow off the channel paces at its cap
+        (or 1 without one)."""
+        out = []
+        for a, row, cap in zip(self._active, uses, caps, strict=True):
+            bus_s = sum(x for r, x in row if r == bus)
+            if bus_s > 0:
+                out.append(max(a.flow.writers, 1) * a.queue / bus_s)
+            else:
+                out.append(cap if math.isfinite(cap) else 1.0)
+        return out
+
+    def _channel_share(self, rates: Sequence[float]) -> list[float]:
+        """Each tier's share of the bytes on the controller's channels at ``rates`` (all 0
+        when nothing moves there)."""
+        on = [0.0] * len(self.tiers)
+        for a, r in zip(self._active, rates, strict=True):
+            if math.isfinite(r):
+                for t, b in a.channel_on:
+                    on[t] += r * b
+        total = sum(on)
+        return [x / total for x in on] if total > 0 else on
 
     def _unblocked(
         self,
@@ -339,7 +412,8 @@ class FluidModel:
             return rates
         if all(r >= c for r, c in zip(rates, caps, strict=True)):
             return rates
-        return shared_rates(caps, uses, capacities, demand=ch.demand)
+        weights = self._queue_weights(caps, uses, len(capacities) - 1) if ch.queue else None
+        return shared_rates(caps, uses, capacities, demand=ch.demand, weights=weights)
 
     def _read_fraction(self, t: int, flows: list[int], rates: list[float]) -> float:
         read = total = 0.0
@@ -359,4 +433,22 @@ class FluidModel:
         return bw
 
 
-__all__ = ["DONE_REL", "Flow", "FlowResult", "FluidModel"]
+def rates_at_start(
+    tiers: Sequence[MemoryTier],
+    flows: Sequence[Flow],
+    *,
+    controllers: Sequence[Sequence[int]] = (),
+    channel: ChannelUse | None = None,
+) -> list[float]:
+    """The rates (bytes per second) ``flows``, started together on a new
+    :class:`FluidModel` of ``tiers`` (no links, no copy thread), get at once, in their order.
+    Raises what :meth:`FluidModel.transfer` raises."""
+    env = simpy.Environment()
+    model = FluidModel(env, tiers, controllers=controllers, channel=channel)
+    for f in flows:
+        model.transfer(f)
+    env.run(until=env.now + 1e-12)
+    return model.current_rates()
+
+
+__all__ = ["DONE_REL", "Flow", "FlowResult", "FluidModel", "rates_at_start"]

@@ -10,7 +10,10 @@ Pure functions, independent of SimPy, so that each rule can be checked by hand.
 - **demand**: what is left is shared by progressive filling weighted by each flow's remaining
   demand (its cap less its reservation), so flows frozen by one full resource all run at the
   same fraction of their caps; without ``demand`` every flow rises at the same pace
-  (max-min).
+  (max-min);
+- **queue** (``weights``): progressive filling weighted by the given weights instead, which
+  :class:`tmsim.sim.fluid.FluidModel` sets to each flow's queued requests over its channel
+  time per byte, so that a full channel gives each flow time in proportion to its requests.
 
 A flow's rate is its reservation plus its share of the rest. With ``priority_share`` 0 (or no
 priority flow) and no ``demand`` the result is :func:`max_min_rates`' exactly.
@@ -25,6 +28,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from hwmodels.controller import MemoryController
 from hwmodels.platform import Platform
 from tmsim.sim.sharing import FULL_REL, Uses, max_min_rates
 
@@ -37,12 +41,14 @@ def shared_rates(
     demand: bool = False,
     priority: Sequence[bool] = (),
     priority_share: float = 0.0,
+    weights: Sequence[float] | None = None,
 ) -> list[float]:
     """Rates of ``n`` flows (see the module documentation).
 
     ``caps``, ``uses`` and ``capacities`` as for :func:`max_min_rates`; ``demand``: share in
     proportion to remaining demand (needs every cap finite); ``priority``: per flow, whether
-    it is served first (empty: none is); ``priority_share``: in [0, 1]. Every rate lies in
+    it is served first (empty: none is); ``priority_share``: in [0, 1]; ``weights``: per flow
+    the pace of progressive filling (finite, > 0), which replaces ``demand``. Every rate lies in
     [0, cap] and no resource is loaded beyond its capacity (up to rounding of
     :data:`~tmsim.sim.sharing.FULL_REL`). Raises ``ValueError`` for arguments of the wrong
     length, a share outside [0, 1], an infinite cap with ``demand``, or what
@@ -54,9 +60,13 @@ def shared_rates(
         raise ValueError(f"caps has {n} flows, uses {len(uses)}, priority {len(flags)}")
     if not 0.0 <= priority_share <= 1.0:
         raise ValueError(f"priority_share must lie in [0, 1], got {priority_share!r}")
-    if demand and any(math.isinf(c) for c in caps):
+    if demand and weights is None and any(math.isinf(c) for c in caps):
         raise ValueError("demand sharing needs every flow's cap to be finite")
+    if weights is not None and len(weights) != n:
+        raise ValueError(f"caps has {n} flows, weights {len(weights)}")
     first = [f for f in range(n) if flags[f]] if priority_share > 0 else []
+    if weights is not None and not first:
+        return max_min_rates(caps, uses, capacities, weights)
     if not demand and not first:
         return max_min_rates(caps, uses, capacities)
     reserved = [0.0] * n
@@ -84,7 +94,8 @@ def shared_rates(
         left = [caps[f] - reserved[f] for f in rest]
         # Resources only the frozen flows use may be spent; give them any positive capacity.
         room = [c if c > 0 else 1.0 for c in residual]
-        got = max_min_rates(left, [uses[f] for f in rest], room, left if demand else None)
+        pace = [weights[f] for f in rest] if weights is not None else left if demand else None
+        got = max_min_rates(left, [uses[f] for f in rest], room, pace)
         for f, r in zip(rest, got, strict=True):
             rates[f] += r
     return rates
@@ -94,14 +105,23 @@ def shared_rates(
 class ChannelUse:
     """A platform's memory controller by tier index (see
     :class:`hwmodels.controller.MemoryController`): per tier, channel-seconds per byte read
-    and written (0 for a tier not behind the controller) and whether its writes drain first;
-    ``priority_share`` and ``demand`` (arbitration ``"demand"``)."""
+    and written (0 for a tier not behind the controller), whether its writes drain first,
+    its device-switch channel-seconds per byte (``switch_s_per_byte``), requests a thread
+    keeps queued per byte read and written (``read_queue``, ``write_queue``) and the waits
+    per unit of load (``read_delay``, ``write_delay``); ``priority_share``, ``demand``
+    (arbitration ``"demand"``) and ``queue`` (arbitration ``"queue"``)."""
 
     read_s_per_byte: tuple[float, ...]
     write_s_per_byte: tuple[float, ...]
     priority: tuple[bool, ...]
     priority_share: float
     demand: bool
+    switch_s_per_byte: tuple[float, ...] = ()
+    read_queue: tuple[float, ...] = ()
+    write_queue: tuple[float, ...] = ()
+    read_delay: tuple[float, ...] = ()
+    write_delay: tuple[float, ...] = ()
+    queue: bool = False
 
     @classmethod
     def of(cls, platform: Platform) -> ChannelUse | None:
@@ -109,15 +129,48 @@ class ChannelUse:
         ctl = platform.controller
         if ctl is None:
             return None
-        read, write, first = [], [], []
-        for name in platform.tier_names:
+        return cls.of_controller(platform.tier_names, ctl)
+
+    @classmethod
+    def of_controller(cls, tier_names: Sequence[str], ctl: MemoryController) -> ChannelUse:
+        """``ctl`` by the index of each tier in ``tier_names``."""
+        columns: dict[str, list[float]] = {k: [] for k in ("r", "w", "sw", "rq", "wq", "rd", "wd")}
+        first = []
+        for name in tier_names:
             w = ctl.weight(name)
-            read.append(0.0 if w is None else w.read / ctl.bw_bytes_per_s)
-            write.append(0.0 if w is None else w.write / ctl.bw_bytes_per_s)
+            bw = ctl.bw_bytes_per_s
+            columns["r"].append(0.0 if w is None else w.read / bw)
+            columns["w"].append(0.0 if w is None else w.write / bw)
+            columns["sw"].append(0.0 if w is None else w.switch / bw)
+            columns["rq"].append(1.0 if w is None else w.read_queue)
+            columns["wq"].append(1.0 if w is None else w.write_queue)
+            columns["rd"].append(0.0 if w is None else w.read_delay)
+            columns["wd"].append(0.0 if w is None else w.write_delay)
             first.append(name in ctl.priority_tiers)
+        c = {k: tuple(v) for k, v in columns.items()}
         return cls(
-            tuple(read), tuple(write), tuple(first), ctl.write_priority, ctl.arbitration == "demand"
+            c["r"],
+            c["w"],
+            tuple(first),
+            ctl.write_priority,
+            ctl.arbitration == "demand",
+            c["sw"],
+            c["rq"],
+            c["wq"],
+            c["rd"],
+            c["wd"],
+            ctl.arbitration == "queue",
         )
+
+    @property
+    def switching(self) -> bool:
+        """Whether switching between tiers costs channel time."""
+        return any(s > 0 for s in self.switch_s_per_byte)
+
+    @property
+    def delays(self) -> bool:
+        """Whether flows wait on each other's channel traffic."""
+        return any(d > 0 for d in (*self.read_delay, *self.write_delay))
 
     def seconds_per_byte(self, read: Sequence[float], write: Sequence[float]) -> float:
         """Channel-seconds of ``read``/``write`` bytes per tier (sequences over all tiers)."""
@@ -132,5 +185,53 @@ class ChannelUse:
         """Whether a flow writing ``write`` bytes per tier is served first."""
         return any(w > 0 and p for w, p in zip(write, self.priority, strict=True))
 
+    def profile(
+        self, read: Sequence[float], write: Sequence[float]
+    ) -> tuple[tuple[tuple[int, float], ...], float, float]:
+        """For ``read``/``write`` bytes per tier: ``(channel bytes, queue, delay)``, the bytes
+        on each tier behind the controller (tier index, bytes), the requests a thread keeps
+        queued and the wait per unit of load, both averaged over the traffic's channel time
+        (queue 1 and delay 0 for traffic that does not use the channel)."""
+        on: list[tuple[int, float]] = []
+        time = queue = delay = 0.0
+        for t, (r, w) in enumerate(zip(read, write, strict=True)):
+            a, b = r * self.read_s_per_byte[t], w * self.write_s_per_byte[t]
+            if a + b <= 0:
+                continue
+            on.append((t, r + w))
+            time += a + b
+            if self.read_queue:
+                queue += a * self.read_queue[t] + b * self.write_queue[t]
+                delay += a * self.read_delay[t] + b * self.write_delay[t]
+        if time <= 0:
+            return tuple(on), 1.0, 0.0
+        return tuple(on), (queue / time if self.read_queue else 1.0), delay / time
 
-__all__ = ["ChannelUse", "shared_rates"]
+
+def switch_seconds(
+    channel: ChannelUse, on: Sequence[tuple[int, float]], share: Sequence[float]
+) -> float:
+    """Channel-seconds of device switches per byte of a flow with ``on`` bytes per tier
+    (:meth:`ChannelUse.profile`), when ``share[t]`` of the channel's bytes are on tier ``t``:
+    ``sum_t bytes_t * switch_t * (1 - share_t)``."""
+    if not channel.switch_s_per_byte:
+        return 0.0
+    return sum(b * channel.switch_s_per_byte[t] * (1.0 - share[t]) for t, b in on)
+
+
+def delayed_caps(
+    caps: Sequence[float], channel_s: Sequence[float], delay: Sequence[float]
+) -> list[float]:
+    """Each flow's cap over ``1 + delay * u``, ``u`` the channel time per second the other
+    flows offer at their caps (``channel_s`` per byte times cap; at most 1, an infinite cap
+    filling the channel). A flow that waits on nothing keeps its cap; no cap falls to 0."""
+    offered = [min(1.0, c * s) if s > 0 else 0.0 for c, s in zip(caps, channel_s, strict=True)]
+    total = sum(offered)
+    out = list(caps)
+    for f, (c, d) in enumerate(zip(caps, delay, strict=True)):
+        if d > 0 and channel_s[f] > 0:
+            out[f] = c / (1.0 + d * min(1.0, total - offered[f]))
+    return out
+
+
+__all__ = ["ChannelUse", "delayed_caps", "shared_rates", "switch_seconds"]

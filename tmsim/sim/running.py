@@ -20,12 +20,15 @@ class Running:
     its mutable progress and rate, and the seconds it has lost to each cause."""
 
     __slots__ = (
+        "channel_on",
         "channel_s",
+        "delay",
         "event",
         "flow",
         "lost",
         "moved",
         "priority",
+        "queue",
         "rate",
         "remaining",
         "split",
@@ -41,6 +44,9 @@ class Running:
         tiers: list[TierUse],
         channel_s: float = 0.0,
         priority: bool = False,
+        channel_on: tuple[tuple[int, float], ...] = (),
+        queue: float = 1.0,
+        delay: float = 0.0,
     ):
         self.flow = flow
         self.event = event
@@ -49,6 +55,12 @@ class Running:
         #: channel-seconds per byte of progress (0: the flow does not use the channel)
         self.channel_s = channel_s
         self.priority = priority
+        #: channel bytes per byte of progress on each tier behind the controller, the requests
+        #: one of its threads keeps queued there and its wait per unit of channel load
+        #: (:meth:`tmsim.sim.rates.ChannelUse.profile`)
+        self.channel_on = channel_on
+        self.queue = queue
+        self.delay = delay
         self.remaining = float(flow.nbytes)
         self.moved = 0.0
         self.rate = 0.0

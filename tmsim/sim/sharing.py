@@ -66,33 +66,29 @@ def max_min_rates(
         for f in active:
             for r, a in uses[f]:
                 load[r] = load.get(r, 0.0) + a * pace[f]
-        step = min(caps[f] / pace[f] for f in active) - level
-        for r, total in load.items():
-            step = min(step, residual[r] / total)
+        # The flows whose caps and the resources whose residuals set the step are frozen by
+        # name: ``level + (cap / pace - level)`` need not give back ``cap / pace`` exactly, and
+        # a test on the rounded level alone could miss them (or freeze every flow instead).
+        to_cap = {f: caps[f] / pace[f] - level for f in active}
+        to_full = {r: residual[r] / total for r, total in load.items()}
+        step = min([*to_cap.values(), *to_full.values()])
         if math.isinf(step):
             for f in active:
                 rate[f] = math.inf
             break
-        step = max(step, 0.0)
-        level += step
+        level += max(step, 0.0)
         full: set[int] = set()
         for r, total in load.items():
-            residual[r] -= step * total
-            if residual[r] <= FULL_REL * capacities[r]:
+            residual[r] -= max(step, 0.0) * total
+            if to_full[r] <= step or residual[r] <= FULL_REL * capacities[r]:
                 full.add(r)
         still: list[int] = []
         for f in active:
-            if caps[f] <= level * pace[f]:
+            if to_cap[f] <= step or caps[f] <= level * pace[f]:
                 rate[f] = caps[f]
             elif any(r in full for r, _ in uses[f]):
                 rate[f] = level * pace[f]
             else:
                 still.append(f)
-        if len(still) == len(active):
-            # Rounding left the binding resource a hair above FULL_REL: freeze at the level
-            # reached rather than loop; the error is below FULL_REL of that resource.
-            for f in still:
-                rate[f] = level * pace[f]
-            break
         active = still
     return rate

@@ -1,0 +1,217 @@
+"""The channel mechanisms of the memory controller (switches, queue arbitration, queueing
+delay), their fit to the PerMA-Bench co-runs (tmsim.calibration.channel_fit), the read/write
+mixing check (tmsim.calibration.mixing) and the calibration figure."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import simpy
+from figure_checks import check_meta, check_plot
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from experiments import interference_calibration
+from experiments.common import read_data
+from hwmodels.controller import MECHANISM_FIELDS, BusWeight, MemoryController
+from hwmodels.errors import HardwareModelError
+from hwmodels.presets import load_preset, platform_from_toml, platform_to_toml
+from tmsim.calibration import channel_fit, mixing
+from tmsim.sim.flows import Flow
+from tmsim.sim.fluid import FluidModel
+from tmsim.sim.rates import ChannelUse, delayed_caps
+
+GB = 1e9
+CPU = load_preset("cascadelake-optane")
+CALIBRATED = channel_fit.calibrated(CPU)
+#: The preset's controller before the fit (its TOML keeps it in a comment): strict PMM-write
+#: priority, demand arbitration, one fitted PMM read weight.
+BEFORE = replace(
+    CPU,
+    controller=MemoryController(
+        104.6 * GB,
+        (BusWeight("DRAM", 1.0, 1.362), BusWeight("PMM", 2.24, 7.7)),
+        arbitration="demand",
+        write_priority=1.0,
+        priority_tiers=("PMM",),
+    ),
+)
+
+
+# ---------------------------------------------------------------- the mechanisms by hand
+def test_queueing_delay_by_hand() -> None:
+    # Flow 0 offers 0.5 of the channel, flow 1 0.25 (rate x seconds per byte); flow 0 waits
+    # 2 per unit of load: its cap falls by 1 + 2 * 0.25; flow 1 waits on nothing.
+    got = delayed_caps([10.0, 5.0], [0.05, 0.05], [2.0, 0.0])
+    assert got == pytest.approx([10.0 / 1.5, 5.0])
+    # An infinite cap fills the channel: the load it offers is 1, not infinite.
+    assert delayed_caps([1.0, math.inf], [0.1, 0.1], [3.0, 0.0])[0] == pytest.approx(0.25)
+
+
+def _rates(platform: object, flows: list[Flow]) -> list[float]:
+    env = simpy.Environment()
+    model = FluidModel(env, CPU.tiers, channel=ChannelUse.of(platform))  # type: ignore[arg-type]
+    for f in flows:
+        model.transfer(f)
+    env.run(until=1e-9)
+    return [r / GB for r in model.current_rates()]
+
+
+def _on(tier: int, read: bool, cap_gbps: float, threads: int) -> Flow:
+    size = 1e15
+    r, w = [0.0, 0.0], [0.0, 0.0]
+    (r if read else w)[tier] = size
+    return Flow(size, tuple(r), tuple(w), cap_gbps * GB, writers=threads)
+
+
+def test_queue_arbitration_gives_channel_time_by_queued_requests() -> None:
+    # Two DRAM readers on a full channel, no delay or switch: 24 and 8 threads with the same
+    # queue share get channel time 3 : 1 (a demand rule would give 100 : 100 caps 1 : 1).
+    ctl = channel_fit.controller([1.0, 2.0, 2.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0], 100.0)
+    platform = type("P", (), {"tier_names": ("DRAM", "PMM"), "controller": ctl})()
+    a, b = _rates(platform, [_on(0, True, 100.0, 24), _on(0, True, 100.0, 8)])
+    assert (a, b) == pytest.approx((75.0, 25.0), rel=1e-9)
+
+
+def test_a_device_switch_costs_channel_time_only_when_devices_share_it() -> None:
+    # switch 1 on PMM: PMM reads alone pay nothing; beside DRAM reads each PMM byte pays
+    # 1 x (the DRAM share of the channel's bytes), a fixed point of the rates.
+    ctl = channel_fit.controller([1.0, 2.0, 2.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0], 100.0)
+    platform = type("P", (), {"tier_names": ("DRAM", "PMM"), "controller": ctl})()
+    (alone,) = _rates(platform, [_on(1, True, 1000.0, 1)])
+    assert alone == pytest.approx(37.6, rel=1e-9)  # the PMM device, not the channel (50)
+    # one thread each, equal queue shares: equal channel time, filling the channel
+    d, p = _rates(platform, [_on(0, True, 1000.0, 1), _on(1, True, 1000.0, 1)])
+    per_byte = 2.0 + d / (d + p)
+    assert d == pytest.approx(p * per_byte, rel=1e-6)
+    assert d + p * per_byte == pytest.approx(100.0, rel=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 24),
+    st.lists(st.tuples(st.integers(0, 1), st.booleans(), st.integers(1, 24)), max_size=4),
+)
+def test_no_reader_is_starved(threads: int, others: list[tuple[int, bool, int]]) -> None:
+    # A PMM reader beside any writers and readers keeps a positive rate (the queueing delay
+    # divides its cap by a finite factor; queue arbitration gives every queued request a
+    # turn).
+    flows = [_on(1, True, 2.9 * threads, threads)]
+    flows += [_on(t, read, 4.0 * n, n) for t, read, n in others]
+    got = _rates(CALIBRATED, flows)
+    assert got[0] > 1e-3 * 2.9 * threads
+
+
+def test_pmm_readers_beside_pmm_writers_old_and_new() -> None:
+    # Four PMM write streams of 4 GB/s each beside one PMM reader: the old preset's strict
+    # write priority leaves the reader nothing, the fitted mechanisms a share.
+    flows = [_on(1, True, 2.9, 1)] + [_on(1, False, 4.0, 1) for _ in range(4)]
+    assert _rates(BEFORE, flows)[0] == 0.0
+    assert _rates(CALIBRATED, flows)[0] > 0.5
+    assert _rates(CPU, flows) == _rates(CALIBRATED, flows)  # the preset is the fitted model
+
+
+def test_bad_mechanism_fields_are_refused() -> None:
+    with pytest.raises(HardwareModelError, match=r"weights.PMM: read_delay must be a number in"):
+        BusWeight("PMM", 1.0, 1.0, read_delay=-1.0)
+    with pytest.raises(HardwareModelError, match="write_queue"):
+        BusWeight("PMM", 1.0, 1.0, write_queue=0.0)
+
+
+def test_the_preset_controller_is_the_fit() -> None:
+    # cascadelake-optane's [controller] is channel_fit.FITTED at the preset's own channels, to
+    # the 3 digits its TOML keeps: a refit that moves FITTED must move the preset too.
+    ctl, fitted = CPU.controller, CALIBRATED.controller
+    assert ctl is not None and fitted is not None
+    assert ctl.bw_bytes_per_s == fitted.bw_bytes_per_s == 104.6 * GB
+    assert (ctl.arbitration, ctl.write_priority, ctl.priority_tiers) == ("queue", 0.0, ())
+    assert ctl.tiers == fitted.tiers == ("DRAM", "PMM")
+    for got, want in zip(ctl.weights, fitted.weights, strict=True):
+        for field in ("read", "write", *MECHANISM_FIELDS):
+            assert getattr(got, field) == pytest.approx(getattr(want, field), abs=5e-4), (
+                got.tier,
+                field,
+            )
+
+
+def test_the_calibrated_controller_survives_toml() -> None:
+    assert platform_from_toml(platform_to_toml(CALIBRATED), "rt.toml") == CALIBRATED
+
+
+# ---------------------------------------------------------------- the fit
+@pytest.fixture(scope="module")
+def refit() -> channel_fit.Fit:
+    return channel_fit.fit()
+
+
+def test_the_fit_reruns_to_the_stored_values(refit: channel_fit.Fit) -> None:
+    """The stored values are where the fit settles when started there (a least-squares point
+    of the data), and the fit from its documented first guesses reaches as good a point: the
+    same rows within 15% and an RMS log error within 2% of theirs (it ends elsewhere, 0.0671
+    against 0.0662: at its end point the PMM queue shares touch no row, so their values are
+    not identified by these data)."""
+    again = channel_fit.fit(channel_fit.FITTED)
+    assert again.params == pytest.approx(channel_fit.FITTED, abs=1.5e-3)
+    stored = channel_fit.evaluate(channel_fit.FITTED)
+    assert refit.within() == stored.within()
+    assert refit.rms_log_error <= 1.02 * stored.rms_log_error
+
+
+def test_most_corun_rows_hold_both_sides_within_15_percent(refit: channel_fit.Fit) -> None:
+    stored = channel_fit.evaluate(channel_fit.FITTED)
+    assert len(channel_fit.CORUNS) == 25
+    # the issue's bar: at least 80% of the rows; the fit reaches 22 of 25
+    assert stored.within() >= 0.8 * len(channel_fit.CORUNS)
+    assert (stored.within(), refit.within()) == (22, 22)
+    # the asymmetries the page describes: 16 PMM readers cost 8 DRAM writers more than half
+    # (measured 55%), one PMM reader loses far more than the DRAM writers beside it
+    a, b = stored.rows["scan 16/8"]
+    assert b < 0.5 * 14.70 and a > 0.6 * 42.44
+    a, b = stored.rows["scan 1/16"]
+    assert a < 0.65 * 4.26 and b > 0.95 * 25.60
+    # PMM non-temporal writes cost DRAM writers 13-20%, not the 82-89% of strict priority
+    for name in ("log 8/8", "log 8/16", "log 16/8", "log 16/16"):
+        run = next(c for c in channel_fit.CORUNS if c.name == name)
+        assert stored.rows[name][1] > 0.75 * run.b_alone
+
+
+def test_the_fitted_model_reaches_every_group_alone() -> None:
+    for kind, threads, alone in channel_fit.ALONE:
+        (got,) = channel_fit.group_rates(channel_fit.FITTED, ((kind, threads, alone),))
+        assert got == pytest.approx(alone, rel=0.03), kind
+
+
+def test_autotm_sync_copy_check() -> None:
+    # Not fitted: AutoTM measured 29 GB/s for its synchronous PMM -> DRAM copy; the model's
+    # channels allow 24.4 (16% less), which the report states.
+    got = channel_fit.copy_check()
+    assert 0.8 * 29.0 <= got <= 29.0
+
+
+# ---------------------------------------------------------------- mixing
+def test_the_thread_mix_curve_stays_near_its_line() -> None:
+    points = mixing.thread_mix(CALIBRATED)
+    ends = (points[0], points[-1])
+    for p in ends:
+        assert p.modelled == pytest.approx(p.measured, rel=1e-6)
+    for p in points:
+        # no dip like the old mix factor's 0.38-0.68: the queueing delay alone takes at most
+        # 5% from the line; the measurement lies 6-10% above it mid-curve
+        assert 0.95 * p.line <= p.modelled <= p.line * (1 + 1e-9)
+        assert p.modelled >= ends[0].measured
+
+
+# ---------------------------------------------------------------- the figure
+def test_the_calibration_figure(tmp_path: Path) -> None:
+    config = interference_calibration.QUICK
+    path = interference_calibration.compute(config, tmp_path)
+    frame, meta = read_data(path)
+    check_meta(meta, interference_calibration.NAME, config)
+    corun = frame[frame["set"] == "corun"]
+    assert len(corun) == 22 * 2 + 3 and len(frame[frame["set"] == "mixing"]) == 9
+    worst = corun.groupby("case")["error"].agg(lambda e: float(e.abs().max()))
+    assert int((worst <= 0.15).sum()) == 22
+    check_plot(interference_calibration, path, tmp_path / "plots")
