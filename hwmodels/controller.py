@@ -95,6 +95,16 @@ class BusWeight:
     read_delay: float = 0.0
     write_delay: float = 0.0
 
+    def summary(self) -> str:
+        """``PMM read 2.4 write 2.3 switch 0.97 ...``: the weights, then each channel
+        mechanism that is not at its neutral value (:data:`MECHANISM_FIELDS`)."""
+        extra = "".join(
+            f" {name.replace('_', ' ')} {getattr(self, name):g}"
+            for name, (_, _, neutral) in MECHANISM_FIELDS.items()
+            if getattr(self, name) != neutral
+        )
+        return f"{self.tier} read {self.read:g} write {self.write:g}{extra}"
+
     def __post_init__(self) -> None:
         where = f"controller: weights.{self.tier}"
         if not (isinstance(self.tier, str) and self.tier.strip()):

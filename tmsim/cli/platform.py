@@ -196,7 +196,7 @@ def _interference(p: Platform) -> list[str]:
     lines = []
     ctl = p.controller
     if ctl is not None:
-        weights = "; ".join(f"{w.tier} read {w.read:g} write {w.write:g}" for w in ctl.weights)
+        weights = "; ".join(w.summary() for w in ctl.weights)
         first = ", ".join(ctl.priority_tiers) or "none"
         lines.append(
             f"controller: channels {_gb(ctl.bw_bytes_per_s)}, bus weights {weights}, "
