@@ -21,6 +21,8 @@ from tmsim import Capacity, PlanSettings
 from tmsim.cli.args import add_plan_arguments, settings_from_args
 from tmsim.errors import InfeasibleError
 from tmsim.levels import InterferenceLevel
+from tmsim.planners.milp.chain.nesting import HOST_RUNTIMES, RECOMPUTE_HEURISTICS, outside_names
+from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.milp.formulation.host import find_candidates
 from tmsim.planners.milp.formulation.host_time import refresh_position
 from tmsim.plans.validate import validate
@@ -136,3 +138,25 @@ def test_the_command_line_turns_host_kernels_off() -> None:
     add_plan_arguments(parser)
     assert settings_from_args(parser.parse_args([])).host_kernels
     assert not settings_from_args(parser.parse_args(["--no-host-kernels"])).host_kernels
+
+
+def test_formulations_where_the_host_runs_kernels_fall_back_to_the_zero_runtimes() -> None:
+    sync, static, sync_rc = Formulation.SYNC, Formulation.STATIC, Formulation.SYNC_RC
+    assert outside_names(sync, H100, PlanSettings()) == HOST_RUNTIMES
+    assert outside_names(sync_rc, H100, PlanSettings()) == (*RECOMPUTE_HEURISTICS, *HOST_RUNTIMES)
+    assert outside_names(static, H100, PlanSettings()) == ()
+    assert outside_names(sync, H100, PlanSettings(host_kernels=False)) == ()
+    assert outside_names(sync, H100, PlanSettings(energy_weight_s_per_j=1.0)) == ()
+    assert outside_names(sync, tmsim.platform("h100-pcie5"), PlanSettings()) == ()
+
+
+def test_a_solve_stopped_at_once_returns_zero_offloads_plan_where_it_is_better() -> None:
+    """At ZeRO-Offload's budget a sync solve stopped before its first node has only its start
+    (every tensor fetched for its uses), slower than ZeRO-Offload's plan: it returns that."""
+    settings = PlanSettings(capacity=Capacity.of_bytes(ZERO_PEAK), time_limit_s=1e-9)
+    plan = tmsim.plan(gpt2(), H100, "sync", settings=settings)
+    zero = tmsim.plan(gpt2(), H100, "zero-offload")
+    assert plan.stats is not None and plan.planner == "milp-sync"
+    assert plan.stats.status.startswith("fallback to zero-offload")
+    assert plan.predicted_s == zero.predicted_s
+    assert plan.host_kernels == zero.host_kernels

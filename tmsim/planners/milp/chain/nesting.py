@@ -10,8 +10,10 @@ rounds). It starts from the best plan of those it can take a solution from index
 The formulations that recompute also fall back to the plans of the recomputation heuristics
 (:data:`RECOMPUTE_HEURISTICS`), which lie outside their space where they recompute chains
 longer than ``recompute_depth`` (sqrt(N) segments: chains of about sqrt(N) producers), so that
-each is never worse than recomputation alone by any planner tmsim has; their solves stop once
-their bound proves a heuristic's plan better than any of their own (:func:`cutoff_s`).
+each is never worse than recomputation alone by any planner tmsim has; those in which the host
+may run kernels fall back to ZeRO-Offload's and ZeRO-Infinity's plans (:data:`HOST_RUNTIMES`),
+points of their space that no smaller formulation lifts to. Their solves stop once their bound
+proves such a plan better than any of their own (:func:`cutoff_s`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from tmsim.errors import TmsimError
 from tmsim.layout.fast_tier import overflow_bytes
 from tmsim.planners.heuristics import REGISTRY
 from tmsim.planners.milp.formulation.gadgets import Formulation
+from tmsim.planners.runtimes import REGISTRY as RUNTIMES
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import Plan
 from tmsim.workload.graph import Graph
@@ -68,18 +71,44 @@ def planners_of(formulations: Sequence[Formulation]) -> set[str]:
 
 #: The heuristics whose plans the formulations that recompute fall back to.
 RECOMPUTE_HEURISTICS = ("checkpoint", "selective")
+#: The runtime baselines whose plans the formulations in which the host may run kernels fall
+#: back to (each a point of such a formulation, :mod:`~tmsim.planners.milp.formulation.host`,
+#: that no smaller formulation's solution lifts to).
+HOST_RUNTIMES = ("zero-offload", "zero-infinity")
+
+
+def outside_names(
+    formulation: Formulation, platform: Platform, settings: PlanSettings
+) -> tuple[str, ...]:
+    """The planners whose plans ``formulation`` falls back to: the recomputation heuristics
+    where it recomputes, and the host runtimes where the host may run its kernels (a host
+    compute, ``host_kernels``, a formulation that moves tensors, no energy weight)."""
+    names: tuple[str, ...] = RECOMPUTE_HEURISTICS if formulation.recomputes else ()
+    hosted = settings.host_kernels and platform.host_compute is not None
+    if (
+        hosted
+        and formulation.moves is not Formulation.STATIC
+        and not settings.energy_weight_s_per_j
+    ):
+        names += HOST_RUNTIMES
+    return names
 
 
 def heuristic_plans(
-    graph: Graph, platform: Platform, settings: PlanSettings, limit_bytes: int
+    graph: Graph,
+    platform: Platform,
+    settings: PlanSettings,
+    limit_bytes: int,
+    names: Sequence[str] = RECOMPUTE_HEURISTICS,
 ) -> list[Plan]:
-    """The plans of :data:`RECOMPUTE_HEURISTICS` for ``graph`` on ``platform`` that fit
-    ``limit_bytes`` of the fastest tier (and lay out in it, where ``settings.layout``); those
-    that cannot are left out."""
+    """The plans of ``names`` (heuristics or runtime baselines) for ``graph`` on ``platform``
+    that fit ``limit_bytes`` of the fastest tier (and lay out in it, where
+    ``settings.layout``); those that cannot are left out."""
     out = []
-    for name in RECOMPUTE_HEURISTICS:
+    for name in names:
+        planner = REGISTRY.get(name) or RUNTIMES[name]
         try:
-            plan = REGISTRY[name](graph, platform, settings)
+            plan = planner(graph, platform, settings)
         except TmsimError:
             continue
         if settings.layout and overflow_bytes(plan, graph, platform, limit_bytes).any():
@@ -104,10 +133,12 @@ def cutoff_s(
 
 __all__ = [
     "CONTAINS",
+    "HOST_RUNTIMES",
     "RECOMPUTE_HEURISTICS",
     "STARTS",
     "chain_of",
     "cutoff_s",
     "heuristic_plans",
+    "outside_names",
     "planners_of",
 ]

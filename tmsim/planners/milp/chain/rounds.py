@@ -31,6 +31,7 @@ from tmsim.planners.milp.chain.nesting import (
     STARTS,
     cutoff_s,
     heuristic_plans,
+    outside_names,
     planners_of,
 )
 from tmsim.planners.milp.chain.rebound import FirstRound, bound_of, rebound
@@ -124,11 +125,12 @@ def _solve_formulation(
         given = measured() if callable(measured) else measured
         beside = given if given is not None else beside_costs(cost)
         build_total += beside.measured_s
-    # recomputation alone by the heuristics: where no plan of this formulation beats the best
-    # of them (outside its space where they recompute longer chains) its solve stops
+    # recomputation alone by the heuristics, the runtimes' host offload: where no plan of this
+    # formulation beats the best of them its solve stops
     started = time.perf_counter()
     graph, platform = cost.graph, cost.platform
-    outside = heuristic_plans(graph, platform, opts, limit) if formulation.recomputes else []
+    names = outside_names(formulation, platform, opts)
+    outside = heuristic_plans(graph, platform, opts, limit, names) if names else []
     outside_s = [p.predicted_s for p in outside]
     if base is not None and not base.lifts:
         outside_s.append(base.plan.predicted_s)
