@@ -12,8 +12,8 @@ The formulations that recompute also fall back to the plans of the recomputation
 longer than ``recompute_depth`` (sqrt(N) segments: chains of about sqrt(N) producers), so that
 each is never worse than recomputation alone by any planner tmsim has; those in which the host
 may run kernels fall back to ZeRO-Offload's and ZeRO-Infinity's plans (:data:`HOST_RUNTIMES`),
-points of their space that no smaller formulation lifts to. Their solves stop once their bound
-proves such a plan better than any of their own (:func:`cutoff_s`).
+plans their gadgets may not hold, and no smaller formulation lifts to. Their solves stop once
+their bound proves such a plan better than any of their own (:func:`cutoff_s`).
 """
 
 from __future__ import annotations
@@ -72,8 +72,9 @@ def planners_of(formulations: Sequence[Formulation]) -> set[str]:
 #: The heuristics whose plans the formulations that recompute fall back to.
 RECOMPUTE_HEURISTICS = ("checkpoint", "selective")
 #: The runtime baselines whose plans the formulations in which the host may run kernels fall
-#: back to (each a point of such a formulation, :mod:`~tmsim.planners.milp.formulation.host`,
-#: that no smaller formulation's solution lifts to).
+#: back to (:mod:`~tmsim.planners.milp.formulation.host`): their copies run beside kernels
+#: that need not be gadgets of the formulation, and no smaller formulation's solution lifts
+#: to them.
 HOST_RUNTIMES = ("zero-offload", "zero-infinity")
 
 
