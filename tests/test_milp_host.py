@@ -161,3 +161,15 @@ def test_a_solve_stopped_at_once_returns_zero_offloads_plan_where_it_is_better()
     assert plan.stats.status.startswith("fallback to zero-offload")
     assert plan.predicted_s == zero.predicted_s
     assert plan.host_kernels == zero.host_kernels
+
+
+def test_async_aware_prices_its_own_copies_without_host_kernels_and_keeps_syncs_plan() -> None:
+    """Copies beside kernels are priced by replays of plans without host kernels, so the
+    async-aware model offers the host nothing; it still falls back to the sync plan, which
+    runs the optimizer partly on the host, where that is faster (not an error)."""
+    settings = PlanSettings(capacity=Capacity.of_bytes(700_000_000), time_limit_s=None, window=2)
+    aware = tmsim.plan(gpt2(), H100, "async-aware", settings=settings)
+    sync = tmsim.plan(gpt2(), H100, "sync", settings=settings)
+    assert aware.stats is not None and sync.host_kernels
+    assert aware.predicted_s <= sync.predicted_s * (1 + 1e-9)
+    assert outside_names(Formulation.ASYNC_AWARE, H100, PlanSettings()) == ()

@@ -106,8 +106,8 @@ class PlanSettings:
       platform with an energy model;
     - ``host_kernels``: on a platform with a host compute, let the MILP run the kernels of
       the update phase on the host where that is faster
-      (:mod:`tmsim.planners.milp.formulation.host`; not in ``static`` nor ``remat``, nor with
-      an energy weight);
+      (:mod:`tmsim.planners.milp.formulation.host`; not in ``static``, ``remat`` nor
+      ``async-aware``, nor with an energy weight);
     - ``verbose``: the solver's log on stdout.
 
     ``vdnn``:

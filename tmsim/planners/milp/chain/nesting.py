@@ -83,14 +83,12 @@ def outside_names(
 ) -> tuple[str, ...]:
     """The planners whose plans ``formulation`` falls back to: the recomputation heuristics
     where it recomputes, and the host runtimes where the host may run its kernels (a host
-    compute, ``host_kernels``, a formulation that moves tensors, no energy weight)."""
+    compute, ``host_kernels``, a formulation that moves tensors and prices its copies idle,
+    no energy weight)."""
     names: tuple[str, ...] = RECOMPUTE_HEURISTICS if formulation.recomputes else ()
     hosted = settings.host_kernels and platform.host_compute is not None
-    if (
-        hosted
-        and formulation.moves is not Formulation.STATIC
-        and not settings.energy_weight_s_per_j
-    ):
+    hosted = hosted and not settings.energy_weight_s_per_j
+    if hosted and formulation not in (Formulation.STATIC, Formulation.ASYNC_AWARE):
         names += HOST_RUNTIMES
     return names
 

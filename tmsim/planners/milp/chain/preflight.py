@@ -53,7 +53,8 @@ def setup(
     if gpu:
         # a kernel the host may run need not fit on the device
         hosted = opts.host_kernels and platform.host_compute is not None
-        hosted = hosted and formulation.moves is not Formulation.STATIC
+        hosted = hosted and formulation not in (Formulation.STATIC, Formulation.ASYNC_AWARE)
+        hosted = hosted and not opts.energy_weight_s_per_j
         exempt = [
             k for k, kern in enumerate(graph.kernels) if hosted and kern.phase is Phase.UPDATE
         ]

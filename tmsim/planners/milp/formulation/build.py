@@ -233,7 +233,8 @@ def build_model(
     (:func:`~tmsim.planners.milp.formulation.kernel_rows.memory_cut_rows`; the optimum is the same
     without it, the LP relaxation lower). ``host_kernels``: on a platform with a host compute,
     let the host run the kernels it may (:mod:`~tmsim.planners.milp.formulation.host`; not in
-    a static formulation nor with an energy weight, and in the general form)."""
+    a static formulation, with an energy weight nor with ``beside`` costs; in the general
+    form)."""
     graph = cost.graph
     n_k = len(graph.kernels)
     cat = catalogue_of(cost, formulation.recomputes)
@@ -242,7 +243,10 @@ def build_model(
     rec = recomputable(cost, depth) if formulation.recomputes else None
     gad = prune_windows(cost, build_gadgets(cost, formulation, window, rec), tiers, ceiling_s)
     cand = None
-    if host_kernels and formulation.moves is not Formulation.STATIC and energy_weight_s_per_j <= 0:
+    # no host kernels in a static formulation, with an energy weight, nor where copies are
+    # priced beside kernels (those prices come from replays of plans without host kernels)
+    hosted = host_kernels and beside is None and energy_weight_s_per_j <= 0
+    if hosted and formulation.moves is not Formulation.STATIC:
         cand = find_candidates(cost, window if formulation.asynchronous else 0)
     reach = host_reach(cost)
     use = None
