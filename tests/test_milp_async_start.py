@@ -15,8 +15,9 @@ from hwmodels.presets import load_preset
 from tmsim.cost import CostModel
 from tmsim.planners.milp.chain.overlap import _Search, overlap_copies
 from tmsim.planners.milp.chain.starts import lift
-from tmsim.planners.milp.formulation.build import Model, build_model
+from tmsim.planners.milp.formulation.build import build_model
 from tmsim.planners.milp.formulation.gadgets import Formulation
+from tmsim.planners.milp.formulation.model import Model
 from tmsim.workload.graph import Graph
 
 

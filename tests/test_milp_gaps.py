@@ -15,8 +15,9 @@ from tiny_graphs import MB, spill_step, tiny_graphs
 from hwmodels.platform import Platform
 from hwmodels.presets import load_preset
 from tmsim.cost import CostModel
-from tmsim.planners.milp.formulation.build import Model, build_model
+from tmsim.planners.milp.formulation.build import build_model
 from tmsim.planners.milp.formulation.gadgets import Formulation, GadgetKind, Gadgets
+from tmsim.planners.milp.formulation.model import Model
 from tmsim.planners.milp.formulation.states import Kind, build_catalogue, is_prefetch
 from tmsim.planners.milp.formulation.windows import Events, gaps_of, is_compact, order_key
 from tmsim.workload.graph import Graph

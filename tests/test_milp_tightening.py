@@ -21,9 +21,10 @@ from tmsim.cost import CostModel
 from tmsim.errors import InfeasibleError
 from tmsim.planners.heuristics import plan_all_fast
 from tmsim.planners.milp.chain.plan import plan_milp
-from tmsim.planners.milp.formulation.build import Model, build_model
+from tmsim.planners.milp.formulation.build import build_model
 from tmsim.planners.milp.formulation.gadgets import Formulation, GadgetKind, build_gadgets
 from tmsim.planners.milp.formulation.kernel_rows import copy_rows
+from tmsim.planners.milp.formulation.model import Model
 from tmsim.planners.milp.formulation.prune import prune_windows
 from tmsim.planners.settings import PlanSettings
 from tmsim.workload.graph import Graph

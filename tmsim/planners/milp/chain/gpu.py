@@ -15,7 +15,7 @@ from tmsim.cost import CostModel
 from tmsim.errors import InfeasibleError
 from tmsim.intervals import occupancy
 from tmsim.planners.milp.chain.starts import offload_start
-from tmsim.planners.milp.formulation.build import Model
+from tmsim.planners.milp.formulation.model import Model
 from tmsim.workload.graph import PERSISTENT_ROLES, Graph
 
 

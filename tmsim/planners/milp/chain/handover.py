@@ -16,8 +16,9 @@ from tmsim.planners.milp.chain.overlap import overlap_copies
 from tmsim.planners.milp.chain.solution import Solved
 from tmsim.planners.milp.chain.solve import fits, solve_within
 from tmsim.planners.milp.chain.starts import lift
-from tmsim.planners.milp.formulation.build import Model, build_model
+from tmsim.planners.milp.formulation.build import build_model
 from tmsim.planners.milp.formulation.gadgets import Formulation
+from tmsim.planners.milp.formulation.model import Model
 from tmsim.planners.milp.formulation.states import Kind, is_prefetch
 from tmsim.planners.settings import PlanSettings
 from tmsim.workload.graph import PERSISTENT_ROLES

@@ -22,8 +22,8 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-from tmsim.planners.milp.formulation.build import Model
 from tmsim.planners.milp.formulation.gadgets import GadgetKind
+from tmsim.planners.milp.formulation.model import Model
 from tmsim.planners.milp.formulation.states import Kind, is_prefetch
 
 BoolArray = npt.NDArray[np.bool_]

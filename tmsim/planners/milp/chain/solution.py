@@ -9,8 +9,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from tmsim.planners.milp.formulation.build import Model
 from tmsim.planners.milp.formulation.gadgets import Formulation
+from tmsim.planners.milp.formulation.model import Model
 from tmsim.planners.milp.solver.driver import LpBasis
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import Plan, SolverStats, first_stop

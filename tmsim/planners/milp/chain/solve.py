@@ -17,8 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from tmsim.errors import InfeasibleError, TmsimError
-from tmsim.planners.milp.formulation.build import Model
 from tmsim.planners.milp.formulation.gadgets import Formulation
+from tmsim.planners.milp.formulation.model import Model
 from tmsim.planners.milp.solver.driver import (
     CUT_OFF,
     NODE_LIMIT,

@@ -17,8 +17,8 @@ from tmsim.errors import TmsimError
 from tmsim.intervals import occupancy
 from tmsim.layout.addresses import fit_below
 from tmsim.planners.heuristics.placement import first_touch_tiers, greedy_tiers, kernel_tiers
-from tmsim.planners.milp.formulation.build import Model
 from tmsim.planners.milp.formulation.gadgets import Formulation, GadgetKind
+from tmsim.planners.milp.formulation.model import Model
 from tmsim.planners.milp.formulation.network import Variables
 from tmsim.planners.milp.formulation.states import Catalogue, Kind
 from tmsim.planners.settings import PlanSettings

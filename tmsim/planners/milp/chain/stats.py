@@ -10,7 +10,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from tmsim.planners.milp.formulation.build import Model
+from tmsim.planners.milp.formulation.model import Model
 from tmsim.planners.milp.solver.driver import Outcome
 from tmsim.plans.values import SolverStats, stop_of
 

@@ -31,8 +31,7 @@ that cannot run beside ``k`` is not offered there (its binary is fixed at 0).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import cvxpy as cp
 import numpy as np
@@ -41,9 +40,9 @@ import scipy.sparse as sp
 from tmsim.cost import BesideCosts, CostModel
 from tmsim.planners.milp.formulation.candidates import DEFAULT_DEPTH, recomputable
 from tmsim.planners.milp.formulation.conflicts import conflict_rows
-from tmsim.planners.milp.formulation.copies import Copies, move_costs
+from tmsim.planners.milp.formulation.copies import move_costs
 from tmsim.planners.milp.formulation.energy import access_energy, copy_energy
-from tmsim.planners.milp.formulation.gadgets import Formulation, Gadgets, build_gadgets
+from tmsim.planners.milp.formulation.gadgets import Formulation, build_gadgets
 from tmsim.planners.milp.formulation.host import (
     find_candidates,
     host_access,
@@ -59,126 +58,14 @@ from tmsim.planners.milp.formulation.kernel_rows import (
     memory_cut_rows,
     time_rows,
 )
-from tmsim.planners.milp.formulation.measured import MeasuredTerms, measured_terms
-from tmsim.planners.milp.formulation.network import (
-    HostUse,
-    Segments,
-    Variables,
-    build_flow,
-    build_segments,
-    build_variables,
-)
+from tmsim.planners.milp.formulation.measured import measured_terms
+from tmsim.planners.milp.formulation.model import Model
+from tmsim.planners.milp.formulation.network import HostUse, build_flow, build_variables
 from tmsim.planners.milp.formulation.prune import prune_windows
 from tmsim.planners.milp.formulation.recompute import recompute_rows, recompute_seconds
+from tmsim.planners.milp.formulation.segments import build_segments
 from tmsim.planners.milp.formulation.states import Catalogue, Kind, build_catalogue
-from tmsim.planners.milp.formulation.windows import Gaps, gaps_of, is_compact
-
-
-@dataclass(frozen=True)
-class Model:
-    """The problem, its variables, and what reading a solution back (or in) needs.
-
-    ``c`` is bounded below by ``rows``: ``c >= const + (matrix @ x)`` for each pair, the
-    first rows (the kernels' own times) plus ``measured.shifts[i] @ z`` where a profile
-    measured kernel times (``z`` and ``measured``: :mod:`~tmsim.planners.milp.formulation.measured`;
-    None without); the objective is ``sum(c) + sync_s @ x + energy_s @ x +
-    energy_const_s`` (``sync_s``: the synchronous copies' and the recomputes' seconds;
-    ``energy_s``, ``energy_const_s``: the weighted energy the binaries decide, zero without
-    an energy weight); ``a_eq @ x == b_eq`` and ``a_ub @ x <= b_ub`` are the flow (the
-    second: the order of the compact form's events, ``gaps``, and what each recompute
-    reads, and the last ``cliques`` rows: tensors too large to share the fastest tier,
-    :mod:`~tmsim.planners.milp.formulation.conflicts`) and
-    ``0 <= u <= capacity`` the limit of each modelled tier (``tiers``) at each kernel, one
-    block of ``n_kernels`` per tier (``u`` as :meth:`complete` gives it, in units of each
-    tier's largest limit). ``op_state`` gives 1 + the state index of every operand.
-    ``floor_s`` [n_kernels] is the least value of ``c`` whatever the binaries: each kernel
-    with every operand on the tier it reads and writes fastest, or its least measured time.
-    ``beside`` and ``forbidden``: see the module documentation (None without them).
-    """
-
-    problem: cp.Problem
-    x: cp.Variable
-    u: cp.Variable
-    c: cp.Variable
-    catalogue: Catalogue
-    gadgets: Gadgets
-    vars: Variables
-    op_state: sp.csr_matrix
-    tiers: tuple[int, ...]
-    delta: sp.csr_matrix
-    rows: tuple[tuple[np.ndarray, sp.csr_matrix | None], ...]
-    copies: Copies
-    variables: int
-    constraints: int
-    sync_s: np.ndarray
-    a_eq: sp.csr_matrix
-    b_eq: np.ndarray
-    a_ub: sp.csr_matrix
-    b_ub: np.ndarray
-    gaps: Gaps
-    capacity: np.ndarray
-    cliques: int
-    floor_s: np.ndarray
-    energy_s: np.ndarray
-    energy_const_s: float
-    beside: BesideCosts | None = None
-    #: binaries fixed at 0: copies that cannot run where they are offered
-    forbidden: np.ndarray | None = None
-    z: cp.Variable | None = None
-    measured: MeasuredTerms | None = None
-    #: the kernels the host may run and the step time they make (None: the host runs none)
-    host: HostTerms | None = None
-
-    @property
-    def n_kernels(self) -> int:
-        return int(self.delta.shape[0] // max(len(self.tiers), 1))
-
-    def complete(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The continuous variables ``(u, c)`` that go with binaries ``x`` at the optimum
-        (``z``, where there is one, is :meth:`MeasuredTerms.values`)."""
-        n_k = self.n_kernels
-        u = np.cumsum(np.reshape(self.delta @ x, (len(self.tiers), n_k)), axis=1).ravel()
-        c = np.full(n_k, -np.inf)
-        for value in self.row_values(x):
-            c = np.maximum(c, value)
-        return u, c
-
-    def row_values(self, x: np.ndarray) -> list[np.ndarray]:
-        """The right side of every row of ``rows`` [n_kernels] at binaries ``x``, the
-        measured terms included."""
-        z = self.measured.values(x) if self.measured is not None else None
-        out = []
-        for i, (const, matrix) in enumerate(self.rows):
-            value = const + (matrix @ x if matrix is not None else 0.0)
-            if z is not None and self.measured is not None and i < len(self.measured.shifts):
-                value = value + self.measured.shifts[i] @ z
-            out.append(np.asarray(value, dtype=np.float64))
-        return out
-
-    @property
-    def lower_bound_s(self) -> float:
-        """A lower bound of the objective at every solution: the sum of ``floor_s`` (copies
-        only add to it)."""
-        return float(self.floor_s.sum())
-
-    def objective(self, x: np.ndarray) -> float:
-        """The objective at binaries ``x``, with ``u`` and ``c`` at their optimum."""
-        xf = np.asarray(x, dtype=np.float64)
-        energy = self.energy_s @ xf + self.energy_const_s
-        c = self.complete(xf)[1]
-        if self.host is not None:
-            return float(self.host.values(c, xf).t + energy)
-        return float(c.sum() + self.sync_s @ xf + energy)
-
-    def host_values(self, x: np.ndarray) -> dict[cp.Variable, np.ndarray]:
-        """The values of the step-time variables of the host terms at binaries ``x`` (none
-        without host terms), for a warm start."""
-        if self.host is None:
-            return {}
-        xf = np.asarray(x, dtype=np.float64)
-        v = self.host.values(self.complete(xf)[1], xf)
-        h = self.host
-        return {h.p: v.p, h.f: v.f, h.r: v.r, h.t: np.asarray(v.t)}
+from tmsim.planners.milp.formulation.windows import gaps_of, is_compact
 
 
 def catalogue_of(cost: CostModel, recompute: bool = False) -> Catalogue:
@@ -323,7 +210,14 @@ def build_model(
     if cand is not None and use is not None:
         member = sum(seg.member[int(i)] for i in np.flatnonzero(reach))
         links, link_b = link_rows(
-            cost, cat, gad, var, cand, use.access, sp.csr_matrix(member), _covering(seg, n_k)
+            cost,
+            cat,
+            gad,
+            var,
+            cand,
+            use.access,
+            sp.csr_matrix(member),
+            seg,
         )
         flow = replace(
             flow,
@@ -417,18 +311,6 @@ def build_model(
         measured=measured,
         host=host_terms,
     )
-
-
-def _covering(seg: Segments, n_k: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """The segment of each tensor covering each kernel, -1 where none does."""
-
-    def find(tensors: np.ndarray, kernels: np.ndarray) -> np.ndarray:
-        idx = seg.covering(tensors, kernels, n_k)
-        safe = np.clip(idx, 0, max(seg.tensor.size - 1, 0))
-        ok = (idx >= 0) & (seg.tensor[safe] == tensors) & (seg.end[safe] >= kernels)
-        return np.where(ok, idx, -1)
-
-    return find
 
 
 def _steps(tensor: np.ndarray, start: np.ndarray, end: np.ndarray, n_k: int) -> sp.csr_matrix:

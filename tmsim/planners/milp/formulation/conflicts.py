@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-from tmsim.planners.milp.formulation.network import Segments
+from tmsim.planners.milp.formulation.segments import Segments
 from tmsim.planners.milp.formulation.windows import Changes
 
 IntArray = npt.NDArray[np.int64]

@@ -42,7 +42,6 @@ the host reaches (exact where it reaches one tier, as in every preset), plus its
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,6 +54,7 @@ from tmsim.cost import CostModel
 from tmsim.planners.milp.formulation.gadgets import Gadgets
 from tmsim.planners.milp.formulation.measured import MeasuredTerms
 from tmsim.planners.milp.formulation.network import Variables
+from tmsim.planners.milp.formulation.segments import Segments
 from tmsim.planners.milp.formulation.states import Catalogue, Kind
 from tmsim.plans.streams import host_times
 from tmsim.workload.graph import Phase
@@ -179,12 +179,11 @@ def link_rows(
     cand: HostCandidates,
     access_host: IntArray,
     host_member: sp.csr_matrix,
-    seg_index: Callable[[IntArray, IntArray], IntArray],
+    seg: Segments,
 ) -> tuple[sp.csr_matrix, FloatArray]:
     """``A x <= b``: the rules tying each candidate's binary to where its operands are (see
     the module documentation). ``host_member @ x`` [segments]: 1 (or more) where the tensor
-    is on a tier the host reaches over a segment; ``seg_index(tensors, kernels)``: the
-    segment of each tensor covering each kernel (-1: none)."""
+    is on a tier the host reaches over each segment of ``seg``."""
     n_k, n = len(cost.graph.kernels), var.count
     key = gad.tensor * (n_k + 1) + gad.kernel
     prefetch = cat.of_phase(True)
@@ -218,8 +217,8 @@ def link_rows(
         waits = np.asarray(cand.waits[i], dtype=np.int64)
         if waits.size:
             r = int(cand.release[i])
-            seg = seg_index(waits, np.full(waits.size, r, dtype=np.int64))
-            for s in seg.tolist():
+            at = seg.covering_or_none(waits, np.full(waits.size, r, dtype=np.int64), n_k)
+            for s in at.tolist():
                 on = -host_member[s] if s >= 0 else sp.csr_matrix((1, n))
                 rows.append(sp.csr_matrix(on + sp.csr_matrix(([1.0], ([0], [col])), shape=(1, n))))
                 bounds.append(0.0)

@@ -10,10 +10,10 @@ import numpy as np
 from hwmodels.timing import MoveMode
 from tmsim.cost import CostModel, IndexMove, IndexRecompute
 from tmsim.planners.assemble import assemble_plan
-from tmsim.planners.milp.formulation.build import Model
 from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.milp.formulation.host import host_access, host_reach
 from tmsim.planners.milp.formulation.host_time import refresh_position
+from tmsim.planners.milp.formulation.model import Model
 from tmsim.planners.milp.formulation.states import Kind, is_prefetch
 from tmsim.plans.values import Plan, SolverStats
 
