@@ -5,6 +5,7 @@ stream and the copies back, as rows over the kernels' costs and the binaries (th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import cvxpy as cp
 import numpy as np
@@ -38,7 +39,7 @@ class HostTerms:
     kernel, at the last); ``refresh`` [n_candidates, n]: the refresh seconds of each
     candidate's edges; ``p``, ``f``, ``r`` and ``t`` (cvxpy variables): the device stream's
     time at the end of each kernel, the host stream's at the end of each candidate in host
-    order (:meth:`order`; a candidate the device runs adds nothing), the refresh seconds of
+    order (:attr:`order`; a candidate the device runs adds nothing), the refresh seconds of
     the candidates before each (plan order; ``r[-1]`` all of them) and the step's time."""
 
     candidates: HostCandidates
@@ -50,18 +51,20 @@ class HostTerms:
     r: cp.Variable
     t: cp.Variable
 
+    @cached_property
     def order(self) -> IntArray:
         """The candidates (indices) in the order the host runs them: by release, then plan
         order."""
         cand = self.candidates
         return np.asarray(np.lexsort((cand.kernel, cand.release)), dtype=np.int64)
 
+    @cached_property
     def _picks(self) -> tuple[sp.csr_matrix, sp.csr_matrix, sp.csr_matrix]:
         """[n_candidates, n_kernels], in host order: the kernel each candidate is released
         at (a row of zeros for none) and the candidate's own kernel; [n_candidates, n]: its
         host seconds at its binary."""
         cand, n_k, n = self.candidates, self.sync_at.shape[0], self.sync_at.shape[1]
-        order = self.order()
+        order = self.order
         m = cand.count
         rel = cand.release[order]
         ok = np.flatnonzero(rel >= 0)
@@ -76,9 +79,9 @@ class HostTerms:
         """The rows defining ``p`` and ``r`` and bounding ``f`` and ``t``."""
         n_k, m = self.sync_at.shape[0], self.candidates.count
         step = sp.csr_matrix(sp.eye(n_k) - sp.eye(n_k, k=-1))
-        release, _, work = self._picks()
+        release, _, work = self._picks
         chain = sp.csr_matrix(sp.eye(m) - sp.eye(m, k=-1))
-        refresh = self.refresh[self.order()]
+        refresh = self.refresh[self.order]
         out: list[cp.Constraint] = [
             step @ self.p == c + self.sync_at @ x,
             self.t >= self.p[-1],
@@ -87,7 +90,7 @@ class HostTerms:
             self.t >= self.f + refresh @ x,  # then its refreshes
         ]
         if self.refresh.nnz:
-            at, big, device, counted = self._deferred()
+            at, big, device, counted = self._deferred
             out += [
                 self.r[0] == 0,
                 self.r[1:] - self.r[:-1] == self.refresh @ x,
@@ -104,6 +107,7 @@ class HostTerms:
                 out.append(self.t >= pick @ self.p + self.r[counted])
         return out
 
+    @cached_property
     def _deferred(self) -> tuple[sp.csr_matrix, sp.csr_matrix, IntArray, IntArray]:
         """What the refreshes wait for (a plan issues them after the last kernel the device
         runs, :func:`refresh_position`): [n_candidates, n_kernels] each candidate's kernel
@@ -124,7 +128,7 @@ class HostTerms:
         """``p``, ``f``, ``r`` and ``t`` at kernel costs ``c`` and binaries ``x`` (their least
         values)."""
         p = np.cumsum(c + self.sync_at @ x)
-        release, _, work = self._picks()
+        release, _, work = self._picks
         start = release @ (p - c)
         each = work @ x
         f = np.zeros(self.candidates.count)
@@ -132,10 +136,10 @@ class HostTerms:
         for j in range(f.size):
             done = max(done, float(start[j])) + float(each[j])
             f[j] = done
-        t = max(float(p[-1]), float(np.max(f + self.refresh[self.order()] @ x, initial=0.0)))
+        t = max(float(p[-1]), float(np.max(f + self.refresh[self.order] @ x, initial=0.0)))
         r = np.concatenate(([0.0], np.cumsum(self.refresh @ x)))
         if self.refresh.nnz:
-            at, big, device, counted = self._deferred()
+            at, big, device, counted = self._deferred
             m = self.candidates.count
             t = max(
                 t, float(np.max(at @ p + r[m] - r[:m])), float(np.max(at @ p + r[:m] - big @ x))
@@ -147,7 +151,7 @@ class HostTerms:
     def on_host(self, x: npt.ArrayLike) -> IntArray:
         """The candidates ``x`` runs on the host, in the order the host runs them."""
         xv = np.asarray(x, dtype=np.float64)
-        order = self.order()
+        order = self.order
         on = order[xv[self.columns[order]] > 0.5]
         return np.asarray(self.candidates.kernel[on], dtype=np.int64)
 
