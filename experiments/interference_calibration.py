@@ -5,12 +5,14 @@ corun.md``) beside the rate the replay's ``controller`` level gives it, one row 
 each co-run, with the relative error; a row is shaded where a side misses by more than
 :data:`tmsim.calibration.channel_fit.TOLERANCE`. Right: Optane bandwidth with 16 threads split
 between readers and writers (OptaneStudy, ``06-bandwidth_thmix.csv``), measured and modelled,
-with the straight line between the measured pure ends, which the fit never saw
-(:mod:`tmsim.calibration.mixing`).
+with the straight line between the measured pure ends; the PMM tier's write overlap is
+fitted to it (:mod:`tmsim.calibration.mixing`), the channel mechanisms are not.
 
 The co-run rows are modelled with the fitted mechanisms
-(:data:`tmsim.calibration.channel_fit.FITTED`); the mixing curve on ``platform`` with its
-controller replaced by them (:func:`tmsim.calibration.channel_fit.calibrated`).
+(:data:`tmsim.calibration.channel_fit.FITTED`); the mixing curve on ``platform`` (its PMM
+tier's write overlap) with its controller replaced by them
+(:func:`tmsim.calibration.channel_fit.calibrated`), on the curve's machine
+(:func:`tmsim.calibration.mixing.machine`).
 """
 
 from __future__ import annotations
@@ -104,7 +106,7 @@ def draw(frame: pd.DataFrame, on: AxesArg = None) -> Figure:
     mix.plot(readers, curve["line_gbps"], ":", color="0.5", label="line between pure ends")
     mix.set_xlabel("reader threads (of 16; the rest write)")
     mix.set_ylabel("Optane GB/s")
-    mix.set_title("Read/write thread mix (OptaneStudy 06, not fitted)", fontsize=9)
+    mix.set_title("Read/write thread mix (OptaneStudy 06; write overlap fitted)", fontsize=9)
     mix.legend(fontsize=7)
     return fig
 

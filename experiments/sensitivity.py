@@ -73,12 +73,15 @@ class Assumed:
 
 
 #: The Optane preset's assumed interference parameters with their ranges (the simulation
-#: guide's controller and copy-thread tables; reference/interference-and-solvers.md A2).
+#: guide's controller and copy-thread tables; reference/interference-and-solvers.md A2), and
+#: the fitted ones whose fit rests on one measurement or that the fitted controller replaced
+#: (write priority and weights; the write overlap, fitted to one curve, from none to twice
+#: its fit). The copy thread's loaded-latency terms are not among them: the fitted
+#: controller's queueing delay replaces them (:class:`tmsim.sim.fluid.FluidModel`).
 OPTANE_ASSUMED: tuple[Assumed, ...] = tuple(
     Assumed(*row)
     for row in (
-        ("copy_thread.latency_slope", "latency slope a", 0.05, 0.5, "L(0.9): 1.45-5.5 x idle"),
-        ("copy_thread.max_latency_factor", "most loaded latency f_max", 2.0, 8.0, "assumed"),
+        ("tiers.PMM.interference.write_overlap", "PMM write overlap", 0.5, 0.0, "fit 0.24"),
         ("copy_thread.core_slowdown", "core slowdown s", 0.5, 1.0, "1: time-slicing one core"),
         ("copy_thread.straggler", "straggler sigma", 1 / 24, 1.0, "dynamic (1/P) to static (1)"),
         ("copy_thread.core", "copy core", "dedicated", "shared", "AutoTM's source: shared"),

@@ -11,6 +11,19 @@ from hwmodels.controller import MECHANISM_FIELDS, BusWeight
 from hwmodels.energy import energy_to_dict
 from hwmodels.kernels import KernelModel
 from hwmodels.platform import Platform
+from hwmodels.tiers import Interference
+
+
+def _interference_dict(i: Interference) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "mix_penalty": i.mix_penalty,
+        "mix_exponent": i.mix_exponent,
+        "write_falloff_per_writer": i.write_falloff_per_writer,
+        "write_falloff_onset_writers": i.write_falloff_onset_writers,
+    }
+    if i.write_overlap:  # absent at its default, so documents without it stay as they were
+        out["write_overlap"] = i.write_overlap
+    return out
 
 
 def platform_to_dict(p: Platform) -> dict[str, Any]:
@@ -37,12 +50,7 @@ def platform_to_dict(p: Platform) -> dict[str, Any]:
                 "write_latency_s": t.write_latency_s,
                 "access_granularity_bytes": t.access_granularity_bytes,
                 "source": t.source,
-                "interference": {
-                    "mix_penalty": t.interference.mix_penalty,
-                    "mix_exponent": t.interference.mix_exponent,
-                    "write_falloff_per_writer": t.interference.write_falloff_per_writer,
-                    "write_falloff_onset_writers": t.interference.write_falloff_onset_writers,
-                },
+                "interference": _interference_dict(t.interference),
             }
             for t in p.tiers
         ],

@@ -41,6 +41,7 @@ def _tier(t: Table) -> MemoryTier:
                 i.number("write_falloff_per_writer") if i.has("write_falloff_per_writer") else 0.0
             ),
             write_falloff_onset_writers=i.integer("write_falloff_onset_writers", 0, minimum=0),
+            write_overlap=i.number("write_overlap") if i.has("write_overlap") else 0.0,
         )
         i.done()
     tier = MemoryTier(

@@ -66,6 +66,14 @@ class Interference:
       form fitted to measurements, not a model of the mechanism.
     - ``write_falloff_onset_writers`` (>= 0): number of writers up to which the peak write
       bandwidth holds.
+    - ``write_overlap`` (in [0, 1]): the share of a write's device time that other flows'
+      reads may use meanwhile, because the write drains from the device's write buffer while
+      its media serve reads (Optane's XPBuffer in front of its 3D XPoint banks). The writes
+      keep a write path of their own (``write_bw(n)`` bounds them); only a flow that writes the
+      tier without reading it overlaps, so a flow alone costs what it did. The replay applies
+      it where a controller arbitrating by queue replaces the mix factor between flows
+      (:class:`tmsim.sim.fluid.FluidModel`); elsewhere the mix factor prices reads beside
+      writes. 0: reads and writes take the device in turn.
 
     The default is no interference. Raises :class:`HardwareModelError` if a field lies outside
     its range (:mod:`hwmodels._checks`): the penalty and the falloff in [0, 1e6], the exponent
@@ -76,6 +84,7 @@ class Interference:
     mix_exponent: float = 1.0
     write_falloff_per_writer: float = 0.0
     write_falloff_onset_writers: int = 0
+    write_overlap: float = 0.0
 
     def __post_init__(self) -> None:
         self.validate("interference")
@@ -95,6 +104,11 @@ class Interference:
             where,
             "write_falloff_onset_writers must be an integer of 0 to 2**24, "
             f"got {shown(self.write_falloff_onset_writers)}",
+        )
+        _require(
+            in_range(self.write_overlap, 0.0, 1.0),
+            where,
+            f"write_overlap must be a number in [0, 1], got {shown(self.write_overlap)}",
         )
 
     def mix_factor(self, read_fraction: ArrayLike) -> FloatArray:

@@ -112,3 +112,24 @@ def test_the_plot_is_written(
 ) -> None:
     path, _, _ = data
     check_plot(sensitivity, path, tmp_path)
+
+
+def test_the_level_table_variants_change_one_thing_each() -> None:
+    from dataclasses import replace
+
+    import tmsim
+    from experiments import level_table
+
+    cpu = tmsim.platform("cascadelake-optane")
+    got = level_table.variants(cpu)
+    assert cpu.copy_thread is not None
+    thread = cpu.copy_thread
+    assert got["no core term (s = 0)"] == replace(
+        cpu, copy_thread=replace(thread, core_slowdown=0.0)
+    )
+    assert got["sigma = 1/24"].copy_thread == replace(thread, straggler=1 / 24)
+    assert got["dedicated core"].copy_thread == replace(thread, core="dedicated")
+    bare = got["no write overlap"]
+    assert bare.tier("PMM").interference.write_overlap == 0.0
+    assert cpu.tier("PMM").interference.write_overlap > 0
+    assert bare.copy_thread == thread and bare.controller == cpu.controller

@@ -21,7 +21,7 @@ from hwmodels.presets import load_preset, platform_from_toml, platform_to_toml
 from tmsim.capacity import Capacity
 from tmsim.levels import InterferenceLevel
 from tmsim.planners import PlanSettings, plan
-from tmsim.sim import fluid, replay
+from tmsim.sim import instant, replay
 from tmsim.sim.body import kernel_body
 from tmsim.sim.flows import Flow, FlowResult, Role
 from tmsim.sim.fluid import FluidModel
@@ -290,7 +290,7 @@ def test_rates_on_a_mixing_tier_converge_whatever_the_round_cap(
     ends = []
     for rounds in (60, 400):
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(fluid, "MIX_ROUNDS", rounds)
+            mp.setattr(instant, "MIX_ROUNDS", rounds)
             ends.append([r.end_s for r in _run(flows, thread, floors=[0.5], platform=BEFORE)])
     assert ends[0] == pytest.approx(ends[1], rel=1e-8)
 
@@ -313,7 +313,7 @@ def test_rates_on_the_fitted_channel_converge_whatever_the_round_cap() -> None:
     ends = []
     for rounds in (59, 60, 400):
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(fluid, "MIX_ROUNDS", rounds)
+            mp.setattr(instant, "MIX_ROUNDS", rounds)
             ends.append([r.end_s for r in _run(flows, thread, floors=[0.5], platform=CPU)])
     assert ends[0] == pytest.approx(ends[1], rel=1e-8)
     assert ends[1] == pytest.approx(ends[2], rel=1e-8)
@@ -357,9 +357,9 @@ def test_rates_on_the_fitted_channel_do_not_depend_on_the_round_cap(
     thread = replace(THREAD, core=core, straggler=0.0)
     flows = [_fitted_flow(*m) for m in mix]
     got = []
-    for rounds in (fluid.MIX_ROUNDS, 400):
+    for rounds in (instant.MIX_ROUNDS, 400):
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(fluid, "MIX_ROUNDS", rounds)
+            mp.setattr(instant, "MIX_ROUNDS", rounds)
             env = simpy.Environment()
             model = FluidModel(
                 env, CPU.tiers, channel=ChannelUse.of(CPU), threads=ThreadUse(thread, 24)

@@ -100,8 +100,8 @@ def test_keys_are_stable_and_only_what_matters_changes_them() -> None:
 def test_keys_of_points_without_a_node_limit_are_those_stores_hold() -> None:
     """Recorded before node limits were a setting: an old output folder resumes as it was.
     (Pinned again when the Optane preset's asynchronous rates became its copy thread's, and
-    when it gained its energy model, whose columns its rows now carry: a changed platform
-    must not resume the points of the old one.) Points replayed at the
+    when it gained its energy model, whose columns its rows now carry, and when its PMM gained
+    its fitted write overlap: a changed platform must not resume the points of the old one.) Points replayed at the
     ``bandwidth`` level keep these keys; at the full model, now the default, they are new
     points (their results differ)."""
     grid = """
@@ -115,9 +115,9 @@ def test_keys_of_points_without_a_node_limit_are_those_stores_hold() -> None:
     text = grid + '[settings]\ninterference = "bandwidth"\n'
     keys = {p.strategy: p.key for p in sweep_from_dict(tomllib.loads(text), "x").points}
     assert keys == {
-        "first-touch": "d7eba4b8d8beb677",
-        "static": "ad039cde2e34e391",
-        "all-fast": "a2a25225db359968",
+        "first-touch": "2be5dbfc6aa0e5fe",
+        "static": "250f60b0dc96127d",
+        "all-fast": "edc6c8b13e37afd3",
     }
     full = {p.strategy: p for p in sweep_from_dict(tomllib.loads(grid), "x").points}
     assert all(p.level == "controller" for p in full.values())

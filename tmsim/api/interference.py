@@ -17,7 +17,8 @@ def interference_rows(platform: str = "cascadelake-optane", *, refit: bool = Fal
     """One row per measured rate: ``set`` (``corun``: every side of every DRAM/PMM co-run of
     :data:`tmsim.calibration.channel_fit.CORUNS`, modelled with the fitted mechanisms;
     ``mixing``: the 16-thread reader/writer split of :mod:`tmsim.calibration.mixing` on
-    ``platform`` with its controller replaced by them), ``case``, ``side``,
+    ``platform``, with its PMM tier's write overlap and its controller replaced by them),
+    ``case``, ``side``,
     ``measured_gbps``, ``modelled_gbps``, ``error`` (relative) and, for the mixing curve,
     ``line_gbps`` (the straight line between the measured pure ends). ``refit``: fit the
     mechanisms again from :data:`tmsim.calibration.channel_fit.START` (seconds) instead of

@@ -148,11 +148,12 @@ def describe(platform: Platform) -> list[str]:
             + (f" [{', '.join(role)}]" if role else "")
         )
         i = t.interference
-        if i.mix_penalty or i.write_falloff_per_writer:
+        if i.mix_penalty or i.write_falloff_per_writer or i.write_overlap:
             lines.append(
                 f"    interference: 1:1 mix x{1 + i.mix_penalty:g} (exponent {i.mix_exponent:g}); "
                 f"write bw / (1 + {i.write_falloff_per_writer:g} per writer beyond "
                 f"{i.write_falloff_onset_writers})"
+                + (f"; write overlap {i.write_overlap:g}" if i.write_overlap else "")
             )
         if t.source:
             lines.append(f"    source: {t.source}")
