@@ -42,6 +42,15 @@ solvers.md`` A1). :class:`MemoryController` describes that controller as the rep
   returns when the controller grants it the bus, after the DRAM traffic queued there. The
   factor is finite, so no reader is ever held at rate 0.
 
+- **interleaving over the channels.** The controller has ``channels`` channels (1: the
+  channels taken as one pool, which is exact when every tier interleaves over all of them).
+  A tier's DIMMs may sit on fewer of them (``BusWeight.channels``: the first ``k``); its
+  traffic interleaves over those alone, so each of them carries ``channels / k`` times its
+  share, while a tier on every channel (DRAM) spreads its traffic over all and moves at the
+  pace of its busiest one. Channels that carry the same tiers are one resource; the switch
+  cost, the queueing delay and the queue's pace are taken per such group (a flow waits on the
+  busiest group it uses).
+
 With ``max-min`` arbitration, no priority and a channel no flow fills, the controller adds
 nothing to the ``bandwidth`` level (a property the tests check).
 """
@@ -50,7 +59,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hwmodels._checks import RATE, in_range, is_number, rate, shown
+from hwmodels._checks import RATE, count, in_range, is_number, rate, shown
 from hwmodels.errors import HardwareModelError
 
 #: Sharing rules :attr:`MemoryController.arbitration` may name.
@@ -59,6 +68,9 @@ ARBITRATIONS = ("demand", "max-min", "queue")
 #: Largest bus-time weight: a byte that holds the channel a thousand times as long as a DRAM
 #: read is beyond any device we model, and keeps every time finite (:mod:`hwmodels._checks`).
 MAX_WEIGHT = 1e3
+
+#: Most channels a controller may have (a bound for validation, far above any socket's).
+MAX_CHANNELS = 1024
 
 
 #: The optional fields of :class:`BusWeight` with their ranges and neutral defaults: with
@@ -83,7 +95,9 @@ class BusWeight:
     - ``read_queue``, ``write_queue``: requests a thread keeps queued at the channel, relative
       to a DRAM reader's, in [1e-3, 1e3] (used by ``"queue"`` arbitration);
     - ``read_delay``, ``write_delay``: how much a flow's rate falls per unit of channel load
-      offered by the other flows, in [0, 1e3] (0: it does not wait on them).
+      offered by the other flows, in [0, 1e3] (0: it does not wait on them);
+    - ``channels``: how many of the controller's channels the tier's DIMMs sit on (the first
+      ones; 0: all of them), an integer checked against the controller's ``channels``.
     """
 
     tier: str
@@ -94,6 +108,7 @@ class BusWeight:
     write_queue: float = 1.0
     read_delay: float = 0.0
     write_delay: float = 0.0
+    channels: int = 0
 
     def summary(self) -> str:
         """``PMM read 2.4 write 2.3 switch 0.97 ...``: the weights, then each channel
@@ -103,7 +118,8 @@ class BusWeight:
             for name, (_, _, neutral) in MECHANISM_FIELDS.items()
             if getattr(self, name) != neutral
         )
-        return f"{self.tier} read {self.read:g} write {self.write:g}{extra}"
+        spread = f" on {self.channels} channels" if self.channels else ""
+        return f"{self.tier} read {self.read:g} write {self.write:g}{extra}{spread}"
 
     def __post_init__(self) -> None:
         where = f"controller: weights.{self.tier}"
@@ -122,6 +138,11 @@ class BusWeight:
                 raise HardwareModelError(
                     f"{where}: {name} must be a number in [{low:g}, {high:g}], got {shown(value)}"
                 )
+        if not (count(self.channels, minimum=0) and self.channels <= MAX_CHANNELS):
+            raise HardwareModelError(
+                f"{where}: channels must be an integer of 0 to {MAX_CHANNELS}, "
+                f"got {shown(self.channels)}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +156,8 @@ class MemoryController:
     - ``write_priority``: in [0, 1], the share of their priority-only rate that flows writing to
       a ``priority_tiers`` tier get first (0: no priority; 1: strict);
     - ``priority_tiers``: tiers (among ``weights``) whose writes drain first;
+    - ``channels``: how many channels carry ``bw_bytes_per_s`` between them (1 to
+      :data:`MAX_CHANNELS`; every tier's ``channels`` at most this);
     - ``source``: where the numbers come from.
 
     Raises :class:`HardwareModelError` as ``controller: <field> ...`` for a bad value. Whether
@@ -147,6 +170,7 @@ class MemoryController:
     write_priority: float = 0.0
     priority_tiers: tuple[str, ...] = ()
     source: str = ""
+    channels: int = 1
 
     def __post_init__(self) -> None:
         where = "controller"
@@ -179,11 +203,30 @@ class MemoryController:
             raise HardwareModelError(f"{where}: priority_tiers names a tier twice")
         if not isinstance(self.source, str):
             raise HardwareModelError(f"{where}: source must be a string")
+        if not (count(self.channels) and self.channels <= MAX_CHANNELS):
+            raise HardwareModelError(
+                f"{where}: channels must be an integer of 1 to {MAX_CHANNELS}, "
+                f"got {shown(self.channels)}"
+            )
+        for w in self.weights:
+            if w.channels > self.channels:
+                raise HardwareModelError(
+                    f"{where}: weights.{w.tier}: channels {w.channels} exceeds the "
+                    f"controller's {self.channels}"
+                )
 
     @property
     def tiers(self) -> tuple[str, ...]:
         """The tiers behind the controller, in the order of ``weights``."""
         return tuple(w.tier for w in self.weights)
+
+    def spread(self, tier: str) -> float:
+        """How many times its share of the channels' time a byte on ``tier`` takes from each
+        channel it uses: ``channels / k`` for a tier on ``k`` of them (1 on all of them)."""
+        w = self.weight(tier)
+        if w is None or not w.channels:
+            return 1.0
+        return self.channels / w.channels
 
     def weight(self, tier: str) -> BusWeight | None:
         """The bus weights of ``tier``, or None for a tier not behind the controller."""
@@ -193,4 +236,11 @@ class MemoryController:
         return None
 
 
-__all__ = ["ARBITRATIONS", "MAX_WEIGHT", "MECHANISM_FIELDS", "BusWeight", "MemoryController"]
+__all__ = [
+    "ARBITRATIONS",
+    "MAX_CHANNELS",
+    "MAX_WEIGHT",
+    "MECHANISM_FIELDS",
+    "BusWeight",
+    "MemoryController",
+]

@@ -126,6 +126,8 @@ def platform_to_dict(p: Platform) -> dict[str, Any]:
             "priority_tiers": list(ctl.priority_tiers),
             "source": ctl.source,
         }
+        if ctl.channels != 1:  # absent at its default, so documents without it stay as they were
+            out["controller"]["channels"] = ctl.channels
     if p.copy_thread is not None:
         th = p.copy_thread
         out["copy_thread"] = {
@@ -194,6 +196,8 @@ def _weight_dict(w: BusWeight) -> dict[str, float]:
         value = getattr(w, key)
         if value != default:
             out[key] = value
+    if w.channels:
+        out["channels"] = w.channels
     return out
 
 

@@ -275,8 +275,8 @@ def _unified_memory(u: Table) -> UnifiedMemory:
 def _controller(c: Table) -> MemoryController:
     """A ``[controller]`` table: ``channel_bw_<unit>``, ``weights`` (a table of tier name to
     ``{ read = .., write = .. }`` with the optional keys of
-    :data:`hwmodels.controller.MECHANISM_FIELDS`), optional ``arbitration``, ``write_priority``,
-    ``priority_tiers`` and ``source``."""
+    :data:`hwmodels.controller.MECHANISM_FIELDS` and ``channels``), optional ``arbitration``,
+    ``write_priority``, ``priority_tiers``, ``channels`` and ``source``."""
     w = c.table("weights")
     weights = []
     for name in list(w.data):
@@ -287,7 +287,11 @@ def _controller(c: Table) -> MemoryController:
         }
         weights.append(
             BusWeight(
-                name, entry.number("read", strict=True), entry.number("write", strict=True), **extra
+                name,
+                entry.number("read", strict=True),
+                entry.number("write", strict=True),
+                **extra,
+                channels=entry.integer("channels", 0, minimum=0),
             )
         )
         entry.done()
@@ -303,6 +307,7 @@ def _controller(c: Table) -> MemoryController:
         write_priority=share,
         priority_tiers=tuple(priority),
         source=c.string("source", ""),
+        channels=c.integer("channels", 1),
     )
     c.done()
     return ctl

@@ -47,7 +47,9 @@ def test_platform_prints_readably(capsys: pytest.CaptureFixture[str]) -> None:
     assert "DRAM: 192 GiB, read 104.6 GB/s, write 76.8 GB/s" in out
     assert "PMM: 1536 GiB, read 37.6 GB/s, write 12.5 GB/s" in out
     assert "PMM -> DRAM: sync 29 GB/s, async 1.726 GB/s" in out
-    assert "controller: channels 104.6 GB/s, bus weights DRAM read 1 write 1.362" in out
+    assert (
+        "controller: 6 channels of 104.6 GB/s together, bus weights DRAM read 1 write 1.362" in out
+    )
     # the fitted channel mechanisms, each where it is not neutral (no switch cost on DRAM)
     assert "PMM read 2.436 write 2.329 switch 0.969 read queue 1.391 write queue 3.804" in out
     assert "DRAM read 1 write 1.362 write queue 0.479 read delay 0.314 write delay 0.314;" in out

@@ -197,6 +197,70 @@ def test_autotm_sync_copy_check() -> None:
     assert 0.8 * 29.0 <= got <= 29.0
 
 
+# ---------------------------------------------------------------- interleaving
+def _channel_rates(ctl: MemoryController, flows: list[Flow]) -> list[float]:
+    big = 1e4 * GB
+    tiers = (MemoryTier("DRAM", 2**40, big, big), MemoryTier("PMM", 2**40, big, big))
+    channel = ChannelUse.of_controller(("DRAM", "PMM"), ctl)
+    return [r / GB for r in rates_at_start(tiers, flows, channel=channel)]
+
+
+def _two_channels(pmm_channels: int) -> MemoryController:
+    return MemoryController(
+        100 * GB,
+        (BusWeight("DRAM", 1.0, 1.0), BusWeight("PMM", 1.0, 1.0, channels=pmm_channels)),
+        arbitration="queue",
+        channels=2,
+    )
+
+
+def test_traffic_on_few_channels_slows_the_traffic_on_all_of_them_by_hand() -> None:
+    # Two channels of 50 GB/s. A PMM DIMM on the first alone: its reads take twice their share
+    # of that channel's time (0.02 of it per GB/s against DRAM's 0.01 on each), so the queue's
+    # pace (requests over channel time) is 50 for the PMM reader and 100 for the DRAM one, and
+    # the first channel fills at 0.02 p + 0.01 d = 1 with p : d = 1 : 2: 25 and 50 GB/s. The
+    # DRAM reader, interleaved over both, moves at the pace of the full one.
+    pmm, dram = _on(1, True, 40.0, 1), _on(0, True, 100.0, 1)
+    assert _channel_rates(_two_channels(1), [pmm, dram]) == pytest.approx([25.0, 50.0], rel=1e-6)
+    # PMM on both channels: the pool of old, the PMM reader at its cap, DRAM the rest.
+    assert _channel_rates(_two_channels(0), [pmm, dram]) == pytest.approx([40.0, 60.0], rel=1e-6)
+    assert _channel_rates(_two_channels(2), [pmm, dram]) == pytest.approx([40.0, 60.0], rel=1e-6)
+    # Alone, a PMM reader on one channel gets that channel: 50 GB/s.
+    (alone,) = _channel_rates(_two_channels(1), [_on(1, True, 1000.0, 4)])
+    assert alone == pytest.approx(50.0, rel=1e-6)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.integers(1, 12),
+    st.lists(
+        st.tuples(st.integers(0, 1), st.booleans(), st.integers(1, 16)), min_size=1, max_size=4
+    ),
+)
+def test_every_tier_on_every_channel_is_the_pool(
+    n: int, groups: list[tuple[int, bool, int]]
+) -> None:
+    # The fitted mechanisms with the socket's channels counted (every tier on all of them)
+    # give exactly the rates of the single pool.
+    pool = CALIBRATED.controller
+    assert pool is not None
+    counted = replace(pool, channels=n, weights=tuple(replace(w, channels=n) for w in pool.weights))
+    flows = [_on(t, read, 3.0 * k, k) for t, read, k in groups]
+    assert _channel_rates(counted, flows) == pytest.approx(_channel_rates(pool, flows), rel=1e-9)
+
+
+def test_bad_channel_counts_are_refused() -> None:
+    with pytest.raises(HardwareModelError, match="channels 3 exceeds the controller's 2"):
+        _two_channels(3)
+    with pytest.raises(HardwareModelError, match="channels must be an integer of 1 to"):
+        replace(_two_channels(1), channels=0)
+    with pytest.raises(HardwareModelError, match="channels must be an integer of 0 to"):
+        BusWeight("PMM", 1.0, 1.0, channels=-1)
+    platform = replace(CPU, controller=replace(_two_channels(1), bw_bytes_per_s=104.6 * GB))
+    assert platform_from_toml(platform_to_toml(platform), "x.toml") == platform
+    assert "PMM read 1 write 1 on 1 channels" in _two_channels(1).weights[1].summary()
+
+
 # ---------------------------------------------------------------- the write overlap
 def _overlap_rates(overlap: float, flows: list[Flow], queue: bool = True) -> list[float]:
     # PMM 10 GB/s read, 5 write; channels of 1000 GB/s that never fill, weights 1, no switch,

@@ -295,14 +295,22 @@ def copy_check(
 
 def calibrated(platform: Platform, params: Sequence[float] = FITTED) -> Platform:
     """``platform`` with its memory controller replaced by the fitted mechanisms (``params``)
-    at its own channel bandwidth, no write priority and ``"queue"`` arbitration. Raises
+    at its own channel bandwidth and channels (each tier on the channels it was on), no write
+    priority and ``"queue"`` arbitration. Raises
     ``ValueError`` if it has no controller; :class:`hwmodels.errors.HardwareModelError` if
     it lacks a DRAM or PMM tier."""
     ctl = platform.controller
     if ctl is None:
         raise ValueError(f"platform {platform.name!r} has no memory controller")
     fitted = controller(params, ctl.bw_bytes_per_s / GB)
-    return replace(platform, controller=replace(fitted, source=f"{fitted.source}; {ctl.source}"))
+    weights = tuple(
+        replace(w, channels=old.channels) if (old := ctl.weight(w.tier)) is not None else w
+        for w in fitted.weights
+    )
+    fitted = replace(
+        fitted, weights=weights, channels=ctl.channels, source=f"{fitted.source}; {ctl.source}"
+    )
+    return replace(platform, controller=fitted)
 
 
 def main() -> None:

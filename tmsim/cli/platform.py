@@ -200,7 +200,8 @@ def _interference(p: Platform) -> list[str]:
         weights = "; ".join(w.summary() for w in ctl.weights)
         first = ", ".join(ctl.priority_tiers) or "none"
         lines.append(
-            f"controller: channels {_gb(ctl.bw_bytes_per_s)}, bus weights {weights}, "
+            f"controller: {ctl.channels} channel{'s' if ctl.channels > 1 else ''} of "
+            f"{_gb(ctl.bw_bytes_per_s)} together, bus weights {weights}, "
             f"{ctl.arbitration} arbitration, writes first: {first} "
             f"(priority {ctl.write_priority:g})"
         )

@@ -142,12 +142,14 @@ class FluidModel:
                 if self._rates.mixing(t) and r > 0 and w > 0:
                     own = float(self.tiers[t].interference.mix_factor(r / (r + w)))
                 uses.append(TierUse(t, r / n, w / n, own))
-        channel_s, first = 0.0, False
+        channel_s: tuple[float, ...] = ()
+        first = False
         on: tuple[tuple[int, float], ...] = ()
         queue, delay = 1.0, 0.0
         if self.channel is not None:
-            channel_s = self.channel.seconds_per_byte(flow.read_bytes, flow.write_bytes)
-            channel_s /= n * flow.efficiency
+            per = n * flow.efficiency
+            groups = self.channel.group_seconds(flow.read_bytes, flow.write_bytes)
+            channel_s = tuple(x / per for x in groups)
             first = self.channel.is_priority(flow.write_bytes)
             bytes_on, queue, delay = self.channel.profile(flow.read_bytes, flow.write_bytes)
             on = tuple((t, b / (n * flow.efficiency)) for t, b in bytes_on)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from hwmodels.tiers import MemoryTier
 from tmsim.sim.fixedpoint import Bracket
 from tmsim.sim.flows import NO_LOSS, Role, loss_split
-from tmsim.sim.rates import ChannelUse, delayed_caps, shared_rates, switch_seconds
+from tmsim.sim.rates import ChannelUse, grouped_delayed_caps, shared_rates, switch_seconds
 from tmsim.sim.running import Running
 from tmsim.sim.sharing import max_min_rates
 from tmsim.sim.threads import ThreadUse
@@ -136,25 +136,33 @@ class InstantRates:
                     paths[i].append((len(capacities) + self._path[u.tier], base[i][k]))
                     base[i][k] *= 1.0 - overlap
         capacities += [1.0] * self._n_paths
-        bus = len(capacities)
-        if self.channel is not None:
-            capacities.append(1.0)
         ch = self.channel
+        bus = len(capacities)  # the first group of channels; one resource per group
+        if ch is not None:
+            capacities += [1.0] * ch.groups
         mixing = [
             t
             for t in range(n_tiers)
             if self._mixing[t] and len(on_tier[t]) > 1 and not self._additive[t]
         ]
-        # Tiers whose device-switch cost depends on the channel's byte shares.
+        # Tiers whose device-switch cost depends on the channel's byte shares, by group
+        # (``group * n_tiers + tier``).
         switched = (
             []
             if ch is None or not ch.switching
-            else [t for t in range(n_tiers) if ch.switch_s_per_byte[t] > 0]
+            else [
+                g * n_tiers + t
+                for g in range(ch.groups)
+                for t in range(n_tiers)
+                if ch.switch_s_per_byte[t] > 0 and ch.tier_on_group(t, g)
+            ]
         )
         share = self._channel_share(active, caps) if switched else []
         waited = caps
         if ch is not None and ch.delays:
-            waited = delayed_caps(caps, [a.channel_s for a in active], [a.delay for a in active])
+            waited = grouped_delayed_caps(
+                caps, [a.channel_s for a in active], [a.delay for a in active]
+            )
         fraction: dict[int, float] = {}
         # A fixed point of each mixing tier's aggregate read fraction and of each switched
         # tier's channel share (the rates at them give them back), by bracketed search.
@@ -176,10 +184,12 @@ class InstantRates:
                     c = self._controller[t]
                     if c >= 0:
                         shared[first_controller + c] = shared.get(first_controller + c, 0.0) + b
-                bus_s = a.channel_s
-                if switched and ch is not None:
-                    bus_s += switch_seconds(ch, a.channel_on, share)
-                bus_use = [(bus, bus_s)] if bus_s > 0 else []
+                bus_use = []
+                for g, bus_s in enumerate(a.channel_s):
+                    if switched and ch is not None and bus_s > 0:
+                        bus_s += switch_seconds(ch, a.channel_on, share, g)
+                    if bus_s > 0:
+                        bus_use.append((bus + g, bus_s))
                 uses.append(row + links[i] + list(shared.items()) + paths[i] + bus_use)
             if round_ == 0:
                 # A channel whose requests wait on each other already slows the copy thread
@@ -236,21 +246,28 @@ class InstantRates:
             priority=[a.priority for a in active],
             priority_share=ch.priority_share,
             weights=(
-                self._queue_weights(active, caps, uses, len(capacities) - 1) if ch.queue else None
+                self._queue_weights(active, caps, uses, self._bus_of(capacities))
+                if ch.queue
+                else None
             ),
         )
+
+    def _bus_of(self, capacities: list[float]) -> int:
+        """The index of the first group of channels among ``capacities`` (they come last)."""
+        return len(capacities) - (self.channel.groups if self.channel is not None else 0)
 
     @staticmethod
     def _queue_weights(
         active: Sequence[Running], caps: list[float], uses: list[list[tuple[int, float]]], bus: int
     ) -> list[float]:
         """Per flow, the pace of ``queue`` arbitration: requests it keeps queued (threads
-        times its queue share) over its channel time per byte, so that a full channel gives
-        each flow time in proportion to its requests; a flow off the channel paces at its cap
-        (or 1 without one)."""
+        times its queue share) over its channel time per byte (on the busiest group of
+        channels it uses, from index ``bus`` on), so that a full channel gives each flow time
+        in proportion to its requests; a flow off the channel paces at its cap (or 1 without
+        one)."""
         out = []
         for a, row, cap in zip(active, uses, caps, strict=True):
-            bus_s = sum(x for r, x in row if r == bus)
+            bus_s = max((x for r, x in row if r >= bus), default=0.0)
             if bus_s > 0:
                 out.append(max(a.flow.writers, 1) * a.queue / bus_s)
             else:
@@ -258,15 +275,25 @@ class InstantRates:
         return out
 
     def _channel_share(self, active: Sequence[Running], rates: Sequence[float]) -> list[float]:
-        """Each tier's share of the bytes on the controller's channels at ``rates`` (all 0
-        when nothing moves there)."""
-        on = [0.0] * len(self.tiers)
+        """Per group of channels, each tier's share of the bytes on it at ``rates``, at
+        ``group * n_tiers + tier`` (all 0 in a group where nothing moves)."""
+        ch = self.channel
+        n_t = len(self.tiers)
+        groups = ch.groups if ch is not None else 1
+        on = [0.0] * (groups * n_t)
         for a, r in zip(active, rates, strict=True):
             if math.isfinite(r):
                 for t, b in a.channel_on:
-                    on[t] += r * b
-        total = sum(on)
-        return [x / total for x in on] if total > 0 else on
+                    spread = ch.tier_spread(t) if ch is not None else 1.0
+                    for g in range(groups):
+                        if ch is None or ch.tier_on_group(t, g):
+                            on[g * n_t + t] += r * b * spread
+        out = []
+        for g in range(groups):
+            part = on[g * n_t : (g + 1) * n_t]
+            total = sum(part)
+            out += [x / total for x in part] if total > 0 else part
+        return out
 
     def _unblocked(
         self,
@@ -283,7 +310,8 @@ class InstantRates:
             return rates
         if all(r >= c for r, c in zip(rates, caps, strict=True)):
             return rates
-        weights = self._queue_weights(active, caps, uses, len(capacities) - 1) if ch.queue else None
+        bus = self._bus_of(capacities)
+        weights = self._queue_weights(active, caps, uses, bus) if ch.queue else None
         return shared_rates(caps, uses, capacities, demand=ch.demand, weights=weights)
 
     @staticmethod

@@ -109,7 +109,12 @@ class ChannelUse:
     its device-switch channel-seconds per byte (``switch_s_per_byte``), requests a thread
     keeps queued per byte read and written (``read_queue``, ``write_queue``) and the waits
     per unit of load (``read_delay``, ``write_delay``); ``priority_share``, ``demand``
-    (arbitration ``"demand"``) and ``queue`` (arbitration ``"queue"``)."""
+    (arbitration ``"demand"``) and ``queue`` (arbitration ``"queue"``).
+
+    The channels fall into ``groups``, the runs of channels that carry the same tiers (one
+    when every tier interleaves over every channel): tier ``t`` is on the first ``cover[t]``
+    groups and takes ``spread[t]`` times its share of each one's time (the controller's
+    channels over the tier's; :meth:`hwmodels.controller.MemoryController.spread`)."""
 
     read_s_per_byte: tuple[float, ...]
     write_s_per_byte: tuple[float, ...]
@@ -122,6 +127,9 @@ class ChannelUse:
     read_delay: tuple[float, ...] = ()
     write_delay: tuple[float, ...] = ()
     queue: bool = False
+    groups: int = 1
+    cover: tuple[int, ...] = ()
+    spread: tuple[float, ...] = ()
 
     @classmethod
     def of(cls, platform: Platform) -> ChannelUse | None:
@@ -148,6 +156,10 @@ class ChannelUse:
             columns["wd"].append(0.0 if w is None else w.write_delay)
             first.append(name in ctl.priority_tiers)
         c = {k: tuple(v) for k, v in columns.items()}
+        on = {w.tier: w.channels or ctl.channels for w in ctl.weights}
+        ends = sorted(set(on.values()))
+        cover = tuple(ends.index(on[n]) + 1 if n in on else 0 for n in tier_names)
+        spread = tuple(ctl.spread(n) for n in tier_names)
         return cls(
             c["r"],
             c["w"],
@@ -160,6 +172,9 @@ class ChannelUse:
             c["rd"],
             c["wd"],
             ctl.arbitration == "queue",
+            len(ends),
+            cover,
+            spread,
         )
 
     @property
@@ -180,6 +195,27 @@ class ChannelUse:
                 read, write, self.read_s_per_byte, self.write_s_per_byte, strict=True
             )
         )
+
+    def group_seconds(self, read: Sequence[float], write: Sequence[float]) -> tuple[float, ...]:
+        """Per group of channels, the seconds of its time ``read``/``write`` bytes per tier
+        take (:meth:`seconds_per_byte` with each tier's bytes spread over its groups alone)."""
+        cover = self.cover or (1,) * len(read)
+        spread = self.spread or (1.0,) * len(read)
+        out = [0.0] * self.groups
+        for t, (r, w) in enumerate(zip(read, write, strict=True)):
+            s = (r * self.read_s_per_byte[t] + w * self.write_s_per_byte[t]) * spread[t]
+            if s > 0:
+                for g in range(cover[t]):
+                    out[g] += s
+        return tuple(out)
+
+    def tier_on_group(self, tier: int, group: int) -> bool:
+        """Whether ``tier``'s traffic reaches the channels of ``group``."""
+        return group < (self.cover[tier] if self.cover else 1)
+
+    def tier_spread(self, tier: int) -> float:
+        """:attr:`spread` of ``tier`` (1 where none is given)."""
+        return self.spread[tier] if self.spread else 1.0
 
     def is_priority(self, write: Sequence[float]) -> bool:
         """Whether a flow writing ``write`` bytes per tier is served first."""
@@ -209,14 +245,23 @@ class ChannelUse:
 
 
 def switch_seconds(
-    channel: ChannelUse, on: Sequence[tuple[int, float]], share: Sequence[float]
+    channel: ChannelUse,
+    on: Sequence[tuple[int, float]],
+    share: Sequence[float],
+    group: int = 0,
 ) -> float:
-    """Channel-seconds of device switches per byte of a flow with ``on`` bytes per tier
-    (:meth:`ChannelUse.profile`), when ``share[t]`` of the channel's bytes are on tier ``t``:
-    ``sum_t bytes_t * switch_t * (1 - share_t)``."""
+    """Seconds of ``group``'s channel time that device switches take per byte of a flow with
+    ``on`` bytes per tier (:meth:`ChannelUse.profile`), when ``share[group * n + t]`` of the
+    group's bytes are on tier ``t`` (``n`` tiers): ``sum_t bytes_t * spread_t * switch_t *
+    (1 - share_t)`` over the tiers on the group."""
     if not channel.switch_s_per_byte:
         return 0.0
-    return sum(b * channel.switch_s_per_byte[t] * (1.0 - share[t]) for t, b in on)
+    n = len(channel.switch_s_per_byte)
+    return sum(
+        b * channel.tier_spread(t) * channel.switch_s_per_byte[t] * (1.0 - share[group * n + t])
+        for t, b in on
+        if channel.tier_on_group(t, group)
+    )
 
 
 def delayed_caps(
@@ -225,13 +270,34 @@ def delayed_caps(
     """Each flow's cap over ``1 + delay * u``, ``u`` the channel time per second the other
     flows offer at their caps (``channel_s`` per byte times cap; at most 1, an infinite cap
     filling the channel). A flow that waits on nothing keeps its cap; no cap falls to 0."""
-    offered = [min(1.0, c * s) if s > 0 else 0.0 for c, s in zip(caps, channel_s, strict=True)]
-    total = sum(offered)
+    return grouped_delayed_caps(caps, [(s,) for s in channel_s], delay)
+
+
+def grouped_delayed_caps(
+    caps: Sequence[float], channel_s: Sequence[Sequence[float]], delay: Sequence[float]
+) -> list[float]:
+    """:func:`delayed_caps` over groups of channels: ``channel_s[f][g]`` is flow ``f``'s time
+    per byte on group ``g``, and a flow waits on the busiest group it uses (the most channel
+    time per second the other flows offer there, at most 1)."""
+    n_g = max((len(s) for s in channel_s), default=0)
+    offered = [
+        [min(1.0, c * x) if x > 0 else 0.0 for x in (*s, *(0.0,) * (n_g - len(s)))]
+        for c, s in zip(caps, channel_s, strict=True)
+    ]
+    total = [sum(o[g] for o in offered) for g in range(n_g)]
     out = list(caps)
     for f, (c, d) in enumerate(zip(caps, delay, strict=True)):
-        if d > 0 and channel_s[f] > 0:
-            out[f] = c / (1.0 + d * min(1.0, total - offered[f]))
+        used = [g for g, x in enumerate(channel_s[f]) if x > 0]
+        if d > 0 and used:
+            load = max(min(1.0, total[g] - offered[f][g]) for g in used)
+            out[f] = c / (1.0 + d * load)
     return out
 
 
-__all__ = ["ChannelUse", "delayed_caps", "shared_rates", "switch_seconds"]
+__all__ = [
+    "ChannelUse",
+    "delayed_caps",
+    "grouped_delayed_caps",
+    "shared_rates",
+    "switch_seconds",
+]

@@ -42,7 +42,7 @@ class Running:
         event: simpy.Event,
         start_s: float,
         tiers: list[TierUse],
-        channel_s: float = 0.0,
+        channel_s: tuple[float, ...] = (),
         priority: bool = False,
         channel_on: tuple[tuple[int, float], ...] = (),
         queue: float = 1.0,
@@ -52,7 +52,9 @@ class Running:
         self.event = event
         self.start_s = start_s
         self.tiers = tiers
-        #: channel-seconds per byte of progress (0: the flow does not use the channel)
+        #: per group of channels carrying the same tiers, the group's channel-seconds per byte
+        #: of progress (all 0, or empty: the flow does not use the channel;
+        #: :meth:`tmsim.sim.rates.ChannelUse.group_seconds`)
         self.channel_s = channel_s
         self.priority = priority
         #: channel bytes per byte of progress on each tier behind the controller, the requests

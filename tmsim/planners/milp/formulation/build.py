@@ -46,6 +46,7 @@ from tmsim.planners.milp.formulation.gadgets import Formulation, build_gadgets
 from tmsim.planners.milp.formulation.host import (
     find_candidates,
     host_access,
+    host_floor,
     host_free,
     host_reach,
     link_rows,
@@ -252,6 +253,9 @@ def build_model(
     if roofline_cut:  # after the time rows: measured terms shift those alone
         rows += memory_cut_rows(cost, seg.access, op_seg, floor_s)
     if host_terms is not None:  # a host kernel costs the device stream none of its own time
+        on, least, h_cols = host_floor(floor_s, host_terms.candidates, host_terms.columns)
+        if on.size:
+            constraints.append(c[on] + cp.multiply(least, x[h_cols]) >= least)
         rows, floor_s = host_free(
             rows, floor_s, host_terms.candidates, host_terms.columns, n, measured
         )

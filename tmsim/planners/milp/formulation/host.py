@@ -293,10 +293,24 @@ def host_free(
     return out, floor
 
 
+def host_floor(
+    floor_s: np.ndarray, host: HostCandidates, columns: IntArray
+) -> tuple[IntArray, np.ndarray, IntArray]:
+    """The rows ``c_k >= L_k (1 - h_k)`` at each candidate ``k`` that has a device floor
+    ``L_k`` (``floor_s`` before :func:`host_free`: its least device time), as (kernels,
+    ``L_k``, the columns of their ``h_k``). Valid at both values of ``h_k`` (the device runs it
+    in at least ``L_k``, or the host runs it) and implied at every binary point by the rows
+    :func:`host_free` weakens; in the LP relaxation it keeps what those lose at a small
+    fractional ``h_k``, which takes ``M h_k`` off a row whose ``M`` may be many times ``L_k``."""
+    keep = floor_s[host.kernel] > 0
+    return host.kernel[keep], np.asarray(floor_s[host.kernel][keep]), columns[keep]
+
+
 __all__ = [
     "HostCandidates",
     "find_candidates",
     "host_access",
+    "host_floor",
     "host_free",
     "host_reach",
     "link_rows",
