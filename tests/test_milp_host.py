@@ -15,6 +15,9 @@ from functools import cache
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
 
 import tmsim
 from tmsim import Capacity, PlanSettings
@@ -22,9 +25,11 @@ from tmsim.cli.args import add_plan_arguments, settings_from_args
 from tmsim.errors import InfeasibleError
 from tmsim.levels import InterferenceLevel
 from tmsim.planners.milp.chain.nesting import HOST_RUNTIMES, RECOMPUTE_HEURISTICS, outside_names
+from tmsim.planners.milp.formulation.build import build_model
 from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.milp.formulation.host import find_candidates
 from tmsim.planners.milp.formulation.host_time import refresh_position
+from tmsim.planners.milp.formulation.model import two_stream_bound_s
 from tmsim.plans.validate import validate
 from tmsim.plans.values import Plan
 from tmsim.profiles import cost_model
@@ -210,3 +215,38 @@ def test_the_host_floor_rows_lift_the_lp_bound_and_keep_the_optimum(
     a, b = with_cut.stats, without.stats
     assert a.lp_bound > b.lp_bound * 1.03
     assert a.objective == pytest.approx(b.objective, rel=a.gap + b.gap + 1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.floats(0.0, 5.0),
+    st.lists(st.tuples(st.floats(0.0, 3.0), st.floats(0.01, 3.0)), min_size=1, max_size=6),
+)
+def test_the_two_stream_bound_is_the_lp_over_the_host_shares(
+    device_s: float, kernels: list[tuple[float, float]]
+) -> None:
+    # min T s.t. T >= device_s + sum L (1 - h), T >= sum H h, 0 <= h <= 1, by an LP solver.
+    floor = np.array([k[0] for k in kernels])
+    host = np.array([k[1] for k in kernels])
+    m = len(kernels)
+    c = np.r_[np.zeros(m), 1.0]  # variables h, T
+    a_ub = np.vstack([np.r_[-floor, -1.0], np.r_[host, -1.0]])
+    b_ub = np.array([-(device_s + floor.sum()), 0.0])
+    got = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=[(0, 1)] * m + [(0, None)], method="highs")
+    assert got.status == 0
+    assert two_stream_bound_s(device_s, floor, host) == pytest.approx(got.fun, rel=1e-9, abs=1e-12)
+
+
+def test_the_two_stream_bound_holds_below_the_optimum_and_above_the_floors() -> None:
+    # By hand: device 1 s, candidates (floor 1, host 1) and (floor 1, host 4): the first goes
+    # to the host whole (device 2, host 1), then a fifth of the second: both streams 1.8 s.
+    assert two_stream_bound_s(1.0, np.array([1.0, 1.0]), np.array([1.0, 4.0])) == pytest.approx(1.8)
+    g, gh200 = gpt2(), tmsim.platform("gh200")
+    cost = cost_model(g, gh200, None)
+    limits = np.full(len(g.kernels), 2 * ZERO_PEAK, dtype=np.int64)
+    model = build_model(cost, 1, Formulation.SYNC, limits, relax=False, host_kernels=True)
+    assert model.host is not None and model.host_floor_s is not None
+    assert model.lower_bound_s > model.floor_s.sum() * 1.01
+    settings = PlanSettings(capacity=Capacity.of_bytes(2 * ZERO_PEAK), time_limit_s=None, gap=1e-6)
+    best = tmsim.plan(g, gh200, "sync", settings=settings)
+    assert model.lower_bound_s <= best.stats.objective * (1 + 1e-9)

@@ -208,6 +208,7 @@ def build_model(
             b_ub=np.concatenate((flow.b_ub, np.ones(cliques.shape[0]))),
         )
     host_terms = None
+    host_floor_s: np.ndarray | None = None
     if cand is not None and use is not None:
         member = sum(seg.member[int(i)] for i in np.flatnonzero(reach))
         links, link_b = link_rows(
@@ -253,6 +254,7 @@ def build_model(
     if roofline_cut:  # after the time rows: measured terms shift those alone
         rows += memory_cut_rows(cost, seg.access, op_seg, floor_s)
     if host_terms is not None:  # a host kernel costs the device stream none of its own time
+        host_floor_s = floor_s[host_terms.candidates.kernel].copy()
         on, least, h_cols = host_floor(floor_s, host_terms.candidates, host_terms.columns)
         if on.size:
             constraints.append(c[on] + cp.multiply(least, x[h_cols]) >= least)
@@ -314,6 +316,7 @@ def build_model(
         z=z,
         measured=measured,
         host=host_terms,
+        host_floor_s=host_floor_s,
     )
 
 

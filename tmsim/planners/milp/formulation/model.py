@@ -73,6 +73,9 @@ class Model:
     measured: MeasuredTerms | None = None
     #: the kernels the host may run and the step time they make (None: the host runs none)
     host: HostTerms | None = None
+    #: per host candidate (the order of ``host.candidates``), its least device time, which
+    #: ``floor_s`` counts as 0 (the host may take it)
+    host_floor_s: np.ndarray | None = None
 
     @property
     def n_kernels(self) -> int:
@@ -103,8 +106,12 @@ class Model:
     @property
     def lower_bound_s(self) -> float:
         """A lower bound of the objective at every solution: the sum of ``floor_s`` (copies
-        only add to it)."""
-        return float(self.floor_s.sum())
+        only add to it) or, where the host may run kernels, :func:`two_stream_bound_s` of
+        the device's and the host's least work."""
+        base = float(self.floor_s.sum())
+        if self.host is None or self.host_floor_s is None:
+            return base
+        return two_stream_bound_s(base, self.host_floor_s, self.host.candidates.seconds)
 
     def objective(self, x: np.ndarray) -> float:
         """The objective at binaries ``x``, with ``u`` and ``c`` at their optimum."""
@@ -126,4 +133,29 @@ class Model:
         return {h.p: v.p, h.f: v.f, h.r: v.r, h.t: np.asarray(v.t)}
 
 
-__all__ = ["Model"]
+def two_stream_bound_s(device_s: float, floor_s: np.ndarray, host_s: np.ndarray) -> float:
+    """``min over h in [0, 1]^m of max(device_s + sum floor_s (1 - h), sum host_s h)``: the
+    step can be no shorter than its device stream (``device_s`` of kernels only the device
+    runs, and each candidate's least device time ``floor_s`` for the share it keeps) nor than
+    its host stream (each candidate's ``host_s`` for the share the host takes), whatever the
+    copies and the order. The fractional knapsack: candidates move to the host in order of
+    device seconds saved per host second until the two streams meet."""
+    floor = np.asarray(floor_s, dtype=np.float64)
+    host = np.asarray(host_s, dtype=np.float64)
+    device = device_s + float(floor.sum())
+    spent = 0.0
+    ratio = np.where(host > 0, floor / np.where(host > 0, host, 1.0), np.inf)
+    for i in np.argsort(-ratio, kind="stable"):
+        if device <= spent:
+            break
+        if host[i] <= 0:  # free on the host: the device keeps none of it
+            device -= floor[i]
+            continue
+        # moving a share s of it: device - s floor = spent + s host
+        s = min(1.0, (device - spent) / (floor[i] + host[i])) if floor[i] + host[i] > 0 else 1.0
+        device -= s * floor[i]
+        spent += s * host[i]
+    return float(max(device, spent))
+
+
+__all__ = ["Model", "two_stream_bound_s"]
