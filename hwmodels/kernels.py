@@ -81,7 +81,9 @@ GEMM_FAMILIES = frozenset({KernelFamily.CONV, KernelFamily.CONV_BACKWARD, Kernel
 
 #: Op names (namespace and overload left out) of each family: PyTorch's ATen names as an
 #: eager profile records them and as ``tmsim import`` traces them (the decomposed joint
-#: graph), and tmsim's optimizer kernels. Any other op is ELEMENTWISE.
+#: graph), and the kernels of tmsim's own zoo (``conv2d_backward_data``,
+#: ``linear_backward_weight``, ``attention_scores_bmm``, ``rms_norm`` ...), which split a
+#: backward product into its data and weight halves. Any other op is ELEMENTWISE.
 _FAMILY_OPS: Mapping[KernelFamily, tuple[str, ...]] = {
     KernelFamily.CONV: (
         "convolution",
@@ -94,7 +96,12 @@ _FAMILY_OPS: Mapping[KernelFamily, tuple[str, ...]] = {
         "_slow_conv2d_forward",
         "_conv_depthwise2d",
     ),
-    KernelFamily.CONV_BACKWARD: ("convolution_backward", "_slow_conv2d_backward"),
+    KernelFamily.CONV_BACKWARD: (
+        "convolution_backward",
+        "_slow_conv2d_backward",
+        "conv2d_backward_data",
+        "conv2d_backward_weight",
+    ),
     KernelFamily.MATMUL: (
         "mm",
         "addmm",
@@ -107,6 +114,14 @@ _FAMILY_OPS: Mapping[KernelFamily, tuple[str, ...]] = {
         "addmv",
         "dot",
         "einsum",
+        "linear_backward_data",
+        "linear_backward_weight",
+        "attention_scores_bmm",
+        "attention_scores_bmm_backward",
+        "attention_context_bmm",
+        "attention_context_bmm_backward",
+        "flash_attention_bmm",
+        "flash_attention_bmm_backward",
     ),
     KernelFamily.BATCH_NORM: (
         "batch_norm",
@@ -121,16 +136,50 @@ _FAMILY_OPS: Mapping[KernelFamily, tuple[str, ...]] = {
         "native_batch_norm_backward",
         "batch_norm_backward",
     ),
-    KernelFamily.LAYER_NORM: ("layer_norm", "native_layer_norm", "native_group_norm"),
-    KernelFamily.LAYER_NORM_BACKWARD: ("native_layer_norm_backward", "native_group_norm_backward"),
-    KernelFamily.SOFTMAX: ("softmax", "_softmax", "log_softmax", "_log_softmax", "_safe_softmax"),
-    KernelFamily.SOFTMAX_BACKWARD: ("_softmax_backward_data", "_log_softmax_backward_data"),
+    KernelFamily.LAYER_NORM: (
+        "layer_norm",
+        "native_layer_norm",
+        "native_group_norm",
+        "rms_norm",
+    ),
+    KernelFamily.LAYER_NORM_BACKWARD: (
+        "native_layer_norm_backward",
+        "native_group_norm_backward",
+        "layer_norm_backward",
+        "rms_norm_backward",
+    ),
+    KernelFamily.SOFTMAX: (
+        "softmax",
+        "_softmax",
+        "log_softmax",
+        "_log_softmax",
+        "_safe_softmax",
+        "masked_softmax",
+        "softmax_cross_entropy",
+    ),
+    KernelFamily.SOFTMAX_BACKWARD: (
+        "_softmax_backward_data",
+        "_log_softmax_backward_data",
+        "masked_softmax_backward",
+        "softmax_cross_entropy_backward",
+    ),
     KernelFamily.DROPOUT: ("dropout", "native_dropout"),
-    KernelFamily.DROPOUT_BACKWARD: ("native_dropout_backward",),
+    KernelFamily.DROPOUT_BACKWARD: ("native_dropout_backward", "dropout_backward"),
     KernelFamily.MASKED_FILL: ("masked_fill", "masked_fill_"),
-    KernelFamily.POOL: ("max_pool2d", "max_pool2d_with_indices", "avg_pool2d"),
-    KernelFamily.POOL_BACKWARD: ("max_pool2d_with_indices_backward", "avg_pool2d_backward"),
-    KernelFamily.CONCAT: ("cat", "stack"),
+    KernelFamily.POOL: (
+        "max_pool2d",
+        "max_pool2d_with_indices",
+        "avg_pool2d",
+        "max_pool",
+        "avg_pool",
+    ),
+    KernelFamily.POOL_BACKWARD: (
+        "max_pool2d_with_indices_backward",
+        "avg_pool2d_backward",
+        "max_pool_backward",
+        "avg_pool_backward",
+    ),
+    KernelFamily.CONCAT: ("cat", "stack", "concat", "concat_backward"),
     KernelFamily.OPTIMIZER: ("sgd_momentum", "adam", "adamw"),
 }
 _FAMILY_OF: Mapping[str, KernelFamily] = MappingProxyType(
