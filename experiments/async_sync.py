@@ -15,8 +15,9 @@ causes the kernel, :mod:`tmsim.sim.beside`), one chain
 of :data:`CONDITIONS` (:mod:`tmsim.levels`): ``none`` gives exactly the planner's prediction
 for sync and async; ``bandwidth`` lets kernels and copies share tier and link bandwidth, with
 Optane's read/write interference; ``controller`` is the full model (the memory controller's
-channel time, write drains and demand shares, the copy thread's loaded latency and shared
-core; on a GPU, which has neither, it equals ``bandwidth``). The figure shows each plan's time
+fitted channel mechanisms: channel time, device switches, queued requests, queueing delay;
+the PMM write overlap; the copy thread's shared core; on a GPU, which has neither, it equals
+``bandwidth``). The figure shows each plan's time
 over the sync plan's at the same level, per workload, one panel per strategy and platform.
 
 The MILPs are hard for HiGHS: where one does not beat the sync plan within the time limit it

@@ -6,7 +6,10 @@ each co-run, with the relative error; a row is shaded where a side misses by mor
 :data:`tmsim.calibration.channel_fit.TOLERANCE`. Right: Optane bandwidth with 16 threads split
 between readers and writers (OptaneStudy, ``06-bandwidth_thmix.csv``), measured and modelled,
 with the straight line between the measured pure ends; the PMM tier's write overlap is
-fitted to it (:mod:`tmsim.calibration.mixing`), the channel mechanisms are not.
+fitted to it (:mod:`tmsim.calibration.mixing`), the channel mechanisms are not. Far right,
+checked: one flow's own read/write mix on Optane (Yang et al., FAST 2020, Fig. 17, 4 threads)
+against the tier's mix factor, and AutoTM's synchronous PMM -> DRAM copy (29 GB/s measured)
+against the rate the fitted channels give it. Every point carries its relative error.
 
 The co-run rows are modelled with the fitted mechanisms
 (:data:`tmsim.calibration.channel_fit.FITTED`); the mixing curve on ``platform`` (its PMM
@@ -35,14 +38,15 @@ TITLE = "Interference model against measured co-runs and read/write mixes"
 @dataclass(frozen=True)
 class Config:
     """``platform``: the preset whose PMM tier and channels the mixing curve runs on (its
-    controller replaced by the fitted one); ``refit``: refit the co-run parameters from
-    :data:`tmsim.calibration.channel_fit.START` instead of using the stored fit."""
+    controller replaced by the fitted one); ``refit``: search the co-run parameters again
+    (:func:`tmsim.calibration.channel_fit.fit_from_starts`, minutes) instead of using the
+    stored fit."""
 
     platform: str = "cascadelake-optane"
     refit: bool = False
 
 
-#: The same figure: it takes seconds either way.
+#: The same figure (the stored fit: seconds).
 QUICK = Config()
 
 
@@ -70,11 +74,12 @@ def plot(data: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> list[
 
 
 def draw(frame: pd.DataFrame, on: AxesArg = None) -> Figure:
-    """Two panels: measured and modelled co-run rates per side with their errors, and the
-    reader/writer mixing curve with its straight line (see the module documentation).
-    ``on``: two Axes, or None. Returns the figure."""
-    fig, axes = panels(on, 1, 2, (13.0, 7.5), gridspec_kw={"width_ratios": [1.6, 1.0]})
-    ax, mix = axes[0, 0], axes[0, 1]
+    """Three panels: measured and modelled co-run rates per side with their errors, the
+    reader/writer mixing curve with its straight line, and one flow's own mixes with the
+    copy check (see the module documentation). ``on``: three Axes, or None. Returns the
+    figure."""
+    fig, axes = panels(on, 1, 3, (17.0, 7.5), gridspec_kw={"width_ratios": [1.6, 1.0, 1.0]})
+    ax, mix, own = axes[0, 0], axes[0, 1], axes[0, 2]
     corun = frame[frame["set"] == "corun"].reset_index(drop=True)
     y = np.arange(len(corun))
     tol = INTERFERENCE_TOLERANCE
@@ -108,6 +113,29 @@ def draw(frame: pd.DataFrame, on: AxesArg = None) -> Figure:
     mix.set_ylabel("Optane GB/s")
     mix.set_title("Read/write thread mix (OptaneStudy 06; write overlap fitted)", fontsize=9)
     mix.legend(fontsize=7)
+    for x, e, m in zip(readers, curve["error"], curve["modelled_gbps"], strict=True):
+        mix.annotate(f"{e:+.0%}", (x, m), textcoords="offset points", xytext=(0, -11), fontsize=6)
+    local = frame[frame["set"] == "local-mix"].reset_index(drop=True)
+    share = local["case"].astype(float)
+    own.plot(share, local["measured_gbps"], "o-", color="black", label="measured")
+    own.plot(share, local["modelled_gbps"], "x-", color="C3", label="modelled (mix factor)")
+    for x, e, m in zip(share, local["error"], local["modelled_gbps"], strict=True):
+        own.annotate(f"{e:+.0%}", (x, m), textcoords="offset points", xytext=(0, -11), fontsize=6)
+    copy = frame[frame["set"] == "copy"]
+    if len(copy):
+        c = copy.iloc[0]
+        own.text(
+            0.02,
+            0.02,
+            f"AutoTM sync PMM->DRAM copy: {c['modelled_gbps']:.1f} GB/s modelled, "
+            f"{c['measured_gbps']:.0f} measured ({c['error']:+.0%})",
+            transform=own.transAxes,
+            fontsize=7,
+        )
+    own.set_xlabel("read fraction of each thread's traffic")
+    own.set_ylabel("Optane GB/s (4 threads)")
+    own.set_title("One flow's own mix (Yang et al. Fig. 17), checked", fontsize=9)
+    own.legend(fontsize=7)
     return fig
 
 

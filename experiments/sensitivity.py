@@ -70,6 +70,8 @@ class Assumed:
     low: float | str
     high: float | str
     source: str
+    #: further (path, value) overrides set at both ends (what makes the parameter act)
+    also: tuple[tuple[str, Any], ...] = ()
 
 
 #: The Optane preset's assumed interference parameters with their ranges (the simulation
@@ -81,11 +83,18 @@ class Assumed:
 OPTANE_ASSUMED: tuple[Assumed, ...] = tuple(
     Assumed(*row)
     for row in (
-        ("tiers.PMM.interference.write_overlap", "PMM write overlap", 0.5, 0.0, "fit 0.24"),
+        ("tiers.PMM.interference.write_overlap", "PMM write overlap", 0.5, 0.0, "fit 0.23"),
         ("copy_thread.core_slowdown", "core slowdown s", 0.5, 1.0, "1: time-slicing one core"),
         ("copy_thread.straggler", "straggler sigma", 1 / 24, 1.0, "dynamic (1/P) to static (1)"),
         ("copy_thread.core", "copy core", "dedicated", "shared", "AutoTM's source: shared"),
-        ("controller.write_priority", "PMM write priority", 0.0, 1.0, "FairHym: writes block"),
+        (
+            "controller.write_priority",
+            "PMM write priority",
+            0.0,
+            1.0,
+            "FairHym: writes block",
+            (("controller.priority_tiers", ["PMM"]),),
+        ),
         ("controller.weights.PMM.write", "PMM write weight", 2.0, 7.7, "7.7: AutoTM's copy fits"),
         ("controller.weights.PMM.read", "PMM read weight", 1.0, 2.99, "additive to PerMA fit"),
     )
@@ -144,7 +153,8 @@ COLUMNS = (
 def points(config: Config) -> list[dict[str, Any]]:
     """One point per workload and ratio of ``config``, each with every variant it replays."""
     variants = [
-        {"path": a.path, "label": a.label, "low": a.low, "high": a.high} for a in config.parameters
+        {"path": a.path, "label": a.label, "low": a.low, "high": a.high, "also": list(a.also)}
+        for a in config.parameters
     ]
     aware = {tuple(w) for w in config.aware_workloads}
     return [
@@ -172,6 +182,12 @@ def variant_platform(preset: str, overrides: Sequence[tuple[str, Any]]) -> Platf
     return tmsim.platform(preset, dict(overrides))
 
 
+def _also(variant: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """A variant's further overrides as (path, value) pairs (a point's parameters hold them
+    as lists)."""
+    return [(str(path), value) for path, value in variant.get("also", [])]
+
+
 def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     """The rows of one point of :func:`points`: the shipped preset (``parameter`` ``-``,
     ``end`` ``shipped``), each variant's ``low`` and ``high`` end and the two corners
@@ -189,10 +205,12 @@ def point_rows(params: Mapping[str, Any]) -> pd.DataFrame:
     variants = params["variants"]
     for v in variants:
         for end in ("low", "high"):
-            machine = variant_platform(preset, [(v["path"], v[end])])
+            machine = variant_platform(preset, [(v["path"], v[end]), *_also(v)])
             cases.append((v["path"], v["label"], end, v[end], machine))
     for end in ("low", "high") if variants else ():
-        machine = variant_platform(preset, [(v["path"], v[end]) for v in variants])
+        machine = variant_platform(
+            preset, [o for v in variants for o in ((v["path"], v[end]), *_also(v))]
+        )
         cases.append((CORNER, CORNER_LABEL, end, "", machine))
     records: list[dict[str, Any]] = []
     for path, text, end, value, machine in cases:

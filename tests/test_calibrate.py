@@ -85,7 +85,8 @@ def rates(cuda: bool) -> MachineRates:
 
 def test_a_cuda_machine_is_written_with_its_links() -> None:
     """The CUDA half is written from rates measured elsewhere (no GPU here): the device tier
-    first, the pinned rates as the copy paths, the other link rates as comments."""
+    first, the pinned rates as the copy paths with their rate both ways at once (as the
+    presets write it), the pageable rates as comments."""
     platform, text = calibrated_platform(rates(cuda=True), "gpu-box")
     assert platform.tier_names == ("device", "host")
     assert platform.kernel_tiers == ("device",)
@@ -94,7 +95,9 @@ def test_a_cuda_machine_is_written_with_its_links() -> None:
     assert platform.copy_path("device", "host").async_bw_bytes_per_s == 54 * GB
     assert platform.compute.peak("tf32") == 380e12
     assert platform.compute.cores == 132
-    assert "both directions at once (pinned, two streams) 46 GB/s each" in text
+    assert "both_bw: measured, both directions at once" in text
+    assert platform.copy_path("host", "device").both_bw_bytes_per_s == 46 * GB
+    assert platform.copy_path("device", "host").both_bw_bytes_per_s == 46 * GB
     assert platform.compute.launch_overhead_s == pytest.approx(4e-6)
 
 

@@ -155,23 +155,30 @@ def refit() -> channel_fit.Fit:
 
 def test_the_fit_reruns_to_the_stored_values(refit: channel_fit.Fit) -> None:
     """The stored values are where the fit settles when started there (a least-squares point
-    of the data), and the fit from its documented first guesses reaches as good a point: the
-    same rows within 15% and an RMS log error within 2% of theirs (it ends elsewhere, 0.0671
-    against 0.0662: at its end point the PMM queue shares touch no row, so their values are
-    not identified by these data)."""
+    of the data), and a better one than the fit from :data:`channel_fit.START` alone reaches
+    (0.0608 against 0.0671: the PMM queue shares are weakly identified, and that start ends
+    with them at 10 and 6.9, touching no row); the slow test reruns the whole search."""
     again = channel_fit.fit(channel_fit.FITTED)
     assert again.params == pytest.approx(channel_fit.FITTED, abs=1.5e-3)
     stored = channel_fit.evaluate(channel_fit.FITTED)
-    assert refit.within() == stored.within()
-    assert refit.rms_log_error <= 1.02 * stored.rms_log_error
+    assert stored.rms_log_error < 0.95 * refit.rms_log_error
+    assert stored.within() > refit.within()
+
+
+@pytest.mark.slow
+def test_the_search_over_first_guesses_reruns_to_the_stored_values() -> None:
+    best = channel_fit.fit_from_starts()
+    assert best.params == pytest.approx(channel_fit.FITTED, abs=1.5e-3)
+    again = channel_fit.fit(channel_fit.BEST_START)
+    assert again.params == pytest.approx(channel_fit.FITTED, abs=1.5e-3)
 
 
 def test_most_corun_rows_hold_both_sides_within_15_percent(refit: channel_fit.Fit) -> None:
     stored = channel_fit.evaluate(channel_fit.FITTED)
     assert len(channel_fit.CORUNS) == 25
-    # the issue's bar: at least 80% of the rows; the fit reaches 22 of 25
+    # the issue's bar: at least 80% of the rows; the fit reaches 23 of 25
     assert stored.within() >= 0.8 * len(channel_fit.CORUNS)
-    assert (stored.within(), refit.within()) == (22, 22)
+    assert (stored.within(), refit.within()) == (23, 22)
     # the asymmetries the page describes: 16 PMM readers cost 8 DRAM writers more than half
     # (measured 55%), one PMM reader loses far more than the DRAM writers beside it
     a, b = stored.rows["scan 16/8"]
@@ -192,7 +199,7 @@ def test_the_fitted_model_reaches_every_group_alone() -> None:
 
 def test_autotm_sync_copy_check() -> None:
     # Not fitted: AutoTM measured 29 GB/s for its synchronous PMM -> DRAM copy; the model's
-    # channels allow 24.4 (16% less), which the report states.
+    # channels allow 24.2 (17% less), which the report states.
     got = channel_fit.copy_check()
     assert 0.8 * 29.0 <= got <= 29.0
 
@@ -301,7 +308,7 @@ def test_write_overlap_by_hand() -> None:
 def test_a_bad_write_overlap_is_refused() -> None:
     with pytest.raises(HardwareModelError, match=r"write_overlap must be a number in \[0, 1\]"):
         Interference(write_overlap=1.5)
-    text = platform_to_toml(CPU).replace("write_overlap = 0.24", "write_overlap = -0.1")
+    text = platform_to_toml(CPU).replace("write_overlap = 0.23", "write_overlap = -0.1")
     with pytest.raises(HardwareModelError, match="write_overlap"):
         platform_from_toml(text, "x.toml")
 
@@ -312,10 +319,10 @@ def test_the_thread_mix_fit_reruns_to_the_preset() -> None:
     got = mixing.fit(CALIBRATED)
     assert got == pytest.approx(mixing.FITTED_OVERLAP, abs=5e-3)
     assert CPU.tier("PMM").interference.write_overlap == mixing.FITTED_OVERLAP
-    # Without the overlap the splits of 4 to 12 readers lie 16-25% below their measurements.
+    # Without the overlap the splits of 6 to 12 readers lie 13-17% below their measurements.
     without = mixing.thread_mix(CALIBRATED, 0.0)
-    for p in without[2:-2]:
-        assert p.modelled < 0.85 * p.measured, (p.readers, p.writers)
+    for p in without[3:-2]:
+        assert p.modelled < 0.87 * p.measured, (p.readers, p.writers)
     assert mixing.rms_log_error(without) > 3 * mixing.rms_log_error(mixing.thread_mix(CALIBRATED))
 
 
@@ -344,5 +351,9 @@ def test_the_calibration_figure(tmp_path: Path) -> None:
     corun = frame[frame["set"] == "corun"]
     assert len(corun) == 22 * 2 + 3 and len(frame[frame["set"] == "mixing"]) == 9
     worst = corun.groupby("case")["error"].agg(lambda e: float(e.abs().max()))
-    assert int((worst <= 0.15).sum()) == 22
+    assert int((worst <= 0.15).sum()) == 23
+    local = frame[frame["set"] == "local-mix"]
+    assert len(local) == 6 and (local["error"].abs() <= 0.15).all()
+    (copy,) = frame.loc[frame["set"] == "copy", "error"]
+    assert -0.2 < copy < -0.1  # 24.2 GB/s against 29 measured
     check_plot(interference_calibration, path, tmp_path / "plots")

@@ -115,9 +115,9 @@ def test_keys_of_points_without_a_node_limit_are_those_stores_hold() -> None:
     text = grid + '[settings]\ninterference = "bandwidth"\n'
     keys = {p.strategy: p.key for p in sweep_from_dict(tomllib.loads(text), "x").points}
     assert keys == {
-        "first-touch": "2be5dbfc6aa0e5fe",
-        "static": "250f60b0dc96127d",
-        "all-fast": "edc6c8b13e37afd3",
+        "first-touch": "9e7a203596be67d1",
+        "static": "ecc2b6e258738d7c",
+        "all-fast": "3cd905d6d35a437f",
     }
     full = {p.strategy: p for p in sweep_from_dict(tomllib.loads(grid), "x").points}
     assert all(p.level == "controller" for p in full.values())

@@ -12,6 +12,10 @@ from tmsim.calibration import channel_fit, mixing
 #: The relative error within which a modelled co-run side counts as matching its measurement.
 INTERFERENCE_TOLERANCE = channel_fit.TOLERANCE
 
+#: AutoTM's synchronous PMM -> DRAM copy, measured on a Cascade Lake machine (GB/s;
+#: ``cpu_pmem_dram_sync`` in darchr/AutoTM, the preset's copy path).
+COPY_MEASURED_GBPS = 29.0
+
 
 def interference_rows(platform: str = "cascadelake-optane", *, refit: bool = False) -> pd.DataFrame:
     """One row per measured rate: ``set`` (``corun``: every side of every DRAM/PMM co-run of
@@ -20,10 +24,14 @@ def interference_rows(platform: str = "cascadelake-optane", *, refit: bool = Fal
     ``platform``, with its PMM tier's write overlap and its controller replaced by them),
     ``case``, ``side``,
     ``measured_gbps``, ``modelled_gbps``, ``error`` (relative) and, for the mixing curve,
-    ``line_gbps`` (the straight line between the measured pure ends). ``refit``: fit the
-    mechanisms again from :data:`tmsim.calibration.channel_fit.START` (seconds) instead of
-    using the stored :data:`~tmsim.calibration.channel_fit.FITTED`."""
-    params = channel_fit.fit().params if refit else channel_fit.FITTED
+    ``line_gbps`` (the straight line between the measured pure ends); then ``local-mix``:
+    one flow's own read/write mix against Yang et al.'s Fig. 17 (:func:`mixing.local_mix`,
+    ``case`` the read fraction), and ``copy``: AutoTM's synchronous PMM -> DRAM copy against
+    the channels' rate for it (:func:`channel_fit.copy_check`), checked, not fitted.
+    ``refit``: search the mechanisms again, about two minutes
+    (:func:`~tmsim.calibration.channel_fit.fit_from_starts`), instead of using the stored
+    :data:`~tmsim.calibration.channel_fit.FITTED`."""
+    params = channel_fit.fit_from_starts().params if refit else channel_fit.FITTED
     out: list[dict[str, object]] = []
     for run in channel_fit.CORUNS:
         a, b = channel_fit.modelled(params, run)
@@ -57,7 +65,31 @@ def interference_rows(platform: str = "cascadelake-optane", *, refit: bool = Fal
                 "line_gbps": p.line,
             }
         )
+    for f, want, got in mixing.local_mix(calibrated):
+        out.append(
+            {
+                "set": "local-mix",
+                "case": f"{f:.2f}",
+                "side": "one flow's own mix",
+                "measured_gbps": want,
+                "modelled_gbps": got,
+                "error": got / want - 1,
+                "line_gbps": np.nan,
+            }
+        )
+    copy = channel_fit.copy_check(params)
+    out.append(
+        {
+            "set": "copy",
+            "case": "AutoTM sync PMM -> DRAM",
+            "side": "copy",
+            "measured_gbps": COPY_MEASURED_GBPS,
+            "modelled_gbps": copy,
+            "error": copy / COPY_MEASURED_GBPS - 1,
+            "line_gbps": np.nan,
+        }
+    )
     return pd.DataFrame(out)
 
 
-__all__ = ["INTERFERENCE_TOLERANCE", "interference_rows"]
+__all__ = ["COPY_MEASURED_GBPS", "INTERFERENCE_TOLERANCE", "interference_rows"]

@@ -122,12 +122,12 @@ def _device_compute(rates: MachineRates, where: str) -> list[str]:
         "# Measured, pinned host memory, one direction alone (the replay's rate). Also measured:",
         f"# pageable {_gbps(links.h2d_pageable)} GB/s host to device, "
         f"{_gbps(links.d2h_pageable)} device to host;",
-        f"# both directions at once (pinned, two streams) {_gbps(links.h2d_both)} GB/s each.",
+        "# both_bw: measured, both directions at once (pinned, two streams), each direction's.",
         "# copy_engines: assumed (one a direction).",
     ]
-    for src, dst, rate in (
-        ("host", "device", links.h2d_pinned),
-        ("device", "host", links.d2h_pinned),
+    for src, dst, rate, both in (
+        ("host", "device", links.h2d_pinned, links.h2d_both),
+        ("device", "host", links.d2h_pinned, links.d2h_both),
     ):
         lines += [
             "",
@@ -138,6 +138,7 @@ def _device_compute(rates: MachineRates, where: str) -> list[str]:
             f"async_bw_GBps = {_gbps(rate)}",
             "copy_engines = 1",
             "duplex = true",
+            f"both_bw_GBps = {_gbps(min(both, rate))}",
             f"source = {_quoted(where)}",
         ]
     return lines
