@@ -16,8 +16,6 @@ from hwmodels.compute import (
     ClassEfficiency,
     Compute,
     HostCompute,
-    OpClass,
-    op_class,
 )
 from hwmodels.dtypes import canonical_dtype
 from hwmodels.energy import Energy, LinkEnergy, TierEnergy
@@ -31,6 +29,7 @@ from hwmodels.kernels import (
     family_of,
 )
 from hwmodels.memory_mode import MemoryMode
+from hwmodels.opclass import OpClass, op_class
 from hwmodels.paths import CopyPath, KernelLink
 from hwmodels.platform import Platform
 from hwmodels.presets import (

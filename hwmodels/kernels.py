@@ -48,6 +48,7 @@ from hwmodels._checks import (
 )
 from hwmodels.dtypes import canonical_dtype
 from hwmodels.errors import HardwareModelError
+from hwmodels.opclass import OpClass, op_class
 
 
 class KernelFamily(StrEnum):
@@ -81,9 +82,8 @@ GEMM_FAMILIES = frozenset({KernelFamily.CONV, KernelFamily.CONV_BACKWARD, Kernel
 
 #: Op names (namespace and overload left out) of each family: PyTorch's ATen names as an
 #: eager profile records them and as ``tmsim import`` traces them (the decomposed joint
-#: graph), and the kernels of tmsim's own zoo (``conv2d_backward_data``,
-#: ``linear_backward_weight``, ``attention_scores_bmm``, ``rms_norm`` ...), which split a
-#: backward product into its data and weight halves. Any other op is ELEMENTWISE.
+#: graph), tmsim's optimizer kernels and the zoo's pools and concatenations. Any other name
+#: takes its family from its roofline class (:func:`_family_by_class`).
 _FAMILY_OPS: Mapping[KernelFamily, tuple[str, ...]] = {
     KernelFamily.CONV: (
         "convolution",
@@ -96,12 +96,7 @@ _FAMILY_OPS: Mapping[KernelFamily, tuple[str, ...]] = {
         "_slow_conv2d_forward",
         "_conv_depthwise2d",
     ),
-    KernelFamily.CONV_BACKWARD: (
-        "convolution_backward",
-        "_slow_conv2d_backward",
-        "conv2d_backward_data",
-        "conv2d_backward_weight",
-    ),
+    KernelFamily.CONV_BACKWARD: ("convolution_backward", "_slow_conv2d_backward"),
     KernelFamily.MATMUL: (
         "mm",
         "addmm",
@@ -114,14 +109,6 @@ _FAMILY_OPS: Mapping[KernelFamily, tuple[str, ...]] = {
         "addmv",
         "dot",
         "einsum",
-        "linear_backward_data",
-        "linear_backward_weight",
-        "attention_scores_bmm",
-        "attention_scores_bmm_backward",
-        "attention_context_bmm",
-        "attention_context_bmm_backward",
-        "flash_attention_bmm",
-        "flash_attention_bmm_backward",
     ),
     KernelFamily.BATCH_NORM: (
         "batch_norm",
@@ -136,33 +123,10 @@ _FAMILY_OPS: Mapping[KernelFamily, tuple[str, ...]] = {
         "native_batch_norm_backward",
         "batch_norm_backward",
     ),
-    KernelFamily.LAYER_NORM: (
-        "layer_norm",
-        "native_layer_norm",
-        "native_group_norm",
-        "rms_norm",
-    ),
-    KernelFamily.LAYER_NORM_BACKWARD: (
-        "native_layer_norm_backward",
-        "native_group_norm_backward",
-        "layer_norm_backward",
-        "rms_norm_backward",
-    ),
-    KernelFamily.SOFTMAX: (
-        "softmax",
-        "_softmax",
-        "log_softmax",
-        "_log_softmax",
-        "_safe_softmax",
-        "masked_softmax",
-        "softmax_cross_entropy",
-    ),
-    KernelFamily.SOFTMAX_BACKWARD: (
-        "_softmax_backward_data",
-        "_log_softmax_backward_data",
-        "masked_softmax_backward",
-        "softmax_cross_entropy_backward",
-    ),
+    KernelFamily.LAYER_NORM: ("layer_norm", "native_layer_norm", "native_group_norm"),
+    KernelFamily.LAYER_NORM_BACKWARD: ("native_layer_norm_backward", "native_group_norm_backward"),
+    KernelFamily.SOFTMAX: ("softmax", "_softmax", "log_softmax", "_log_softmax", "_safe_softmax"),
+    KernelFamily.SOFTMAX_BACKWARD: ("_softmax_backward_data", "_log_softmax_backward_data"),
     KernelFamily.DROPOUT: ("dropout", "native_dropout"),
     KernelFamily.DROPOUT_BACKWARD: ("native_dropout_backward", "dropout_backward"),
     KernelFamily.MASKED_FILL: ("masked_fill", "masked_fill_"),
@@ -204,13 +168,44 @@ _OPTIMIZER_PREFIXES = ("_foreach_", "_fused_")
 
 
 def family_of(op: str) -> KernelFamily:
-    """The family of the op named ``op`` (:func:`base_op_name` looked up in a table of ATen
-    and tmsim names; multi-tensor and fused updates are OPTIMIZER); ELEMENTWISE for any op
-    not listed."""
+    """The family of the op named ``op``: :func:`base_op_name` looked up in a table of ATen
+    and tmsim names (multi-tensor and fused updates are OPTIMIZER), else the family its
+    roofline class gives (:func:`_family_by_class`), so that a name nobody listed (the zoo's
+    ``conv2d_backward_data`` or ``flash_attention_bmm``, a user's graph) is timed as the
+    kind of kernel it is. An unlisted PyTorch name (``aten::``, ``aten.``, ``prims.``) is
+    ELEMENTWISE: words mislead there (``convert_element_type`` holds "conv")."""
     name = base_op_name(op)
     if name.startswith(_OPTIMIZER_PREFIXES):
         return KernelFamily.OPTIMIZER
-    return _FAMILY_OF.get(name, KernelFamily.ELEMENTWISE)
+    family = _FAMILY_OF.get(name)
+    if family is not None:
+        return family
+    spelled = op.strip().lower()
+    if "::" in spelled or spelled.startswith(("aten.", "prims.")):
+        return KernelFamily.ELEMENTWISE  # PyTorch's names: the table is exact for them
+    return _family_by_class(name)
+
+
+def _family_by_class(name: str) -> KernelFamily:
+    """The family of an unlisted op: convolutions (their backward where the name says
+    ``backward``) and matrix products by :func:`hwmodels.opclass.op_class`; its norms as
+    batch norm, softmax (a cross-entropy loss is one) or otherwise layer norm, forward or
+    backward; anything else ELEMENTWISE."""
+    cls = op_class(name)
+    backward = "backward" in name
+    if cls is OpClass.CONV:
+        return KernelFamily.CONV_BACKWARD if backward else KernelFamily.CONV
+    if cls is OpClass.MATMUL:
+        return KernelFamily.MATMUL
+    if cls is OpClass.NORM:
+        if "batch_norm" in name:
+            pair = (KernelFamily.BATCH_NORM, KernelFamily.BATCH_NORM_BACKWARD)
+        elif "softmax" in name:
+            pair = (KernelFamily.SOFTMAX, KernelFamily.SOFTMAX_BACKWARD)
+        else:
+            pair = (KernelFamily.LAYER_NORM, KernelFamily.LAYER_NORM_BACKWARD)
+        return pair[backward]
+    return KernelFamily.ELEMENTWISE
 
 
 class MathMode(StrEnum):

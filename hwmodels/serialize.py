@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from hwmodels.cache import DramCache
-from hwmodels.compute import ClassEfficiency, Compute, HostCompute, OpClass
+from hwmodels.compute import ClassEfficiency, Compute, HostCompute
 from hwmodels.controller import MECHANISM_FIELDS, BusWeight, MemoryController
 from hwmodels.copythread import CopyThread, ThreadRates
 from hwmodels.dtypes import unknown_peak_dtype
@@ -22,6 +22,7 @@ from hwmodels.energy import energy_from_table
 from hwmodels.errors import HardwareModelError
 from hwmodels.kernels import FamilyCost, KernelFamily, KernelModel, MathMode, MathModes
 from hwmodels.memory_mode import MemoryMode
+from hwmodels.opclass import OpClass
 from hwmodels.paths import CopyPath, KernelLink
 from hwmodels.platform import Platform
 from hwmodels.platform_dict import platform_to_dict

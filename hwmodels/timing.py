@@ -16,8 +16,8 @@ import numpy.typing as npt
 
 from hwmodels._checks import member
 from hwmodels.cachesim import CacheTraffic
-from hwmodels.compute import OpClass
 from hwmodels.errors import HardwareModelError
+from hwmodels.opclass import OpClass
 from hwmodels.platform import Platform
 
 FloatArray = npt.NDArray[np.float64]

@@ -29,7 +29,7 @@ def test_kernel_times_equal_hwmodels_roofline_under_random_placements() -> None:
     writes = np.zeros((n_k, 2))
     np.add.at(reads, (cost.op_kernel, tiers), cost.op_read_bytes)
     np.add.at(writes, (cost.op_kernel, tiers), cost.op_write_bytes)
-    from hwmodels.compute import op_class
+    from hwmodels.opclass import op_class
 
     classes = [op_class(k.op) for k in graph.kernels]
     flops = [k.flops for k in graph.kernels]

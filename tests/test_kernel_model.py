@@ -65,6 +65,26 @@ def test_family_of(op: str, family: KernelFamily) -> None:
     assert family_of(op) is family
 
 
+@pytest.mark.parametrize(
+    ("op", "family"),
+    [
+        # names in no table take the family of their roofline class
+        ("conv3d_backward_input", KernelFamily.CONV_BACKWARD),
+        ("depthwise_conv", KernelFamily.CONV),
+        ("my_linear_backward", KernelFamily.MATMUL),
+        ("group_norm_backward", KernelFamily.LAYER_NORM_BACKWARD),
+        ("sync_batch_norm", KernelFamily.BATCH_NORM),
+        ("masked_softmax_backward", KernelFamily.SOFTMAX_BACKWARD),
+        ("gelu", KernelFamily.ELEMENTWISE),
+        # but an unlisted PyTorch name does not: its words mislead
+        ("prims.convert_element_type.default", KernelFamily.ELEMENTWISE),
+        ("aten::linalg_vector_norm", KernelFamily.ELEMENTWISE),
+    ],
+)
+def test_unlisted_names_take_the_family_of_their_class(op: str, family: KernelFamily) -> None:
+    assert family_of(op) is family
+
+
 def test_math_modes_follow_pytorch_defaults() -> None:
     modes = MathModes()
     assert modes.peak_dtype(KernelFamily.CONV, "float32") == "tf32"
@@ -259,7 +279,7 @@ def test_every_zoo_kernel_has_the_family_of_its_roofline_class() -> None:
     # (conv2d_backward_data, linear_backward_weight) and names its attention products;
     # before they were listed, the kernel model timed them as elementwise kernels and the
     # zoo's GPT-2 step on the H200 came out at 0.38 of its measurement.
-    from hwmodels.compute import op_class
+    from hwmodels.opclass import op_class
 
     ops = _zoo_ops()
     assert {"conv2d_backward_data", "linear_backward_weight", "flash_attention_bmm"} <= ops

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import tmsim
-from hwmodels.compute import op_class
+from hwmodels.opclass import op_class
 from tmsim.cost import CostModel
 from tmsim.intervals import occupancy
 from tmsim.planners.heuristics.checkpoint import checkpoint_decision, segments_of

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 import tmsim
-from hwmodels.compute import _CLASS_KEYWORDS, OpClass, op_class
+from hwmodels.opclass import _CLASS_KEYWORDS, OpClass, op_class
 from tmsim.cli import catalog
 from tmsim.cli.main import main
 from tmsim.cli.torchimport import default_name, shape_arg

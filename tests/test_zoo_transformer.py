@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import tmsim
-from hwmodels.compute import OpClass, op_class
+from hwmodels.opclass import OpClass, op_class
 from tmsim.api.sweeps import expand_sweep
 from tmsim.cli import catalog
 from tmsim.cli.graph import DEFAULT_TRANSFORMER_DTYPE

@@ -30,7 +30,8 @@ pmm        30 / 10        pmm -> dram, pmm -> cxl 20 / 2 GB/s
 
 from __future__ import annotations
 
-from hwmodels.compute import ClassEfficiency, Compute, OpClass
+from hwmodels.compute import ClassEfficiency, Compute
+from hwmodels.opclass import OpClass
 from hwmodels.paths import CopyPath
 from hwmodels.platform import Platform
 from hwmodels.tiers import MemoryTier

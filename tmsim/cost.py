@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from hwmodels.compute import op_class
+from hwmodels.opclass import op_class
 from hwmodels.platform import Platform
 from hwmodels.timing import MoveMode, Overlap, move_time_s, roofline
 from tmsim.errors import TmsimError

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from hwmodels.compute import op_class
+from hwmodels.opclass import op_class
 from hwmodels.timing import MoveMode, roofline
 from tmsim.cost import BesideCosts, CostModel, IndexMove, IndexRecompute, step_time_s
 from tmsim.errors import TmsimError

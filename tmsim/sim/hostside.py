@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from hwmodels.compute import op_class
 from hwmodels.errors import HardwareModelError
+from hwmodels.opclass import op_class
 from hwmodels.timing import Overlap
 from tmsim.cost import CostModel, IndexMove, IndexRecompute
 from tmsim.errors import PlanError

@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 import simpy
 
-from hwmodels.compute import OpClass, op_class
+from hwmodels.opclass import OpClass, op_class
 from hwmodels.timing import Overlap, roofline
 from tmsim.cost import CostModel
 from tmsim.levels import InterferenceLevel

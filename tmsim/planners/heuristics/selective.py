@@ -29,7 +29,7 @@ pass, and holds only the expensive kernels' outputs across the turn.
 
 from __future__ import annotations
 
-from hwmodels.compute import OpClass, op_class
+from hwmodels.opclass import OpClass, op_class
 from hwmodels.platform import Platform
 from tmsim.planners.heuristics.dropping import fast_with_recomputes
 from tmsim.planners.settings import PlanSettings
