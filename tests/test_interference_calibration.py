@@ -13,6 +13,7 @@ import simpy
 from figure_checks import check_meta, check_plot
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from optane_before import optane_before
 
 from experiments import interference_calibration
 from experiments.common import read_data
@@ -28,22 +29,7 @@ from tmsim.sim.rates import ChannelUse, delayed_caps
 GB = 1e9
 CPU = load_preset("cascadelake-optane")
 CALIBRATED = channel_fit.calibrated(CPU)
-#: The preset's controller before the fit (its TOML keeps it in a comment): strict PMM-write
-#: priority, demand arbitration, one fitted PMM read weight; and its PMM before the write
-#: overlap (reads and writes took the device in turn).
-BEFORE = replace(
-    CPU,
-    tiers=tuple(
-        replace(t, interference=replace(t.interference, write_overlap=0.0)) for t in CPU.tiers
-    ),
-    controller=MemoryController(
-        104.6 * GB,
-        (BusWeight("DRAM", 1.0, 1.362), BusWeight("PMM", 2.24, 7.7)),
-        arbitration="demand",
-        write_priority=1.0,
-        priority_tiers=("PMM",),
-    ),
-)
+BEFORE = optane_before()
 
 
 # ---------------------------------------------------------------- the mechanisms by hand

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 
 import pytest
 import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from optane_before import optane_before
 
 from hwmodels import platform_from_dict, platform_to_dict
-from hwmodels.controller import BusWeight, MemoryController
+from hwmodels.controller import BusWeight
 from hwmodels.errors import HardwareModelError
 from hwmodels.presets import load_preset, platform_from_toml, platform_to_toml
 from tmsim.calibration import controller_fit
@@ -32,19 +32,7 @@ from tmsim.workload.zoo import training_graph_of
 GB = 1e9
 CPU = load_preset("cascadelake-optane")
 REL = 1e-9
-#: The preset's controller before the channel mechanisms were fitted (its TOML keeps it in a
-#: comment): demand arbitration, strict PMM-write priority, no mechanism terms. The hand
-#: computations of the demand rule and the write drain below use it.
-BEFORE = replace(
-    CPU,
-    controller=MemoryController(
-        104.6 * GB,
-        (BusWeight("DRAM", 1.0, 1.362), BusWeight("PMM", 2.24, 7.7)),
-        arbitration="demand",
-        write_priority=1.0,
-        priority_tiers=("PMM",),
-    ),
-)
+BEFORE = optane_before()
 
 
 # ---------------------------------------------------------------- the sharing rule by hand

@@ -11,6 +11,7 @@ import pytest
 import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from optane_before import optane_before
 
 from hwmodels import platform_from_dict, platform_to_dict
 from hwmodels.controller import BusWeight, MemoryController
@@ -31,20 +32,7 @@ from tmsim.workload.zoo import training_graph_of
 
 GB = 1e9
 CPU = load_preset("cascadelake-optane")
-#: The preset's controller before its channel mechanisms were fitted (kept in a comment in
-#: its TOML): strict PMM-write priority, demand arbitration, no queueing delay, so the copy
-#: thread's own loaded-latency rule applies and the PMM tier's mix factor acts between flows.
-#: The hand computations of the thread's rules run on it.
-BEFORE = replace(
-    CPU,
-    controller=MemoryController(
-        104.6 * GB,
-        (BusWeight("DRAM", 1.0, 1.362), BusWeight("PMM", 2.24, 7.7)),
-        arbitration="demand",
-        write_priority=1.0,
-        priority_tiers=("PMM",),
-    ),
-)
+BEFORE = optane_before()
 
 
 def _preset_thread() -> CopyThread:
