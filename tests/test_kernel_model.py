@@ -276,9 +276,10 @@ _CLASS_FAMILIES = {
 
 def test_every_zoo_kernel_has_the_family_of_its_roofline_class() -> None:
     # The zoo splits a backward product into its data and weight halves
-    # (conv2d_backward_data, linear_backward_weight) and names its attention products;
-    # before they were listed, the kernel model timed them as elementwise kernels and the
-    # zoo's GPT-2 step on the H200 came out at 0.38 of its measurement.
+    # (conv2d_backward_data, linear_backward_weight) and names its attention products; when
+    # the kernel model knew only its table of names it timed them as elementwise kernels
+    # and the zoo's GPT-2 step on the H200 came out at 0.38 of its measurement. The table's
+    # own entries for zoo names (pools, concatenation) must agree with the class too.
     from hwmodels.opclass import op_class
 
     ops = _zoo_ops()
