@@ -54,10 +54,11 @@ def test_tiny_step_as_the_two_tier_oracle(
 def test_spill_step_as_the_two_tier_oracle() -> None:
     # a is written to the host beside conv1, the kernel after its producer: windows open
     # around every kernel with the tensor as an operand, its producer included (around its
-    # readers only, the optimum would be 32.6 ms, not 24.3 ms).
+    # readers only, the optimum was 32.6 ms, not 24.3 ms, with the device at its 616 GB/s
+    # datasheet rate; at its measured 555.7 it is 24.45 ms).
     cost = CostModel(spill_step(), load_preset("rtx2080ti-pcie3"))
     old = brute_force2(cost, 250 * MB, "async", 1)
-    assert old == pytest.approx(24.31 * MS, rel=1e-3)
+    assert old == pytest.approx(24.45 * MS, rel=1e-3)
     assert _same(brute_force(cost, 250 * MB, "async", 1), old)
 
 

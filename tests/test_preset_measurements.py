@@ -59,6 +59,25 @@ DELLA = (
     "github.com/jdh4/della-gpu-A100 README: CUDA bandwidthTest, A100-PCIE-40GB, pinned 1 GB"
     " transfers"
 )
+UOB = (
+    "BabelStream 3.4 (CUDA, double, 268 MB arrays), UoB-HPC/performance-portability @c855363,"
+    " benchmarking/2020/babelstream/results/"
+)
+ALCF = (
+    "BabelStream 4.0 (CUDA, double, 268 MB arrays) on an A100-SXM4-40GB,"
+    " argonne-lcf/ALCFBeginnersGuide @01f2193, polaris/02_profiling.md"
+)
+AZURE = (
+    "Azure ND H100 v5 (H100 80GB HBM3), Azure/AI-benchmarking-guide @f350e7e,"
+    " Azure Results/ND_H100_v5_results.md"
+)
+RRZE = "RRZE-HPC/gpu-benches @1038c5d"
+RRZE_CHASE = RRZE + " gpu-latency: one-warp pointer chase, cycles over the measured clock"
+NVBW_A100 = (
+    "NVIDIA/nvbandwidth issues #11 (A100, PCIe 4.0: both at once, device to host about 24,"
+    " host to device 12-13 GB/s) and #53 (A100-SXM4-80GB, PCIe 4.0: about 11 and 25)"
+)
+INSPECTOR = "pc2/GPUInspector.jl @83ce4ac, docs/src/devices: pinned 0.5 GiB, the faster direction"
 
 
 @dataclass(frozen=True)
@@ -171,6 +190,47 @@ MEASUREMENTS: tuple[Measurement, ...] = (
     Measurement("a100-pcie4", "path:device>host", 25.8, "GB/s", DELLA + ", device to host"),
     Measurement("v100-pcie3", "path:host>device", 12, "GB/s", HW + ": PCIe 3.0 x16 pinned"),
     Measurement("rtx2080ti-pcie3", "path:host>device", 12, "GB/s", HW + ": PCIe 3.0 x16 pinned"),
+    # GPU memory: STREAM-like kernels (a triad reads two arrays and writes one, a copy reads
+    # one and writes one) and pointer-chase latency
+    Measurement("v100-pcie3", "triad:device", 836.9, "GB/s", UOB + " (V100-SXM2-16GB)"),
+    Measurement("v100-pcie3", "copy:device", 795.6, "GB/s", UOB + " (V100-SXM2-16GB)"),
+    Measurement("v100-pcie3", "read:device", 867, "GB/s", RRZE + " gpu-stream/v100.txt, read"),
+    Measurement("v100-pcie3", "write:device", 897, "GB/s", RRZE + " gpu-stream/v100.txt, init"),
+    Measurement("v100-pcie3", "read_latency:device", 314.5, "ns", RRZE_CHASE + ", v100.txt"),
+    Measurement("v100-pcie3", "path:host>device", 12.35, "GB/s", RRZE + " README: V100 PCIe"),
+    Measurement("v100-pcie3", "path:device>host", 13.04, "GB/s", INSPECTOR + " (V100-SXM2)"),
+    Measurement("a100-pcie4", "triad:device", 1377.4, "GB/s", ALCF),
+    Measurement("a100-pcie4", "copy:device", 1394.6, "GB/s", ALCF),
+    Measurement("a100-pcie4", "triad:device", 1397.0, "GB/s", UOB + " (A100-SXM4-40GB, 2.1 GB)"),
+    Measurement("a100-pcie4", "read:device", 1500, "GB/s", RRZE + " gpu-stream/a100_40.txt, read"),
+    Measurement("a100-pcie4", "write:device", 1539, "GB/s", RRZE + " gpu-stream/a100_40.txt, init"),
+    Measurement("a100-pcie4", "read_latency:device", 391.7, "ns", RRZE_CHASE + ", a100_80.txt"),
+    Measurement("a100-pcie4", "path:device>host", 26.1, "GB/s", INSPECTOR + " (A100-SXM4-40GB)"),
+    Measurement("a100-pcie4", "both:host>device", 12.0, "GB/s", NVBW_A100),
+    Measurement("a100-pcie4", "both:device>host", 24.5, "GB/s", NVBW_A100),
+    Measurement("rtx2080ti-pcie3", "triad:device", 555.7, "GB/s", UOB + " (RTX 2080 Ti)"),
+    Measurement("rtx2080ti-pcie3", "copy:device", 546.0, "GB/s", UOB + " (RTX 2080 Ti)"),
+    Measurement(
+        "rtx2080ti-pcie3",
+        "path:host>device",
+        13.1,
+        "GB/s",
+        "github.com/usadellab/Helixer issue #22: bandwidthTest, pinned 100 MB, RTX 2080 Ti",
+    ),
+    *(
+        Measurement(name, fig, value, "GB/s", AZURE)
+        for name in ("h100-pcie5", "h100-host-nvme")
+        for fig, value in (
+            ("triad:device", 2970),
+            ("copy:device", 2900),
+            ("stream", 2970),
+            ("path:host>device", 51),
+            ("path:device>host", 52),
+        )
+    ),
+    Measurement("gh200", "read_latency:device", 347.5, "ns", RRZE_CHASE + ", gh200.txt"),
+    Measurement("gh200", "write:device", 3942, "GB/s", RRZE + " gpu-stream/gh200.txt, init"),
+    Measurement("mi300a", "read_latency:HBM", 394.1, "ns", RRZE_CHASE + ", mi300a.txt"),
     # The Cascade Lake DDR4 socket two GPU presets take as their host
     *(
         Measurement(name, fig, value, "GB/s", FAST20)

@@ -137,9 +137,10 @@ def test_gpu_copy_engines_share_the_link_and_directions_overlap() -> None:
     plan_tiers = [FAST] * 9
     times = cost.kernel_times_s(plan_tiers)
     link = 12e9
-    # Each copy first waits its latency: the host's read latency (101.5 ns) into the device,
-    # the host's write latency (86.9 ns) out of it (the device's are not modelled).
-    up, down = 101.5e-9, 86.9e-9
+    # Each copy first waits its latency: the host's read latency (101.5 ns) into the device
+    # (a GPU's posted writes have none), the device's read latency (321.2 ns, a pointer chase)
+    # and the host's write latency (86.9 ns) out of it.
+    up, down = 101.5e-9, 321.2e-9 + 86.9e-9
     # Without contention the cost model's sum: five copies one after another.
     off = replay(plan, graph, GPU, level=InterferenceLevel.NONE)
     copies = 4 * (up + s / link) + down + s / link
@@ -159,10 +160,10 @@ def test_gpu_copy_engines_share_the_link_and_directions_overlap() -> None:
     assert on.simulated_s == pytest.approx(first + up + s / link + times[1], rel=REL)
     assert on.simulated_s < plan.predicted_s  # PCIe is duplex: the directions overlap
     # k0 shares device memory with 12 GB/s written and 12 GB/s read by the copies while it
-    # runs: it gets the rest of the device, 1 - 24/616 of it.
+    # runs: it gets the rest of the device, 1 - 24/555.7 of it.
     k0 = only(on, "kernel", "k0")
     mem_s = float(cost.memory_s(plan_tiers)[0])
-    assert k0.end_s == pytest.approx(cost.launch_s + mem_s / (1 - 24e9 / 616e9), rel=1e-7)
+    assert k0.end_s == pytest.approx(cost.launch_s + mem_s / (1 - 24e9 / 555.7e9), rel=1e-7)
     assert (k0.end_s - k0.start_s) / k0.uncontended_s < 1.05
 
 
@@ -223,11 +224,11 @@ def test_both_directions_at_once_share_the_pair_rate() -> None:
     plan = hand_plan(graph, gpu, [FAST] * 9, initial, moves)
     on = replay(plan, graph, gpu, level=BANDWIDTH)
     up, down = only(on, ASYNC, "i0"), only(on, ASYNC, "u")
-    # Both start after their latencies (101.5 and 86.9 ns) and share 2 x 10 GB/s: each moves
-    # at 10 GB/s to its end (the first 14.6 ns of the download alone at 12 make no visible
-    # difference).
-    assert up.end_s == pytest.approx(101.5e-9 + s / both, rel=1e-6)
-    assert down.end_s == pytest.approx(86.9e-9 + s / both, rel=1e-4)
+    # Both start after their latencies (101.5 and 321.2 + 86.9 ns) and share 2 x 10 GB/s: each
+    # moves at 10 GB/s to its end (the upload's first 306.6 ns alone at 12, and the download's
+    # last bytes alone after it, make no visible difference).
+    assert up.end_s == pytest.approx(101.5e-9 + s / both, rel=1e-4)
+    assert down.end_s == pytest.approx(321.2e-9 + 86.9e-9 + s / both, rel=1e-4)
     # Alone (no download), the upload runs at the path's 12 GB/s.
     alone = hand_plan(graph, gpu, [FAST] * 9, initial, moves[:1])
     solo = replay(alone, graph, gpu, level=BANDWIDTH)
