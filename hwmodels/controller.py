@@ -26,13 +26,18 @@ solvers.md`` A1). :class:`MemoryController` describes that controller as the rep
   ``read_queue``/``write_queue`` of its traffic (requests per thread, relative to a DRAM
   reader's; a processor-sharing server's share, by Little's law).
 - **device switches.** The DRAM DIMM and the PMM of a channel speak different protocols on one
-  bus (DDR4 and DDR-T); switching between their transactions costs bus time, which is why the
-  controller has arbitration profiles that decide how often it switches. A byte on tier ``t``
-  holds the channel ``switch`` reference bytes longer per unit of the share of channel bytes
-  that are on other tiers (``switch * (1 - share_t)``): nothing when one device has the bus
-  alone, most when the traffic is evenly split. Summed over both sides this is ``2 * s * a * b
-  / (a + b)`` for two streams ``a`` and ``b``, the rate at which randomly interleaved streams
-  alternate.
+  bus (DDR4 and DDR-T); turning the bus around between one device's reads and the other's
+  writes costs bus time (the write-to-read and read-to-write turnarounds, and the DDR-T
+  handshake), which is why the controller has arbitration profiles that decide how often it
+  switches. A byte read on tier ``t`` holds the channel ``switch`` reference bytes longer per
+  unit of the share of channel bytes written on other tiers, a byte written per unit of the
+  share read on other tiers: nothing when one device has the bus alone, nothing between two
+  devices' reads (their data flow the same way; assumed, no co-run measures it), most when
+  one device's reads and the other's writes split the bus evenly. Summed over both sides this
+  is ``2 * s * a * b / (a + b)`` for a read stream ``a`` and a write stream ``b``, the rate
+  at which randomly interleaved streams alternate. The PerMA-Bench co-runs do not tell this
+  apart from a cost of every change of device (both fit them to the same error,
+  :mod:`tmsim.calibration.channel_fit`); this one leaves reads on both devices free of it.
 - **queueing delay.** A thread keeps a fixed number of requests in flight, so its rate falls
   as their latency grows (Little's law). Each request waits behind the other flows' traffic:
   a flow's rate limit is divided by ``1 + delay * u``, ``u`` the share of the channels the
@@ -90,8 +95,8 @@ class BusWeight:
 
     - ``read``, ``write``: channel time per byte read and written, in reference bytes (DRAM
       reads), in [1e-3, 1e3];
-    - ``switch``: extra channel time per byte per unit of the share of channel bytes on other
-      tiers, in [0, 1e3] (0: switching devices is free);
+    - ``switch``: extra channel time per byte per unit of the share of channel bytes going the
+      other way on other tiers, in [0, 1e3] (0: switching devices is free);
     - ``read_queue``, ``write_queue``: requests a thread keeps queued at the channel, relative
       to a DRAM reader's, in [1e-3, 1e3] (used by ``"queue"`` arbitration);
     - ``read_delay``, ``write_delay``: how much a flow's rate falls per unit of channel load

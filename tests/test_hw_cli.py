@@ -51,8 +51,8 @@ def test_platform_prints_readably(capsys: pytest.CaptureFixture[str]) -> None:
         "controller: 6 channels of 104.6 GB/s together, bus weights DRAM read 1 write 1.362" in out
     )
     # the fitted channel mechanisms, each where it is not neutral (no switch cost on DRAM)
-    assert "PMM read 2.432 write 2.486 switch 1.055 read queue 1.405 write queue 0.901" in out
-    assert "DRAM read 1 write 1.362 write queue 0.449 read delay 0.328 write delay 0.328;" in out
+    assert "PMM read 2.433 write 2.423 switch 1.946 read queue 1.389 write queue 0.866" in out
+    assert "DRAM read 1 write 1.362 write queue 0.483 read delay 0.314 write delay 0.314;" in out
     assert "copy thread: DRAM read 7.38 GB/s write 4.31 GB/s; PMM read 2.88 GB/s" in out
     assert "DRAM -> PMM: sync 12 GB/s, async 2.648 GB/s" in out
     assert main(["platform", "cascadelake-2lm"]) == 0

@@ -24,7 +24,7 @@ from hwmodels.tiers import Interference, MemoryTier
 from tmsim.calibration import channel_fit, mixing
 from tmsim.sim.flows import Flow
 from tmsim.sim.fluid import FluidModel, rates_at_start
-from tmsim.sim.rates import ChannelUse, delayed_caps
+from tmsim.sim.rates import ChannelUse, delayed_caps, share_index, switch_seconds
 
 GB = 1e9
 CPU = load_preset("cascadelake-optane")
@@ -68,18 +68,21 @@ def test_queue_arbitration_gives_channel_time_by_queued_requests() -> None:
     assert (a, b) == pytest.approx((75.0, 25.0), rel=1e-9)
 
 
-def test_a_device_switch_costs_channel_time_only_when_devices_share_it() -> None:
-    # switch 1 on PMM: PMM reads alone pay nothing; beside DRAM reads each PMM byte pays
-    # 1 x (the DRAM share of the channel's bytes), a fixed point of the rates.
+def test_a_device_switch_costs_channel_time_only_between_reads_and_writes_of_two_devices() -> None:
+    # switch 1 on PMM: PMM reads alone pay nothing, nor beside DRAM reads (the bus does not
+    # turn around); beside DRAM writes each PMM byte read pays 1 x (the share of the
+    # channel's bytes that are DRAM writes), a fixed point of the rates.
     ctl = channel_fit.controller([1.0, 2.0, 2.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0], 100.0)
     platform = type("P", (), {"tier_names": ("DRAM", "PMM"), "controller": ctl})()
     (alone,) = _rates(platform, [_on(1, True, 1000.0, 1)])
     assert alone == pytest.approx(37.6, rel=1e-9)  # the PMM device, not the channel (50)
     # one thread each, equal queue shares: equal channel time, filling the channel
     d, p = _rates(platform, [_on(0, True, 1000.0, 1), _on(1, True, 1000.0, 1)])
-    per_byte = 2.0 + d / (d + p)
-    assert d == pytest.approx(p * per_byte, rel=1e-6)
-    assert d + p * per_byte == pytest.approx(100.0, rel=1e-6)
+    assert (d, p) == pytest.approx((50.0, 25.0), rel=1e-6)
+    w, p = _rates(platform, [_on(0, False, 1000.0, 1), _on(1, True, 1000.0, 1)])
+    per_byte = 2.0 + w / (w + p)
+    assert channel_fit.DRAM_WRITE_WEIGHT * w == pytest.approx(p * per_byte, rel=1e-6)
+    assert 2 * p * per_byte == pytest.approx(100.0, rel=1e-6)
 
 
 @settings(max_examples=60, deadline=None)
@@ -141,14 +144,13 @@ def refit() -> channel_fit.Fit:
 
 def test_the_fit_reruns_to_the_stored_values(refit: channel_fit.Fit) -> None:
     """The stored values are where the fit settles when started there (a least-squares point
-    of the data), and a better one than the fit from :data:`channel_fit.START` alone reaches
-    (0.0608 against 0.0671: the PMM queue shares are weakly identified, and that start ends
-    with them at 10 and 6.9, touching no row); the slow test reruns the whole search."""
+    of the data and the queue shares' prior), no worse than the fit from
+    :data:`channel_fit.START` alone reaches; the slow test reruns the whole search."""
     again = channel_fit.fit(channel_fit.FITTED)
     assert again.params == pytest.approx(channel_fit.FITTED, abs=1.5e-3)
     stored = channel_fit.evaluate(channel_fit.FITTED)
-    assert stored.rms_log_error < 0.95 * refit.rms_log_error
-    assert stored.within() > refit.within()
+    assert stored.rms_log_error <= refit.rms_log_error
+    assert stored.within() >= refit.within()
 
 
 @pytest.mark.slow
@@ -164,11 +166,12 @@ def test_most_corun_rows_hold_both_sides_within_15_percent(refit: channel_fit.Fi
     assert len(channel_fit.CORUNS) == 25
     # the issue's bar: at least 80% of the rows; the fit reaches 23 of 25
     assert stored.within() >= 0.8 * len(channel_fit.CORUNS)
-    assert (stored.within(), refit.within()) == (23, 22)
-    # the asymmetries the page describes: 16 PMM readers cost 8 DRAM writers more than half
-    # (measured 55%), one PMM reader loses far more than the DRAM writers beside it
+    assert (stored.within(), refit.within()) == (23, 23)
+    # the asymmetries the page describes: 16 PMM readers cost 8 DRAM writers about half
+    # (measured 55%, modelled 48%), one PMM reader loses far more than the DRAM writers
+    # beside it
     a, b = stored.rows["scan 16/8"]
-    assert b < 0.5 * 14.70 and a > 0.6 * 42.44
+    assert b < 0.55 * 14.70 and a > 0.6 * 42.44
     a, b = stored.rows["scan 1/16"]
     assert a < 0.65 * 4.26 and b > 0.95 * 25.60
     # PMM non-temporal writes cost DRAM writers 13-20%, not the 82-89% of strict priority
@@ -185,9 +188,10 @@ def test_the_fitted_model_reaches_every_group_alone() -> None:
 
 def test_autotm_sync_copy_check() -> None:
     # Not fitted: AutoTM measured 29 GB/s for its synchronous PMM -> DRAM copy; the model's
-    # channels allow 24.2 (17% less), which the report states.
+    # channels allow 21.9 (24% less: its PMM reads pay the turnaround against its own DRAM
+    # writes), which the report states.
     got = channel_fit.copy_check()
-    assert 0.8 * 29.0 <= got <= 29.0
+    assert 0.75 * 29.0 <= got <= 29.0
 
 
 # ---------------------------------------------------------------- interleaving
@@ -328,6 +332,30 @@ def test_the_thread_mix_curve_follows_its_measurement() -> None:
     assert [p.measured >= p.line for p in points[1:-1]] == [False, True, True, True] + [False] * 3
 
 
+def test_dram_and_pmm_readers_make_up_no_dip() -> None:
+    # No co-run puts DRAM readers beside PMM readers. Their split stays within 4% of the line
+    # between its pure ends: only the channel time a PMM byte holds (its measured weight) and
+    # the queue shares shape it; the bus does not turn around between two devices' reads.
+    # The switch as once modelled, a cost of every change of device (fitted at 1.055), put
+    # the 8/8 split 12% below the line.
+    points = mixing.reader_split(CPU)
+    assert (points[0].pmm_threads, points[-1].dram_threads) == (16, 16)
+    assert points[0].total == pytest.approx(37.6) and points[-1].total == pytest.approx(104.6)
+    for p in points:
+        assert p.total >= 0.96 * p.line, (p.dram_threads, p.pmm_threads)
+        assert p.dram_gbps > 0 if p.dram_threads else p.pmm_gbps > 0
+    # a PMM read beside DRAM writes does pay it, per unit of their share of the bytes
+    ch = ChannelUse.of(CPU)
+    assert ch is not None and ch.switching
+    dram, pmm = CPU.tier_names.index("DRAM"), CPU.tier_names.index("PMM")
+    n = len(CPU.tier_names)
+    for dram_writes, paid in ((False, 0.0), (True, 0.5 * ch.switch_s_per_byte[pmm])):
+        share = [0.0] * (2 * n)
+        share[share_index(n, 0, dram, dram_writes)] = 0.5
+        share[share_index(n, 0, pmm, False)] = 0.5
+        assert switch_seconds(ch, [(pmm, 1.0, 0.0)], share) == pytest.approx(paid, abs=1e-30)
+
+
 # ---------------------------------------------------------------- the figure
 def test_the_calibration_figure(tmp_path: Path) -> None:
     config = interference_calibration.QUICK
@@ -341,5 +369,5 @@ def test_the_calibration_figure(tmp_path: Path) -> None:
     local = frame[frame["set"] == "local-mix"]
     assert len(local) == 6 and (local["error"].abs() <= 0.15).all()
     (copy,) = frame.loc[frame["set"] == "copy", "error"]
-    assert -0.2 < copy < -0.1  # 24.2 GB/s against 29 measured
+    assert -0.25 < copy < -0.2  # 21.9 GB/s against 29 measured
     check_plot(interference_calibration, path, tmp_path / "plots")

@@ -139,15 +139,15 @@ def test_a_copy_thread_slows_with_the_load_beside_it() -> None:
 
 def test_on_the_fitted_channel_the_queueing_delay_slows_the_copy_thread() -> None:
     # The preset's fitted controller: the channel's queueing delay replaces the thread's rule.
-    # The copy's delay is its traffic's, weighted by channel time: (2.432 x 1.139 + 1.362 x
-    # 0.328) / (2.432 + 1.362) per unit of the load the kernel offers, 50 / 104.6; the
-    # kernel's DRAM reads wait 0.328 per unit of the copy's load, c0 x 3.794 / 104.6 GB/s.
+    # The copy's delay is its traffic's, weighted by channel time: (2.433 x 1.11 + 1.362 x
+    # 0.314) / (2.433 + 1.362) per unit of the load the kernel offers, 50 / 104.6; the
+    # kernel's DRAM reads wait 0.314 per unit of the copy's load, c0 x 3.795 / 104.6 GB/s.
     # Neither fills the channel or a device, so each runs at its delayed cap.
     thread = replace(THREAD, core="dedicated")
     c0 = THREAD.idle_bw("PMM", "DRAM")
-    delay = (2.432 * 1.139 + 1.362 * 0.328) / (2.432 + 1.362)
+    delay = (2.433 * 1.11 + 1.362 * 0.314) / (2.433 + 1.362)
     rate = c0 / (1 + delay * 50 / 104.6)
-    kernel_rate = 50 * GB / (1 + 0.328 * c0 * (2.432 + 1.362) / (104.6 * GB))
+    kernel_rate = 50 * GB / (1 + 0.314 * c0 * (2.433 + 1.362) / (104.6 * GB))
     k, c = _run([_kernel(100 * GB, 50 * GB), _copy(1 * GB, 1, c0)], thread, platform=CPU)
     assert c.end_s == pytest.approx(1 * GB / rate, rel=1e-9)
     assert k.end_s == pytest.approx(

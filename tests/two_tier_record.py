@@ -31,6 +31,12 @@ whose solution was not the point it reported began to run again without its star
 VGG19 Optane case: static 0.42901 -> 0.42839 s, async now sync's plan, 0.4187583 against
 its own 0.4187567 s before, both within the gap), and when it stopped doing so where the two
 differ by a millionth or less, HiGHS's tolerances (that case's async plan its own again).
+The GPU cases were recorded again (``python tests/two_tier_record.py rtx2080ti``) when the
+RTX 2080 Ti's memory took its measured rates (BabelStream triad 555.7 GB/s for the 616 of its
+datasheet) and a measured pointer-chase latency.
+The Optane cases were recorded again when the channel's device switch became a turnaround
+between one device's reads and the other's writes, refitted with a prior on the queue shares
+(``tmsim.calibration.channel_fit``).
 Each record holds, by the same measurements as :func:`measure`, for each
 case of :data:`CASES`: the AutoTM paper's conventional and GPU models at batch 2, on the
 Optane preset at 4:1 (PMM:DRAM) and on the RTX 2080 Ti with device memory at three quarters

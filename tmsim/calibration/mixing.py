@@ -153,6 +153,57 @@ def thread_mix(platform: Platform, overlap: float | None = None) -> list[MixPoin
     return out
 
 
+@dataclass(frozen=True)
+class SplitPoint:
+    """One split of 16 reader threads between DRAM and PMM: threads on each, the modelled
+    GB/s of each group, and the straight line between the split's pure ends (GB/s)."""
+
+    dram_threads: int
+    pmm_threads: int
+    dram_gbps: float
+    pmm_gbps: float
+    line: float
+
+    @property
+    def total(self) -> float:
+        """Both groups' GB/s together."""
+        return self.dram_gbps + self.pmm_gbps
+
+
+def reader_split(platform: Platform, threads: int = 16) -> list[SplitPoint]:
+    """``threads`` readers split between DRAM and PMM (2 at a time) on ``platform``'s
+    ``controller`` level, each group offered more than the machine can give, so that only
+    the devices and the channels' mechanisms hold it. No measurement exists for this curve
+    (no co-run puts DRAM readers beside PMM readers); it checks that the mechanisms fitted to
+    other mixes do not make one up: the bus does not turn around between two devices' reads,
+    so only the channel time a PMM byte holds (its weight) and the queue shares shape it.
+    Raises :class:`hwmodels.errors.HardwareModelError` if a DRAM or PMM tier is missing."""
+    names = platform.tier_names
+    dram, pmm = names.index(platform.tier("DRAM").name), names.index(platform.tier("PMM").name)
+    size, offered = 1e15, 1e6 * GB
+    rows = []
+    for d in range(0, threads + 1, 2):
+        flows = []
+        for tier, n in ((dram, d), (pmm, threads - d)):
+            if n:
+                r = [0.0] * len(names)
+                r[tier] = size
+                flows.append(Flow(size, tuple(r), (0.0,) * len(names), offered, writers=n))
+        rates = rates_at_start(
+            platform.tiers,
+            flows,
+            controllers=platform.controller_groups(),
+            channel=ChannelUse.of(platform),
+        )
+        got = [x / GB for x in rates]
+        rows.append((d, got[0] if d else 0.0, got[-1] if d < threads else 0.0))
+    pure_pmm, pure_dram = rows[0][2], rows[-1][1]
+    return [
+        SplitPoint(d, threads - d, a, b, pure_pmm + (pure_dram - pure_pmm) * d / threads)
+        for d, a, b in rows
+    ]
+
+
 def local_mix(platform: Platform) -> list[tuple[float, float, float]]:
     """:data:`LOCAL_MIX` modelled: (read fraction, measured GB/s, modelled GB/s), the PMM
     tier of ``platform`` at the figure's pure-mode rates (its read and write ends) with its
@@ -213,9 +264,11 @@ __all__ = [
     "THREAD_MIX",
     "WRITER_GBPS",
     "MixPoint",
+    "SplitPoint",
     "fit",
     "local_mix",
     "machine",
+    "reader_split",
     "rms_log_error",
     "thread_mix",
 ]

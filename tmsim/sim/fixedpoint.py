@@ -2,16 +2,16 @@
 
 :class:`tmsim.sim.fluid.FluidModel` finds two quantities this way, because the rates depend on
 them and they depend on the rates: the aggregate read fraction of a mixing tier (its mix
-factor) and each tier's share of the bytes on a controller's channels (its device-switch
-cost). Both lie in [0, 1] and so do their images, so ``g(0) >= 0`` and ``g(1) <= 1`` bracket
-a root of ``g(x) - x`` from the start. Every evaluation ``g(x)`` narrows the bracket on the
-side its sign gives (``g(x) >= x``: the root lies at or above ``x``), and the next guess is
-a plain (or damped) iteration step clamped into the bracket for the first rounds, where it
-usually converges at once, then the bracket's midpoint. Bisection converges for any
+factor) and each tier's reads' and writes' shares of the bytes on a controller's channels
+(its device-switch cost). Both lie in [0, 1] and so do their images, so ``g(0) >= 0`` and
+``g(1) <= 1`` bracket a root of ``g(x) - x`` from the start. Every evaluation ``g(x)`` narrows the
+bracket on the side its sign gives (``g(x) >= x``: the root lies at or above ``x``), and the
+next guess is a plain (or damped) iteration step clamped into the bracket for the first rounds,
+where it usually converges at once, then the bracket's midpoint. Bisection converges for any
 continuous ``g`` of one coordinate, where plain iteration can cycle (a flow that drains first
 taking a tier from a copy and giving it back), so the answer does not depend on where the
-rounds stop once they reach :data:`BISECTION_ROUNDS`. With several coordinates each is
-narrowed on its own residual, the others held at their current guesses.
+rounds stop once they reach :data:`BISECTION_ROUNDS`. With several coordinates each is narrowed
+on its own residual, the others held at their current guesses.
 
 Pure and deterministic: the guesses depend only on the values given, in their order.
 """

@@ -40,19 +40,18 @@ With ``threads`` (:class:`tmsim.sim.threads.ThreadUse`) a copy thread's cap fall
 load of the resources it uses, and a thread and a kernel sharing a core slow each other.
 
 Concurrent flows share every resource max-min fairly in bytes per second, each capped by its
-own limit (:func:`tmsim.sim.sharing.max_min_rates`); with a ``channel`` its arbitration
-decides instead (:func:`tmsim.sim.rates.shared_rates`: writes that drain first, shares in
-proportion to demand). Because the mix factor and the device-switch cost depend on the
-rates, rates on a mixing tier are found as a fixed point of the aggregate read fraction, and
-rates on a channel whose device switches cost time as a fixed point of the tiers' shares of
-its bytes: a few rounds of plain iteration, then bisection of the bracket those rounds leave
-(:mod:`tmsim.sim.fixedpoint`), so the rates converge to the same point whatever the round
-cap, even where the iteration would cycle (a flow that drains first taking a tier from a copy
-and giving it back); :class:`tmsim.sim.instant.InstantRates` computes them. Rates are
-recomputed whenever flows start or end (all changes at one instant are handled together), and
-the next completion is scheduled from the new rates.
-With ``shared=False`` resources are ignored and every flow runs at its own cap: the
-uncontended world the cost model assumes.
+own limit (:func:`tmsim.sim.sharing.max_min_rates`); with a ``channel`` its arbitration decides
+instead (:func:`tmsim.sim.rates.shared_rates`: writes that drain first, shares in proportion to
+demand). Because the mix factor and the device-switch cost depend on the rates, rates on a
+mixing tier are found as a fixed point of the aggregate read fraction, and rates on a channel
+whose device switches cost time as a fixed point of the tiers' read and write shares of its
+bytes: a few rounds of plain iteration, then bisection of the bracket those rounds leave
+(:mod:`tmsim.sim.fixedpoint`), so the rates converge to the same point whatever the round cap,
+even where the iteration would cycle (a flow that drains first taking a tier from a copy and
+giving it back); :class:`tmsim.sim.instant.InstantRates` computes them. Rates are recomputed
+whenever flows start or end (all changes at one instant are handled together), and the next
+completion is scheduled from the new rates. With ``shared=False`` resources are ignored and
+every flow runs at its own cap: the uncontended world the cost model assumes.
 
 The model holds no global state; it is deterministic: the same flows started in the same order
 at the same times finish at the same times.
@@ -144,7 +143,7 @@ class FluidModel:
                 uses.append(TierUse(t, r / n, w / n, own))
         channel_s: tuple[float, ...] = ()
         first = False
-        on: tuple[tuple[int, float], ...] = ()
+        on: tuple[tuple[int, float, float], ...] = ()
         queue, delay = 1.0, 0.0
         if self.channel is not None:
             per = n * flow.efficiency
@@ -152,7 +151,7 @@ class FluidModel:
             channel_s = tuple(x / per for x in groups)
             first = self.channel.is_priority(flow.write_bytes)
             bytes_on, queue, delay = self.channel.profile(flow.read_bytes, flow.write_bytes)
-            on = tuple((t, b / (n * flow.efficiency)) for t, b in bytes_on)
+            on = tuple((t, r / per, w / per) for t, r, w in bytes_on)
         running = Running(flow, event, now, uses, channel_s, first, on, queue, delay)
         self._active.append(running)
         self._touch()

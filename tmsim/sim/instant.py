@@ -3,13 +3,12 @@ uses of them, and how they are shared (see :mod:`tmsim.sim.fluid` for the resour
 rules).
 
 :class:`InstantRates` holds a memory system (tiers, links, shared controllers, the channels of
-a memory controller, the copy thread) and sets the rates of the flows moving on it; it holds
-no flow between calls. :class:`tmsim.sim.fluid.FluidModel` calls it whenever flows start or
-end. Where the rates depend on themselves (the aggregate read fraction of a mixing tier, the
-tiers' shares of a channel whose device switches cost time) they are found as a fixed point:
-a few rounds of plain iteration, then bisection of the bracket those rounds leave
-(:mod:`tmsim.sim.fixedpoint`), so the rates converge to the same point whatever the round
-cap.
+a memory controller, the copy thread) and sets the rates of the flows moving on it; it holds no
+flow between calls. :class:`tmsim.sim.fluid.FluidModel` calls it whenever flows start or end.
+Where the rates depend on themselves (the aggregate read fraction of a mixing tier, the tiers'
+read and write shares of a channel whose device switches cost time) they are found as a fixed
+point: a few rounds of plain iteration, then bisection of the bracket those rounds leave
+(:mod:`tmsim.sim.fixedpoint`), so the rates converge to the same point whatever the round cap.
 """
 
 from __future__ import annotations
@@ -20,7 +19,13 @@ from collections.abc import Sequence
 from hwmodels.tiers import MemoryTier
 from tmsim.sim.fixedpoint import Bracket
 from tmsim.sim.flows import NO_LOSS, Role, loss_split
-from tmsim.sim.rates import ChannelUse, grouped_delayed_caps, shared_rates, switch_seconds
+from tmsim.sim.rates import (
+    ChannelUse,
+    grouped_delayed_caps,
+    share_index,
+    shared_rates,
+    switch_seconds,
+)
 from tmsim.sim.running import Running
 from tmsim.sim.sharing import max_min_rates
 from tmsim.sim.threads import ThreadUse
@@ -145,16 +150,20 @@ class InstantRates:
             for t in range(n_tiers)
             if self._mixing[t] and len(on_tier[t]) > 1 and not self._additive[t]
         ]
-        # Tiers whose device-switch cost depends on the channel's byte shares, by group
-        # (``group * n_tiers + tier``).
+        # The channel's byte shares a device-switch cost depends on: every tier's reads and
+        # writes on each group of channels where a tier switches (:func:`share_index`).
         switched = (
             []
             if ch is None or not ch.switching
             else [
-                g * n_tiers + t
+                share_index(n_tiers, g, u, d)
                 for g in range(ch.groups)
-                for t in range(n_tiers)
-                if ch.switch_s_per_byte[t] > 0 and ch.tier_on_group(t, g)
+                if any(
+                    ch.switch_s_per_byte[t] > 0 and ch.tier_on_group(t, g) for t in range(n_tiers)
+                )
+                for u in range(n_tiers)
+                if ch.tier_on_group(u, g)
+                for d in (False, True)
             ]
         )
         share = self._channel_share(active, caps) if switched else []
@@ -275,22 +284,24 @@ class InstantRates:
         return out
 
     def _channel_share(self, active: Sequence[Running], rates: Sequence[float]) -> list[float]:
-        """Per group of channels, each tier's share of the bytes on it at ``rates``, at
-        ``group * n_tiers + tier`` (all 0 in a group where nothing moves)."""
+        """Per group of channels, each tier's reads' and writes' share of the bytes on it at
+        ``rates``, at :func:`share_index` (all 0 in a group where nothing moves)."""
         ch = self.channel
         n_t = len(self.tiers)
         groups = ch.groups if ch is not None else 1
-        on = [0.0] * (groups * n_t)
+        on = [0.0] * (2 * groups * n_t)
         for a, r in zip(active, rates, strict=True):
             if math.isfinite(r):
-                for t, b in a.channel_on:
+                for t, rb, wb in a.channel_on:
                     spread = ch.tier_spread(t) if ch is not None else 1.0
                     for g in range(groups):
                         if ch is None or ch.tier_on_group(t, g):
-                            on[g * n_t + t] += r * b * spread
+                            on[share_index(n_t, g, t, False)] += r * rb * spread
+                            on[share_index(n_t, g, t, True)] += r * wb * spread
         out = []
+        width = 2 * n_t
         for g in range(groups):
-            part = on[g * n_t : (g + 1) * n_t]
+            part = on[g * width : (g + 1) * width]
             total = sum(part)
             out += [x / total for x in part] if total > 0 else part
         return out

@@ -223,18 +223,19 @@ class ChannelUse:
 
     def profile(
         self, read: Sequence[float], write: Sequence[float]
-    ) -> tuple[tuple[tuple[int, float], ...], float, float]:
+    ) -> tuple[tuple[tuple[int, float, float], ...], float, float]:
         """For ``read``/``write`` bytes per tier: ``(channel bytes, queue, delay)``, the bytes
-        on each tier behind the controller (tier index, bytes), the requests a thread keeps
-        queued and the wait per unit of load, both averaged over the traffic's channel time
-        (queue 1 and delay 0 for traffic that does not use the channel)."""
-        on: list[tuple[int, float]] = []
+        on each tier behind the controller (tier index, bytes read, bytes written), the
+        requests a thread keeps queued and the wait per unit of load, both averaged over the
+        traffic's channel time (queue 1 and delay 0 for traffic that does not use the
+        channel)."""
+        on: list[tuple[int, float, float]] = []
         time = queue = delay = 0.0
         for t, (r, w) in enumerate(zip(read, write, strict=True)):
             a, b = r * self.read_s_per_byte[t], w * self.write_s_per_byte[t]
             if a + b <= 0:
                 continue
-            on.append((t, r + w))
+            on.append((t, r, w))
             time += a + b
             if self.read_queue:
                 queue += a * self.read_queue[t] + b * self.write_queue[t]
@@ -244,24 +245,38 @@ class ChannelUse:
         return tuple(on), (queue / time if self.read_queue else 1.0), delay / time
 
 
+def share_index(n_tiers: int, group: int, tier: int, write: bool) -> int:
+    """Where the share of ``group``'s channel bytes that are ``tier``'s reads (``write``
+    False) or writes lies in a share vector (:func:`switch_seconds`)."""
+    return 2 * (group * n_tiers + tier) + int(write)
+
+
 def switch_seconds(
     channel: ChannelUse,
-    on: Sequence[tuple[int, float]],
+    on: Sequence[tuple[int, float, float]],
     share: Sequence[float],
     group: int = 0,
 ) -> float:
     """Seconds of ``group``'s channel time that device switches take per byte of a flow with
-    ``on`` bytes per tier (:meth:`ChannelUse.profile`), when ``share[group * n + t]`` of the
-    group's bytes are on tier ``t`` (``n`` tiers): ``sum_t bytes_t * spread_t * switch_t *
-    (1 - share_t)`` over the tiers on the group."""
+    ``on`` bytes read and written per tier (:meth:`ChannelUse.profile`), when
+    ``share[share_index(n, group, u, d)]`` of the group's bytes are tier ``u``'s reads or
+    writes (``n`` tiers): ``sum_t spread_t * switch_t * (read_t * W_t + write_t * R_t)`` over
+    the tiers on the group, ``W_t`` and ``R_t`` the shares written and read on the other
+    tiers (a switch turns the bus around between devices and directions)."""
     if not channel.switch_s_per_byte:
         return 0.0
     n = len(channel.switch_s_per_byte)
-    return sum(
-        b * channel.tier_spread(t) * channel.switch_s_per_byte[t] * (1.0 - share[group * n + t])
-        for t, b in on
-        if channel.tier_on_group(t, group)
-    )
+    total = 0.0
+    for t, r, w in on:
+        if not channel.tier_on_group(t, group) or channel.switch_s_per_byte[t] <= 0:
+            continue
+        other_r = other_w = 0.0
+        for u in range(n):
+            if u != t:
+                other_r += share[share_index(n, group, u, False)]
+                other_w += share[share_index(n, group, u, True)]
+        total += channel.tier_spread(t) * channel.switch_s_per_byte[t] * (r * other_w + w * other_r)
+    return total
 
 
 def delayed_caps(
@@ -298,6 +313,7 @@ __all__ = [
     "ChannelUse",
     "delayed_caps",
     "grouped_delayed_caps",
+    "share_index",
     "shared_rates",
     "switch_seconds",
 ]

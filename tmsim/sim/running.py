@@ -44,7 +44,7 @@ class Running:
         tiers: list[TierUse],
         channel_s: tuple[float, ...] = (),
         priority: bool = False,
-        channel_on: tuple[tuple[int, float], ...] = (),
+        channel_on: tuple[tuple[int, float, float], ...] = (),
         queue: float = 1.0,
         delay: float = 0.0,
     ):
@@ -57,7 +57,8 @@ class Running:
         #: :meth:`tmsim.sim.rates.ChannelUse.group_seconds`)
         self.channel_s = channel_s
         self.priority = priority
-        #: channel bytes per byte of progress on each tier behind the controller, the requests
+        #: channel bytes read and written per byte of progress on each tier behind the
+        #: controller (``(tier, read, write)``), the requests
         #: one of its threads keeps queued there and its wait per unit of channel load
         #: (:meth:`tmsim.sim.rates.ChannelUse.profile`)
         self.channel_on = channel_on
