@@ -138,6 +138,7 @@ def test_the_calibrated_controller_survives_toml() -> None:
 
 # ---------------------------------------------------------------- the fit
 
+
 def test_the_fit_reruns_to_the_stored_values() -> None:
     """The stored values are where the fit settles when started there (a least-squares point
     of the data and the queue shares' prior); the slow test reruns the whole search, whose best

@@ -25,6 +25,7 @@ from tmsim.cli.args import add_plan_arguments, settings_from_args
 from tmsim.errors import InfeasibleError
 from tmsim.levels import InterferenceLevel
 from tmsim.planners.milp.chain.nesting import HOST_RUNTIMES, RECOMPUTE_HEURISTICS, outside_names
+from tmsim.planners.milp.chain.starts import lift
 from tmsim.planners.milp.formulation.build import build_model
 from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.milp.formulation.host import find_candidates
@@ -178,6 +179,28 @@ def test_async_aware_prices_its_own_copies_without_host_kernels_and_keeps_syncs_
     assert aware.stats is not None and sync.host_kernels
     assert aware.predicted_s <= sync.predicted_s * (1 + 1e-9)
     assert outside_names(Formulation.ASYNC_AWARE, H100, PlanSettings()) == ()
+
+
+def test_host_kernels_do_not_lift_into_a_model_without_host_candidates() -> None:
+    # The async-aware model offers the host nothing, and the chain lifts into it the plan of
+    # the sync model, whose host may run update kernels: no lift (None), where indexing the
+    # empty candidate list raised IndexError (the dominance figure on GH200, GPT-2 small b4
+    # at 0.6 of the peak).
+    g = gpt2()
+    cost = cost_model(g, H100, None)
+    limits = np.full(len(g.kernels), 700_000_000, dtype=np.int64)
+    sync = build_model(cost, 2, Formulation.SYNC, limits, relax=False, host_kernels=True)
+    sync.problem.solve(solver="HIGHS", mip_rel_gap=0.01)
+    x = np.asarray(sync.x.value) > 0.5
+    assert x[sync.vars.host_first :].any()  # the host runs some update kernel
+    bare = build_model(cost, 2, Formulation.SYNC, limits, relax=False)
+    assert bare.vars.host_kernel.size == 0
+    assert lift(sync, x, bare) is None
+    # with the host's candidates the same solution lifts, host kernels and all
+    lifted = lift(sync, x, sync)
+    assert lifted is not None and np.array_equal(
+        lifted[sync.vars.host_first :], x[sync.vars.host_first :]
+    )
 
 
 def test_the_host_floor_rows_lift_the_lp_bound_and_keep_the_optimum(

@@ -91,13 +91,11 @@ def lift(small: Model, x_small: BoolArray, large: Model) -> BoolArray | None:
     # there: no lift)
     on_host = vs.host_kernel[x_small[vs.host_first : vs.count]]
     where = np.searchsorted(vl.host_kernel, on_host)
-    found = (
-        vl.host_kernel[np.minimum(where, max(vl.host_kernel.size - 1, 0))]
-        if on_host.size
-        else on_host
-    )
-    if on_host.size and (np.any(where >= vl.host_kernel.size) or np.any(found != on_host)):
-        return None
+    if on_host.size:
+        if np.any(where >= vl.host_kernel.size):
+            return None  # also where the larger problem offers the host nothing
+        if np.any(vl.host_kernel[where] != on_host):
+            return None
     out[vl.host_first + where] = True
     return out
 
