@@ -24,13 +24,16 @@ class KernelWork:
     """What ``n`` kernels do, as :func:`kernel_parts` prices it: ``families`` [n];
     ``flops`` [n]; ``elements`` [n], of each kernel's largest operand; ``dtypes`` [n], the
     dtype each computes in; ``aligned`` [n], whether every GEMM dimension is a multiple of the
-    tensor-core multiple (ignored for other families)."""
+    tensor-core multiple (ignored for other families); ``units`` [n] or empty, the
+    independent units each splits its work into (a batch norm's channels; 0: not known),
+    empty where none is known."""
 
     families: tuple[KernelFamily, ...]
     flops: tuple[float, ...]
     elements: tuple[float, ...]
     dtypes: tuple[str, ...]
     aligned: tuple[bool, ...]
+    units: tuple[float, ...] = ()
 
     def family_index(self) -> npt.NDArray[np.int64]:
         """Each kernel's family as its index in :data:`FAMILIES` [n]."""
@@ -47,13 +50,19 @@ def kernel_parts(
     is flops / (its family's compute efficiency x the peak of its math mode,
     :meth:`~hwmodels.kernels.MathModes.peak_dtype`, x ``unaligned_efficiency`` when not
     aligned on tensor cores, any math mode but fp32); of any other kernel, elements x its
-    family's ``element_s``. ``passes`` is the family's. ``peak_flop_per_s`` maps canonical
-    dtypes (and ``tf32``) to peaks; raises :class:`HardwareModelError` for a GEMM whose peak
-    it lacks.
+    family's ``element_s``. ``passes`` is the family's, times ``saturation_units / units``
+    for a kernel with known ``units`` below its family's ``saturation_units``.
+    ``peak_flop_per_s`` maps canonical dtypes (and ``tf32``) to peaks; raises
+    :class:`HardwareModelError` for a GEMM whose peak it lacks.
     """
     costs = [model.family(f) for f in FAMILIES]
     fam = work.family_index()
     passes = np.array([c.passes for c in costs])[fam]
+    if work.units:
+        need = np.array([c.saturation_units for c in costs])[fam]
+        units = np.asarray(work.units, dtype=np.float64)
+        short = (units > 0) & (need > units)
+        passes = passes * np.where(short, need / np.where(short, units, 1.0), 1.0)
     element = np.array([c.element_s for c in costs])[fam]
     eff = np.array([c.compute_efficiency for c in costs])[fam]
     fixed = np.array([model.fixed_s if c.fixed_s is None else c.fixed_s for c in costs])[fam]

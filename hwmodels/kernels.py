@@ -12,6 +12,9 @@ repository) say otherwise: what a kernel costs depends on what the framework run
   operand bytes through memory (batch norm reads its input twice, a masked fill with a
   broadcast mask runs at a fraction of the stream rate), over the device's measured stream
   rate (``stream_bw_bytes_per_s``);
+- **width**: a kernel that splits its work into few independent units (a batch norm reduces
+  each channel on its own) cannot keep the device's memory busy; below its family's
+  ``saturation_units`` its memory time grows by ``saturation_units / units``;
 - **a floor per element** for the non-GEMM families: reductions and transcendental-heavy
   kernels (softmax) take as long in bf16 as in fp32, a time per element, not per byte;
 - **size**: every kernel pays ``fixed_s`` on the device (ramp up, tail, a reduction's second
@@ -258,6 +261,10 @@ class FamilyCost:
       that does not depend on the dtype; 0 to 1 s.
     - ``fixed_s``: the family's own fixed device time per kernel (0 to 1 s; a convolution
       runs several kernels, layout transforms among them), or None: the device's.
+    - ``saturation_units``: the independent units of work (a batch norm's channels, one
+      reduction each) a kernel of the family needs to reach its memory rate; a kernel with
+      fewer, ``u``, moves its bytes ``saturation_units / u`` times slower. 0 to 1e9; 0: no
+      such limit.
     """
 
     family: KernelFamily
@@ -265,6 +272,7 @@ class FamilyCost:
     compute_efficiency: float = 1.0
     element_s: float = 0.0
     fixed_s: float | None = None
+    saturation_units: float = 0.0
 
     def __post_init__(self) -> None:
         where = f"kernel family {self.family.value}"
@@ -285,6 +293,11 @@ class FamilyCost:
         if self.fixed_s is not None and not latency(self.fixed_s):
             raise HardwareModelError(
                 f"{where}: fixed_s must be {LATENCY} or None, got {shown(self.fixed_s)}"
+            )
+        units = self.saturation_units
+        if isinstance(units, bool) or not isinstance(units, int | float) or not 0 <= units <= 1e9:
+            raise HardwareModelError(
+                f"{where}: saturation_units must be a number in [0, 1e9], got {shown(units)}"
             )
 
 

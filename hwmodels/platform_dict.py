@@ -183,6 +183,7 @@ def _kernels_dict(k: KernelModel) -> dict[str, Any]:
                 "compute_efficiency": f.compute_efficiency,
                 "element_s": f.element_s,
                 **({} if f.fixed_s is None else {"fixed_s": f.fixed_s}),
+                **({"saturation_units": f.saturation_units} if f.saturation_units else {}),
             }
             for f in k.families
         },

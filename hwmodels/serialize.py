@@ -122,6 +122,7 @@ def _kernels(k: Table) -> KernelModel:
                 else 1.0,
                 element_s=e.quantity("element", TIME, strict=False, default=0.0),
                 fixed_s=_optional(e, "fixed", TIME),
+                saturation_units=e.number("saturation_units") if e.has("saturation_units") else 0.0,
             )
         )
         e.done()

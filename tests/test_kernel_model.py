@@ -123,6 +123,49 @@ def test_kernel_parts_by_hand() -> None:
         kernel_parts(model(), {"fp32": 1e7}, work)
 
 
+def test_a_batch_norm_on_few_channels_moves_its_bytes_slower() -> None:
+    """A batch norm needs 256 channels to reach its rate: on 64 it makes 2 x 256 / 64 = 8
+    passes, on 512 its 2; one whose channels are not known (0), and an element-wise kernel
+    on 64 units (its family has no such limit), keep 2."""
+    families = tuple(
+        dataclasses.replace(f, saturation_units=256.0)
+        if f.family is KernelFamily.BATCH_NORM_BACKWARD
+        else f
+        for f in model().families
+    )
+    bn, ew = KernelFamily.BATCH_NORM_BACKWARD, KernelFamily.ELEMENTWISE
+    work = KernelWork(
+        families=(bn, bn, bn, ew),
+        flops=(0.0,) * 4,
+        elements=(100.0,) * 4,
+        dtypes=("fp32",) * 4,
+        aligned=(True,) * 4,
+        units=(64.0, 512.0, 0.0, 64.0),
+    )
+    _, passes = kernel_parts(model(families=families), {}, work)
+    assert passes.tolist() == [8.0, 2.0, 2.0, 2.0]
+    # without units (a work list that knows none) nothing changes
+    _, plain = kernel_parts(model(families=families), {}, dataclasses.replace(work, units=()))
+    assert plain.tolist() == [2.0] * 4
+
+
+def test_kernel_work_reads_a_batch_norms_channels() -> None:
+    tensors = [
+        Tensor("x", 2 * 16 * 4 * 4 * 4, Role.INPUT, "fp32", (2, 16, 4, 4)),
+        Tensor("g", 16 * 4, Role.WEIGHT, "fp32", (16,)),
+        Tensor("y", 2 * 16 * 4 * 4 * 4, Role.ACTIVATION, "fp32", (2, 16, 4, 4)),
+        Tensor("u", 2 * 16 * 16 * 4, Role.ACTIVATION, "fp32"),
+        Tensor("v", 2 * 16 * 16 * 4, Role.ACTIVATION, "fp32"),
+    ]
+    kernels = [
+        Kernel("bn", "aten.native_batch_norm.default", ("x", "g"), ("y",), Phase.FORWARD, 1),
+        Kernel("relu", "aten.relu.default", ("y",), ("u",), Phase.FORWARD, 1),
+        Kernel("bn2", "batch_norm", ("u",), ("v",), Phase.FORWARD, 1),  # no shape: not known
+    ]
+    work = kernel_work(Graph("bn", tensors, kernels), 8)
+    assert work.units == (16.0, 0.0, 0.0)
+
+
 def test_dispatch_waits_by_hand() -> None:
     """The host issues a kernel every 2 s: kernels of 1, 1 and 10 s start at 2, 4 and 6 s
     (waits 2, 1, 1), the step ends at 16 s; a kernel the host does not issue waits for
@@ -199,6 +242,8 @@ def test_kernel_model_checks_its_values() -> None:
         FamilyCost(KernelFamily.CONV, passes=1.0, compute_efficiency=1.5)
     with pytest.raises(HardwareModelError, match="fixed_s"):
         FamilyCost(KernelFamily.CONV, passes=1.0, fixed_s=-1.0)
+    with pytest.raises(HardwareModelError, match="saturation_units must be a number in"):
+        FamilyCost(KernelFamily.BATCH_NORM, passes=1.0, saturation_units=-1.0)
     with pytest.raises(HardwareModelError, match="missing conv"):
         model(families=model().families[1:])
     with pytest.raises(HardwareModelError, match="stream_bw"):
@@ -297,13 +342,13 @@ def test_every_zoo_kernel_has_the_family_of_its_roofline_class() -> None:
     # calibration/h200/steps.csv: ResNet-50 fp32 steps measured on an H200 (2026-11-28)
     [(32, 0.019411), (64, 0.032129)],
 )
-def test_the_zoos_resnet50_step_on_the_h200_is_predicted_within_12_percent(
+def test_the_zoos_resnet50_step_on_the_h200_is_predicted_within_10_percent(
     batch: int, measured_s: float
 ) -> None:
     # Not fitted: the kernel model was fitted to the imported (traced) graphs; the zoo's own
-    # graph has other kernels (split backward products, fused adds): x1.002 and x1.111.
+    # graph has other kernels (split backward products, fused adds): x0.975 and x1.071.
     import tmsim
 
     graph = tmsim.graph("resnet50", batch=batch)
     got = tmsim.plan(graph, tmsim.platform("h200-host-nvme"), "all-fast").predicted_s
-    assert got == pytest.approx(measured_s, rel=0.12)
+    assert got == pytest.approx(measured_s, rel=0.10)

@@ -57,19 +57,27 @@ def conv_aligned(graph: Graph, k: int, multiple: int) -> bool:
     return True
 
 
+#: Families whose kernels reduce each channel on their own: their units are the channels.
+PER_CHANNEL = frozenset({KernelFamily.BATCH_NORM, KernelFamily.BATCH_NORM_BACKWARD})
+
+
 def kernel_work(graph: Graph, multiple: int) -> KernelWork:
     """Every kernel of ``graph`` as :class:`~hwmodels.kernel_time.KernelWork`: its family (by op
-    name), FLOPs, the elements of its largest operand, its dtype (:func:`kernel_dtype`) and,
-    for matrix products :func:`gemm_aligned`, for convolutions :func:`conv_aligned`, at
-    ``multiple``."""
+    name), FLOPs, the elements of its largest operand, its dtype (:func:`kernel_dtype`), for
+    matrix products :func:`gemm_aligned`, for convolutions :func:`conv_aligned`, at
+    ``multiple``, and for batch norms their units: the channels (dimension 1) of the largest
+    operand, where its shape is known (0 where not)."""
     ptr, tensor = graph.operand_csr
-    families, flops, elements, dtypes, aligned = [], [], [], [], []
+    families, flops, elements, dtypes, aligned, units = [], [], [], [], [], []
     for k, kern in enumerate(graph.kernels):
         fam = family_of(kern.op)
         families.append(fam)
         flops.append(float(kern.flops))
         operands = [graph.tensors[int(t)] for t in tensor[ptr[k] : ptr[k + 1]]]
-        elements.append(float(max((t.elements for t in operands), default=0)))
+        largest = max(operands, key=lambda t: t.elements, default=None)
+        shape = largest.shape if largest is not None else ()
+        elements.append(float(largest.elements) if largest is not None else 0.0)
+        units.append(float(shape[1]) if fam in PER_CHANNEL and len(shape) >= 2 else 0.0)
         dtypes.append(kernel_dtype(graph, k))
         if fam is KernelFamily.MATMUL:
             aligned.append(gemm_aligned(graph, k, multiple))
@@ -77,7 +85,9 @@ def kernel_work(graph: Graph, multiple: int) -> KernelWork:
             aligned.append(conv_aligned(graph, k, multiple))
         else:
             aligned.append(True)
-    return KernelWork(tuple(families), tuple(flops), tuple(elements), tuple(dtypes), tuple(aligned))
+    return KernelWork(
+        tuple(families), tuple(flops), tuple(elements), tuple(dtypes), tuple(aligned), tuple(units)
+    )
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ Which number comes from where (:class:`~hwmodels.kernels.KernelModel` has the me
   the matrix-product peaks of bf16, fp32 and TF32 (8192-cube products);
 - assumed: fp16's peak equals bf16's (the same tensor cores);
 - fitted here, per kernel: the device's fixed cost per kernel, each family's passes and
-  time per element (non-GEMM) or fraction of its math mode's peak (GEMM), and the unaligned
+  time per element (non-GEMM) or fraction of its math mode's peak (GEMM), the channels a
+  batch norm needs to reach its memory rate (its saturation units), and the unaligned
   tensor-core efficiency, by least squares of the log ratio of predicted to measured device
   time over every sample :func:`~tmsim.calibration.op_profiles.line_up` makes of the four
   profiles (one kernel each where the graph and the profile pair up, a family's sum where
@@ -47,7 +48,7 @@ from hwmodels.platform import Platform
 from tmsim.calibration.op_profiles import EagerOp, Sample, line_up, read_eager_profile
 from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
-from tmsim.kernelwork import kernel_work
+from tmsim.kernelwork import PER_CHANNEL, kernel_work
 from tmsim.workload.files import load_graph
 from tmsim.workload.graph import Graph
 
@@ -63,6 +64,8 @@ H200_DIR = Path(__file__).resolve().parents[2] / "calibration" / "h200"
 FIXED_BOUNDS_S = (1e-7, 1e-4)
 PASSES_BOUNDS = (0.25, 50.0)
 ELEMENT_BOUNDS_S = (1e-16, 1e-9)
+#: Bounds of a per-channel family's saturation units (channels).
+SATURATION_BOUNDS = (1.0, 1e5)
 EFFICIENCY_BOUNDS = (1e-3, 1.0)
 DISPATCH_BOUNDS_S = (0.0, 1e-4)
 #: The tensor-core alignment the fit assumes (elements).
@@ -108,7 +111,7 @@ def _work(
         cost = CostModel(graph, platform)
         weights = cost.op_read_bytes + cost.op_write_bytes
         nbytes.append(np.bincount(cost.op_kernel, weights=weights, minlength=len(graph.kernels)))
-    fields = ("families", "flops", "elements", "dtypes", "aligned")
+    fields = ("families", "flops", "elements", "dtypes", "aligned", "units")
     joined = (tuple(x for w in works for x in getattr(w, f)) for f in fields)
     return KernelWork(*joined), np.concatenate(nbytes).astype(np.float64)
 
@@ -154,7 +157,8 @@ def fit_kernels(
     ]
     unaligned = any(any(unaligned_at[i] for i in m) for m in members)
     # Parameters (logs): the fixed time, then per present family (passes, efficiency, fixed)
-    # for GEMMs or (passes, element_s), then the unaligned efficiency if any kernel is.
+    # for GEMMs or (passes, element_s), and the saturation units of a per-channel family,
+    # then the unaligned efficiency if any kernel is.
     layout: dict[KernelFamily, slice] = {}
     x0, lo, hi = [math.log(3e-6)], [math.log(FIXED_BOUNDS_S[0])], [math.log(FIXED_BOUNDS_S[1])]
     for fam in present:
@@ -163,6 +167,9 @@ def fit_kernels(
         if fam in GEMM_FAMILIES:
             start = (1.5, 0.3, 3e-6)
             bounds = (PASSES_BOUNDS, EFFICIENCY_BOUNDS, FIXED_BOUNDS_S)
+        elif fam in PER_CHANNEL:
+            start = (1.5, 1e-12, 100.0)
+            bounds = (PASSES_BOUNDS, ELEMENT_BOUNDS_S, SATURATION_BOUNDS)
         else:
             start = (1.5, 1e-12)
             bounds = (PASSES_BOUNDS, ELEMENT_BOUNDS_S)
@@ -188,8 +195,11 @@ def fit_kernels(
             elif sl is None:
                 costs.append(FamilyCost(fam, passes=1.0))
             else:
-                passes, element = (float(v) for v in p[sl])
-                costs.append(FamilyCost(fam, passes=passes, element_s=element))
+                passes, element, *width = (float(v) for v in p[sl])
+                units = width[0] if width and fam in layout else 0.0
+                costs.append(
+                    FamilyCost(fam, passes=passes, element_s=element, saturation_units=units)
+                )
         return KernelModel(
             stream_bw_bytes_per_s=stream,
             fixed_s=float(p[0]),
@@ -286,9 +296,10 @@ def kernels_toml(model: KernelModel) -> str:
                 f"compute_efficiency = {f.compute_efficiency:.6g}{fixed} }}"
             )
         else:
+            width = f", saturation_units = {f.saturation_units:.6g}" if f.saturation_units else ""
             lines.append(
                 f"{f.family.value} = {{ passes = {f.passes:.6g}, "
-                f"element_ns = {f.element_s * 1e9:.6g} }}"
+                f"element_ns = {f.element_s * 1e9:.6g}{width} }}"
             )
     return "\n".join(lines) + "\n"
 

@@ -106,6 +106,8 @@ def _compute_lines(p: Platform, host: bool) -> list[str]:
         )
         for f in k.families:
             fixed = "" if f.fixed_s is None else f", fixed {f.fixed_s * 1e6:.3g} us"
+            if f.saturation_units:
+                fixed += f", full rate from {f.saturation_units:.3g} units"
             lines.append(
                 f"    {f.family.value}: {f.passes:.3g} passes, {f.compute_efficiency:.3g} of "
                 f"peak, {f.element_s * 1e12:.3g} ps/element{fixed}"
