@@ -51,7 +51,7 @@ from hwmodels._checks import (
 )
 from hwmodels.dtypes import canonical_dtype
 from hwmodels.errors import HardwareModelError
-from hwmodels.opclass import OpClass, op_class
+from hwmodels.opclass import ATEN_PRODUCTS, OpClass, op_class
 
 
 class KernelFamily(StrEnum):
@@ -100,19 +100,7 @@ _FAMILY_OPS: Mapping[KernelFamily, tuple[str, ...]] = {
         "_conv_depthwise2d",
     ),
     KernelFamily.CONV_BACKWARD: ("convolution_backward", "_slow_conv2d_backward"),
-    KernelFamily.MATMUL: (
-        "mm",
-        "addmm",
-        "bmm",
-        "baddbmm",
-        "addbmm",
-        "matmul",
-        "linear",
-        "mv",
-        "addmv",
-        "dot",
-        "einsum",
-    ),
+    KernelFamily.MATMUL: ATEN_PRODUCTS,
     KernelFamily.BATCH_NORM: (
         "batch_norm",
         "cudnn_batch_norm",
@@ -154,13 +142,19 @@ _FAMILY_OF: Mapping[str, KernelFamily] = MappingProxyType(
 )
 
 
+def _pytorch_spelled(name: str) -> bool:
+    """Whether the lower-case op name is spelled as PyTorch's: ``aten::``, ``aten.``,
+    ``prims.``."""
+    return "::" in name or name.startswith(("aten.", "prims."))
+
+
 def base_op_name(op: str) -> str:
     """``op`` without its namespace and overload: ``aten::add_``, ``aten.add_.Tensor`` and
     ``add_`` all give ``add_``."""
     name = op.strip().lower()
     if "::" in name:
         name = name.rpartition("::")[2]
-    elif name.startswith(("aten.", "prims.")):
+    elif _pytorch_spelled(name):
         name = name.partition(".")[2].partition(".")[0]
     return name
 
@@ -183,8 +177,7 @@ def family_of(op: str) -> KernelFamily:
     family = _FAMILY_OF.get(name)
     if family is not None:
         return family
-    spelled = op.strip().lower()
-    if "::" in spelled or spelled.startswith(("aten.", "prims.")):
+    if _pytorch_spelled(op.strip().lower()):
         return KernelFamily.ELEMENTWISE  # PyTorch's names: the table is exact for them
     return _family_by_class(name)
 

@@ -37,6 +37,21 @@ _CLASS_KEYWORDS: tuple[tuple[OpClass, tuple[str, ...]], ...] = (
 )
 
 
+#: PyTorch's matrix and vector products by exact name (attention aside).
+ATEN_PRODUCTS = (
+    "mm",
+    "addmm",
+    "bmm",
+    "baddbmm",
+    "addbmm",
+    "matmul",
+    "linear",
+    "mv",
+    "addmv",
+    "dot",
+    "einsum",
+)
+
 #: PyTorch's operators by exact name (``torch.ops.aten.NAME``, the overload left out) and
 #: their classes. Substrings mislead on these names (``addmm`` and ``mm`` name no "matmul";
 #: ``prims.convert_element_type`` holds "conv"), so an op spelled ``aten.NAME`` or
@@ -66,17 +81,7 @@ _ATEN_CLASSES: Mapping[str, OpClass] = MappingProxyType(
         ),
         **dict.fromkeys(
             (
-                "mm",
-                "addmm",
-                "bmm",
-                "baddbmm",
-                "addbmm",
-                "matmul",
-                "linear",
-                "mv",
-                "addmv",
-                "dot",
-                "einsum",
+                *ATEN_PRODUCTS,
                 "_scaled_mm",
                 "scaled_dot_product_attention",
                 "_scaled_dot_product_flash_attention",
@@ -147,4 +152,4 @@ def op_class(op: str) -> OpClass:
     return OpClass.ELEMENTWISE
 
 
-__all__ = ["OpClass", "op_class"]
+__all__ = ["ATEN_PRODUCTS", "OpClass", "op_class"]

@@ -57,17 +57,7 @@ def model(**changes: object) -> KernelModel:
         ("adamw", KernelFamily.OPTIMIZER),
         ("aten::masked_fill", KernelFamily.MASKED_FILL),
         ("aten.relu.default", KernelFamily.ELEMENTWISE),
-        ("prims.convert_element_type.default", KernelFamily.ELEMENTWISE),
         ("something_new", KernelFamily.ELEMENTWISE),
-    ],
-)
-def test_family_of(op: str, family: KernelFamily) -> None:
-    assert family_of(op) is family
-
-
-@pytest.mark.parametrize(
-    ("op", "family"),
-    [
         # names in no table take the family of their roofline class
         ("conv3d_backward_input", KernelFamily.CONV_BACKWARD),
         ("depthwise_conv", KernelFamily.CONV),
@@ -81,7 +71,7 @@ def test_family_of(op: str, family: KernelFamily) -> None:
         ("aten::linalg_vector_norm", KernelFamily.ELEMENTWISE),
     ],
 )
-def test_unlisted_names_take_the_family_of_their_class(op: str, family: KernelFamily) -> None:
+def test_family_of(op: str, family: KernelFamily) -> None:
     assert family_of(op) is family
 
 

@@ -33,11 +33,12 @@ Fit: least squares of the log ratio of modelled to measured rates together, over
 plus, weighted three times, the rate each group reaches alone (the channel must not hold a
 group below what it measured alone: a PMM read weight above 102.39 / 42.44 would), by
 :func:`scipy.optimize.least_squares` (deterministic). The PMM queue shares are weakly
-identified (the fit settles at several points, the queue shares anywhere from 0.8 to 10 and
-the RMS log error from 0.061 to 0.067), so :func:`fit_from_starts` runs it from
+identified (above about 1.5 a PMM reader's moves no row), so a weak prior pulls every queue
+share toward 1 (:data:`QUEUE_PRIOR`), and :func:`fit_from_starts` runs the fit from
 :data:`START` with each pair of first guesses for them in :data:`QUEUE_STARTS` and keeps the
-best. The fitted values are :data:`FITTED`; ``python -m tmsim.calibration.channel_fit``
-refits (about two minutes) and prints every row.
+best (eight of the nine reach the same point). The fitted values are :data:`FITTED`;
+``python -m tmsim.calibration.channel_fit`` refits (about four minutes on two cores) and
+prints every row.
 
 Checked, not fitted: AutoTM's synchronous PMM -> DRAM copy (29 GB/s measured on Yang's
 machine, ``copy_check``).

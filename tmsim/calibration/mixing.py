@@ -37,6 +37,7 @@ ends with 4 threads.)
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from scipy.optimize import minimize_scalar
@@ -118,38 +119,49 @@ def machine(platform: Platform, overlap: float | None = None) -> Platform:
     )
 
 
+def group_gbps(platform: Platform, groups: Sequence[tuple[str, bool, int, float]]) -> list[float]:
+    """The GB/s of thread groups moving together on ``platform``'s ``controller`` level, each
+    ``(tier, reads, threads, cap in GB/s)``: one flow that reads (``reads``) or writes the
+    tier, its threads as its writers; a group of no threads moves nothing (0)."""
+    names = platform.tier_names
+    size = 1e15
+    flows = []
+    for tier, reads, threads, cap_gbps in groups:
+        if threads == 0:
+            continue
+        moved = [0.0] * len(names)
+        moved[names.index(platform.tier(tier).name)] = size  # the tier must exist
+        none = (0.0,) * len(names)
+        read, write = (tuple(moved), none) if reads else (none, tuple(moved))
+        flows.append(Flow(size, read, write, cap_gbps * GB, writers=threads))
+    rates = iter(
+        rates_at_start(
+            platform.tiers,
+            flows,
+            controllers=platform.controller_groups(),
+            channel=ChannelUse.of(platform),
+        )
+    )
+    return [next(rates) / GB if g[2] else 0.0 for g in groups]
+
+
 def thread_mix(platform: Platform, overlap: float | None = None) -> list[MixPoint]:
     """The curve of :data:`THREAD_MIX` modelled on :func:`machine` ``(platform, overlap)``."""
     mach = machine(platform, overlap)
-    names = mach.tier_names
-    pmm = names.index("PMM")
-    n_t = len(names)
     total = THREAD_MIX[0][1]
     read_per_thread = THREAD_MIX[-1][2] / total
     write_per_thread = THREAD_MIX[0][2] / total
     out = []
     for readers, writers, measured in THREAD_MIX:
-        size = 1e15
-        flows = []
-        for threads, cap, read in (
-            (readers, read_per_thread, True),
-            (writers, WRITER_GBPS, False),
-        ):
-            if threads == 0:
-                continue
-            r, w = [0.0] * n_t, [0.0] * n_t
-            (r if read else w)[pmm] = size
-            flows.append(Flow(size, tuple(r), tuple(w), threads * cap * GB, writers=threads))
-        rates = rates_at_start(
-            mach.tiers,
-            flows,
-            controllers=mach.controller_groups(),
-            channel=ChannelUse.of(mach),
+        read_gbps, write_gbps = group_gbps(
+            mach,
+            (
+                ("PMM", True, readers, readers * read_per_thread),
+                ("PMM", False, writers, writers * WRITER_GBPS),
+            ),
         )
-        got = sum(rates) / GB
         line = readers * read_per_thread + writers * write_per_thread
-        read_gbps = rates[0] / GB if readers else 0.0
-        out.append(MixPoint(readers, writers, measured, got, read_gbps, line))
+        out.append(MixPoint(readers, writers, measured, read_gbps + write_gbps, read_gbps, line))
     return out
 
 
@@ -178,29 +190,18 @@ def reader_split(platform: Platform, threads: int = 16) -> list[SplitPoint]:
     other mixes do not make one up: the bus does not turn around between two devices' reads,
     so only the channel time a PMM byte holds (its weight) and the queue shares shape it.
     Raises :class:`hwmodels.errors.HardwareModelError` if a DRAM or PMM tier is missing."""
-    names = platform.tier_names
-    dram, pmm = names.index(platform.tier("DRAM").name), names.index(platform.tier("PMM").name)
-    size, offered = 1e15, 1e6 * GB
-    rows = []
-    for d in range(0, threads + 1, 2):
-        flows = []
-        for tier, n in ((dram, d), (pmm, threads - d)):
-            if n:
-                r = [0.0] * len(names)
-                r[tier] = size
-                flows.append(Flow(size, tuple(r), (0.0,) * len(names), offered, writers=n))
-        rates = rates_at_start(
-            platform.tiers,
-            flows,
-            controllers=platform.controller_groups(),
-            channel=ChannelUse.of(platform),
+    offered_gbps = 1e6
+    splits = range(0, threads + 1, 2)
+    rates = [
+        group_gbps(
+            platform, (("DRAM", True, d, offered_gbps), ("PMM", True, threads - d, offered_gbps))
         )
-        got = [x / GB for x in rates]
-        rows.append((d, got[0] if d else 0.0, got[-1] if d < threads else 0.0))
-    pure_pmm, pure_dram = rows[0][2], rows[-1][1]
+        for d in splits
+    ]
+    pure_pmm, pure_dram = rates[0][1], rates[-1][0]
     return [
         SplitPoint(d, threads - d, a, b, pure_pmm + (pure_dram - pure_pmm) * d / threads)
-        for d, a, b in rows
+        for d, (a, b) in zip(splits, rates, strict=True)
     ]
 
 
@@ -266,6 +267,7 @@ __all__ = [
     "MixPoint",
     "SplitPoint",
     "fit",
+    "group_gbps",
     "local_mix",
     "machine",
     "reader_split",

@@ -92,6 +92,24 @@ class InstantRates:
         for j, t in enumerate(overlapping):
             self._path[t] = j
         self._n_paths = len(overlapping)
+        #: the channel's byte shares a device-switch cost depends on: every tier's reads and
+        #: writes on each group of channels where a tier switches (:func:`share_index`)
+        n = len(self.tiers)
+        self._switched: tuple[int, ...] = (
+            ()
+            if channel is None or not channel.switching
+            else tuple(
+                share_index(n, g, u, d)
+                for g in range(channel.groups)
+                if any(
+                    channel.switch_s_per_byte[t] > 0 and channel.tier_on_group(t, g)
+                    for t in range(n)
+                )
+                for u in range(n)
+                if channel.tier_on_group(u, g)
+                for d in (False, True)
+            )
+        )
 
     def mixing(self, tier: int) -> bool:
         """Whether ``tier`` has a read/write mix factor (a flow's own mix pays it)."""
@@ -150,22 +168,7 @@ class InstantRates:
             for t in range(n_tiers)
             if self._mixing[t] and len(on_tier[t]) > 1 and not self._additive[t]
         ]
-        # The channel's byte shares a device-switch cost depends on: every tier's reads and
-        # writes on each group of channels where a tier switches (:func:`share_index`).
-        switched = (
-            []
-            if ch is None or not ch.switching
-            else [
-                share_index(n_tiers, g, u, d)
-                for g in range(ch.groups)
-                if any(
-                    ch.switch_s_per_byte[t] > 0 and ch.tier_on_group(t, g) for t in range(n_tiers)
-                )
-                for u in range(n_tiers)
-                if ch.tier_on_group(u, g)
-                for d in (False, True)
-            ]
-        )
+        switched = self._switched
         share = self._channel_share(active, caps) if switched else []
         waited = caps
         if ch is not None and ch.delays:

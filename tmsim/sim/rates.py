@@ -266,16 +266,17 @@ def switch_seconds(
     if not channel.switch_s_per_byte:
         return 0.0
     n = len(channel.switch_s_per_byte)
+    first = share_index(n, group, 0, False)
+    reads = sum(share[first : first + 2 * n : 2])
+    writes = sum(share[first + 1 : first + 2 * n : 2])
     total = 0.0
     for t, r, w in on:
-        if not channel.tier_on_group(t, group) or channel.switch_s_per_byte[t] <= 0:
-            continue
-        other_r = other_w = 0.0
-        for u in range(n):
-            if u != t:
-                other_r += share[share_index(n, group, u, False)]
-                other_w += share[share_index(n, group, u, True)]
-        total += channel.tier_spread(t) * channel.switch_s_per_byte[t] * (r * other_w + w * other_r)
+        if channel.tier_on_group(t, group) and channel.switch_s_per_byte[t] > 0:
+            other_w = writes - share[share_index(n, group, t, True)]
+            other_r = reads - share[share_index(n, group, t, False)]
+            total += (
+                channel.tier_spread(t) * channel.switch_s_per_byte[t] * (r * other_w + w * other_r)
+            )
     return total
 
 
