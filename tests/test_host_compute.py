@@ -174,6 +174,52 @@ def test_copies_at_a_host_position_do_not_hold_the_device() -> None:
         assert trace.simulated_s == pytest.approx(10e-3, rel=1e-12)
 
 
+def refresh_graph(dev2_reads_w: bool) -> Graph:
+    """dev0, then upd (the host updates weight w in place, 10 ms), dev1 and dev2; w lives on
+    both tiers and its new value is copied up beside dev1."""
+    w = Tensor("w", 10 * MB, Role.WEIGHT, "fp32", (10 * MB // 4,))
+    last = ("b", "w") if dev2_reads_w else ("b",)
+    return Graph(
+        "refresh",
+        [t("x", Role.INPUT), t("y", Role.INPUT), w, t("a"), t("b"), t("c")],
+        [
+            relu("dev0", "x", "a"),
+            Kernel("upd", "relu", ("y",), (), Phase.UPDATE, GFLOP, updates=("w",)),
+            relu("dev1", "a", "b"),
+            Kernel("dev2", "relu", last, ("c",), Phase.UPDATE, GFLOP),
+        ],
+    )
+
+
+@pytest.mark.parametrize(
+    ("dev2_reads_w", "dev2_span_ms", "step_ms"),
+    [
+        # nothing on the device touches w after the copy: it holds only the step's end, and
+        # dev2 runs at once (the copy: 10 ms for upd, then 1 ms)
+        (False, (2.0, 3.0), 11.0),
+        # dev2 reads the refreshed copy: it waits for the copy, as every device kernel after
+        # a copy beside the kernel before it does
+        (True, (11.0, 12.0), 12.0),
+    ],
+)
+def test_a_copy_of_what_the_host_updated_holds_only_what_touches_it(
+    dev2_reads_w: bool, dev2_span_ms: tuple[float, float], step_ms: float
+) -> None:
+    g = refresh_graph(dev2_reads_w)
+    up = IndexMove(2, HOST_TIER, DEVICE, 2, MoveMode.ASYNC)
+    tiers = [0, 0, 1, 1, 0, 0, *([0, 0, 0] if dev2_reads_w else [0, 0])]
+    initial = {0: (DEVICE,), 1: (HOST_TIER,), 2: (DEVICE, HOST_TIER)}
+    plan = planned(g, tiers, initial, [up], (1,))
+    check = validate(plan, g, P)
+    assert check.ok, check.errors
+    assert plan.predicted_s == pytest.approx(step_ms * 1e-3, rel=1e-12)
+    for trace in replays(plan, g):
+        at = spans(trace)
+        assert at["w"] == pytest.approx((10e-3, 11e-3))
+        assert at["dev2"] == pytest.approx(tuple(x * 1e-3 for x in dev2_span_ms))
+        assert trace.simulated_s == pytest.approx(step_ms * 1e-3, rel=1e-12)
+
+
 def test_replays_with_host_kernels_are_deterministic() -> None:
     g = Graph(
         "after",

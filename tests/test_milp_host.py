@@ -123,21 +123,22 @@ def test_host_kernels_never_cost_where_the_device_alone_can_plan() -> None:
     assert uncontended_s(both) <= uncontended_s(alone) * (1 + 0.01)
 
 
-def test_refreshes_go_after_the_last_kernel_the_device_runs() -> None:
+def test_refreshes_go_at_the_next_position_and_hold_only_the_end_of_the_step() -> None:
     plan = planned("sync", 700_000_000, host=True)  # keeps some hosted weights on the device
     g = gpt2()
     n_k = len(g.kernels)
-    device = [k for k in range(n_k) if k not in set(plan.host_kernels)]
     updater = {n: k for k in plan.host_kernels for n in g.kernels[k].updates}
     refreshed = [m for m in plan.moves if m.src == "host" and m.kernel > updater.get(m.tensor, n_k)]
     assert refreshed
     for m in refreshed:
-        assert m.kernel > device[-1] and m.dst == "device"
+        assert m.kernel == updater[m.tensor] + 1 and m.dst == "device"
     assert plan.stats is not None
-    assert plan.stats.objective == pytest.approx(uncontended_s(plan), rel=1e-6)
-    assert refresh_position(5, [5, 7], 9) == 9  # kernel 8 runs on the device: after it
-    assert refresh_position(5, [5, 7, 8], 9) == 7  # beside the first kernel after both
-    assert refresh_position(8, [8], 9) == 9
+    # the copy path takes the refreshes in turn in the model; the timeline runs them side by
+    # side, so the model's step (up to the solver's tolerance) is never shorter than the
+    # plan's, which the uncontended replay reproduces
+    assert plan.predicted_s == pytest.approx(uncontended_s(plan), rel=1e-6)
+    assert plan.stats.objective >= plan.predicted_s * (1 - 1e-4)
+    assert refresh_position(5) == 6
 
 
 def test_the_command_line_turns_host_kernels_off() -> None:

@@ -19,7 +19,7 @@ import numpy.typing as npt
 from hwmodels.platform import Platform
 from tmsim.cost import BesideCosts, CostModel, IndexMove, IndexRecompute
 from tmsim.errors import InfeasibleError, NoPlanError, TmsimError
-from tmsim.plans.streams import plan_step_time_s
+from tmsim.plans.streams import lasting_copies, plan_step_time_s
 from tmsim.plans.values import Move, Plan, Recompute, Residency, SolverStats
 from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES, Graph
 from tmsim.workload.identity import GraphIdentity, graph_sha256, identity_of
@@ -102,6 +102,7 @@ def assemble_plan(
         starts.setdefault((r.tensor, out_tier), []).append(r.kernel)
     drop_map = {key: sorted(set(v)) for key, v in (drops or {}).items()}
     residency: list[Residency] = []
+    spans: list[tuple[int, int, int, int]] = []  # the same in indices
     for (t, tier), begin_list in sorted(starts.items()):
         end_of_life = (
             n_k - 1 if graph.tensors[t].role in PERSISTENT_ROLES else int(graph.live_last[t])
@@ -113,12 +114,14 @@ def assemble_plan(
                 continue  # already resident: a refresh of an existing copy
             end = next((e for e in ends if e >= begin), max(end_of_life, begin))
             residency.append(Residency(graph.tensors[t].name, names[tier], begin, end))
+            spans.append((t, tier, begin, end))
             cursor = end
     operand_tiers = tuple(
         tuple(names[int(x)] for x in tiers[ptr[k] : ptr[k + 1]]) for k in range(n_k)
     )
     order = tuple(int(h) for h in host_kernels)
-    total, _ = plan_step_time_s(cost, tiers, move_list, beside, reruns, order)
+    lasting = lasting_copies(spans, len(names), n_k)
+    total, _ = plan_step_time_s(cost, tiers, move_list, beside, reruns, order, lasting)
     return Plan(
         graph=graph.name,
         platform=platform.name,

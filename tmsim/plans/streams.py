@@ -57,12 +57,14 @@ class StreamDeps:
     recompute ``i`` is ``K + M + i``. ``host_waits[h]``: the device-side actions host kernel
     ``h`` waits for; ``device_waits[a]``: the host kernels device-side action ``a`` waits
     for; ``clashes``: pairs of host kernels ``(earlier, later)`` in plan order whose accesses
-    conflict, which the host order must keep.
+    conflict, which the host order must keep; ``detached``: the moves (indices into the
+    plan's moves) that hold nothing but the end of the step.
     """
 
     host_waits: Mapping[int, tuple[int, ...]]
     device_waits: Mapping[int, tuple[int, ...]]
     clashes: tuple[tuple[int, int], ...]
+    detached: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -114,16 +116,33 @@ def host_times(cost: CostModel, kernels: Sequence[int], op_tiers: npt.ArrayLike)
     )
 
 
+def lasting_copies(
+    residency: Iterable[tuple[int, int, int, int]], n_tiers: int, n_kernels: int
+) -> dict[int, int]:
+    """From residency ranges ``(tensor, tier, first, last)`` in indices: for every copy
+    resident at the step's last kernel, keyed ``tensor * n_tiers + tier``, the first kernel
+    of the range that reaches it."""
+    out: dict[int, int] = {}
+    for t, tier, first, last in residency:
+        if last >= n_kernels - 1:
+            key = t * n_tiers + tier
+            out[key] = min(first, out.get(key, first))
+    return out
+
+
 def stream_deps(
     cost: CostModel,
     op_tiers: npt.ArrayLike,
     moves: Sequence[IndexMove],
     recomputes: Sequence[IndexRecompute],
     host_kernels: Sequence[int],
+    lasting: Mapping[int, int] | None = None,
 ) -> StreamDeps:
     """The waits across the streams of a plan (see the module documentation): for every
     copy a host kernel reads or writes, its conflicting accesses on the device side and by
-    other host kernels. Accesses of no bytes conflict with nothing."""
+    other host kernels. Accesses of no bytes conflict with nothing. ``lasting``
+    (:func:`lasting_copies` of the plan's residency): the copies resident to the end of the
+    step, from the kernel given; without it no move is detached."""
     graph = cost.graph
     n_k, n_t, n_m = len(graph.kernels), len(cost.platform.tiers), len(moves)
     host = set(int(h) for h in host_kernels)
@@ -169,10 +188,26 @@ def stream_deps(
                     host_waits.setdefault(h, set()).add(action)
                 else:
                     device_waits.setdefault(action, set()).add(h)
+    detached: set[int] = set()
+    if lasting is not None:
+        last_touch: dict[int, int] = {}  # copy key -> the last position of a device-side access
+        for key, pos, _, _, by_host in acc:
+            if not by_host:
+                last_touch[key] = max(pos, last_touch.get(key, -1))
+        for i, m in enumerate(moves):
+            if m.mode is not MoveMode.ASYNC or not device_waits.get(n_k + i):
+                continue
+            keys = (m.tensor * n_t + m.src, m.tensor * n_t + m.dst)
+            if all(
+                lasting.get(key, n_k) <= m.kernel and last_touch.get(key, -1) <= m.kernel
+                for key in keys
+            ):
+                detached.add(i)
     return StreamDeps(
         {h: tuple(sorted(v)) for h, v in host_waits.items()},
         {a: tuple(sorted(v)) for a, v in device_waits.items()},
         tuple(sorted(clashes)),
+        frozenset(detached),
     )
 
 
@@ -184,7 +219,8 @@ def host_order_clashes(deps: StreamDeps, host_order: Sequence[int]) -> list[tupl
 
 @dataclass(frozen=True)
 class Timeline:
-    """When a plan's step ends on its two streams: ``total_s`` (both ended),
+    """When a plan's step ends on its two streams: ``total_s`` (both ended, and the
+    detached copies),
     ``device_s`` and ``host_s`` (each stream's end), ``per_kernel_s`` [K + 1]: the device
     stream's advance at each position, the last entry also holding what the step waits past
     its last position (pending copies, the host), so that the entries sum to ``total_s``."""
@@ -231,7 +267,7 @@ def timeline(
         node_of[a] = n
         return n
 
-    clock, pending = -1, list[int]()
+    clock, pending, detached = -1, list[int](), list[int]()
     marks: list[int] = []  # the device clock after each position
     for k in range(n_kernels + 1):
         for i in sync_at[k]:
@@ -241,18 +277,22 @@ def timeline(
             for i in rerun_at.get(k, ()):
                 clock = action(n_kernels + n_m + i, recompute_s[i], [clock, *pending])
                 pending = []
+            gate = graph.node(0.0, [clock, *pending]) if k not in host else clock
+            on_own = [i for i in async_at[k] if i in deps.detached]
+            detached += [action(n_kernels + i, move_s[i], [gate]) for i in on_own]
+            held = [i for i in async_at[k] if i not in deps.detached]
             if k in host:  # copies on their own, not holding the device
-                pending += [action(n_kernels + i, move_s[i], [clock]) for i in async_at[k]]
+                pending += [action(n_kernels + i, move_s[i], [clock]) for i in held]
             else:
-                gate = graph.node(0.0, [clock, *pending])
                 chain = gate
-                for i in async_at[k]:
+                for i in held:
                     chain = action(n_kernels + i, move_s[i], [chain])
                 pending = []
                 kernel = action(k, float(kernel_s[k]), [gate])
                 clock = graph.node(0.0, [kernel, chain])
         marks.append(clock)
     device_end = graph.node(0.0, [clock, *pending])
+    copies_end = graph.node(0.0, detached)
     prev = -1
     for h in host_order:
         graph.add(host_node[h], [prev, *(node_of[a] for a in deps.host_waits.get(h, ()))])
@@ -266,7 +306,7 @@ def timeline(
         )
     at = [end[m] if m >= 0 else 0.0 for m in marks]
     device_s, host_end = end[device_end], end[prev] if prev >= 0 else 0.0
-    total = max(device_s, host_end)
+    total = max(device_s, host_end, end[copies_end])
     per = np.diff(np.asarray([0.0, *at]))
     per[-1] += total - at[-1]
     return Timeline(total, device_s, host_end, per)
@@ -322,11 +362,13 @@ def plan_step_time_s(
     beside: BesideCosts | None = None,
     recomputes: Iterable[IndexRecompute] = (),
     host_kernels: Sequence[int] = (),
+    lasting: Mapping[int, int] | None = None,
 ) -> tuple[float, FloatArray]:
     """The predicted step time of a plan in indices and each position's share, as
     :func:`tmsim.cost.step_time_s` gives it; with ``host_kernels`` (in host order), by
     :func:`timeline`, kernels on the device at their cost-model times, host kernels at their
-    :func:`host_times`, moves and recomputes as the cost model times them.
+    :func:`host_times`, moves and recomputes as the cost model times them; ``lasting``: as
+    :func:`stream_deps` takes it (the plan's copies resident to the end of the step).
 
     Raises :class:`TmsimError` for ``beside`` costs with host kernels (interference-aware
     copies are the MILP's, which runs nothing on the host), :class:`StreamDeadlock` as
@@ -350,7 +392,7 @@ def plan_step_time_s(
     run_s = [cost.recompute_s(r.producer, r.tiers) for r in reruns]
     kernel_s = cost.kernel_times_s(tiers)
     kernel_s[order] = 0.0  # the device runs no kernel at a host kernel's position
-    deps = stream_deps(cost, tiers, move_list, reruns, order)
+    deps = stream_deps(cost, tiers, move_list, reruns, order, lasting)
     line = timeline(
         len(cost.graph.kernels),
         kernel_s,
@@ -372,6 +414,7 @@ __all__ = [
     "Timeline",
     "host_order_clashes",
     "host_times",
+    "lasting_copies",
     "plan_step_time_s",
     "stream_deps",
     "timeline",

@@ -40,7 +40,7 @@ from tmsim.plans.recompute import (
     parse_recomputes,
     recompute_starts,
 )
-from tmsim.plans.streams import plan_step_time_s, stream_deps
+from tmsim.plans.streams import lasting_copies, plan_step_time_s, stream_deps
 from tmsim.plans.values import Plan
 from tmsim.workload.graph import PERSISTENT_ROLES, Graph
 
@@ -152,12 +152,26 @@ def validate(
             IndexRecompute(int(rc.tensor[i]), int(rc.kernel[i]), int(rc.producer[i]), tiers)
             for i, tiers in enumerate(tuple(int(x) for x in t) for t in rc.tiers)
         ]
+        ok = parsed.rs_ok
+        lasting = lasting_copies(
+            zip(
+                parsed.rs_tensor[ok].tolist(),
+                parsed.rs_tier[ok].tolist(),
+                parsed.rs_first[ok].tolist(),
+                parsed.rs_last[ok].tolist(),
+                strict=True,
+            ),
+            len(platform.tiers),
+            len(graph.kernels),
+        )
         if host and not check_host_order(
-            stream_deps(cost, parsed.op_tier, moves, runs, host), host, graph, errors
+            stream_deps(cost, parsed.op_tier, moves, runs, host, lasting), host, graph, errors
         ):
             return Validation(False, errors.result(), math.nan, peak, moved)
         try:
-            recomputed, _ = plan_step_time_s(cost, parsed.op_tier, moves, beside, runs, host)
+            recomputed, _ = plan_step_time_s(
+                cost, parsed.op_tier, moves, beside, runs, host, lasting
+            )
         except (TmsimError, HardwareModelError) as exc:  # a deadlock, a dtype the host lacks
             errors.add(f"the step cannot be timed: {exc}")
             return Validation(False, errors.result(), math.nan, peak, moved)

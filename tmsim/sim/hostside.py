@@ -22,7 +22,13 @@ from hwmodels.opclass import op_class
 from hwmodels.timing import Overlap
 from tmsim.cost import CostModel, IndexMove, IndexRecompute
 from tmsim.errors import PlanError
-from tmsim.plans.streams import StreamDeadlock, host_times, stream_deps, timeline
+from tmsim.plans.streams import (
+    StreamDeadlock,
+    host_times,
+    lasting_copies,
+    stream_deps,
+    timeline,
+)
 from tmsim.plans.values import Plan
 from tmsim.sim.flows import Flow
 from tmsim.sim.kernels import kernel_flow
@@ -53,7 +59,7 @@ class HostSide:
     :class:`HostSpec`; ``launch_s``: the host compute's launch overhead. Device-side actions
     are numbered as :class:`~tmsim.plans.streams.StreamDeps` numbers them: ``host_waits[h]``
     the actions host kernel ``h`` waits for, ``device_waits[a]`` the host kernels action
-    ``a`` waits for.
+    ``a`` waits for; ``detached``: the moves only the end of the step waits for.
     """
 
     order: tuple[int, ...]
@@ -61,6 +67,7 @@ class HostSide:
     launch_s: float
     host_waits: Mapping[int, tuple[int, ...]]
     device_waits: Mapping[int, tuple[int, ...]]
+    detached: frozenset[int] = frozenset()
 
 
 def host_side(plan: Plan, cost: CostModel, op_tier: IntArray) -> HostSide | None:
@@ -95,7 +102,18 @@ def host_side(plan: Plan, cost: CostModel, op_tier: IntArray) -> HostSide | None
             f"compute cannot access (its tiers: {', '.join(host.kernel_tiers)})"
         )
     moves, reruns = _index_moves(plan, cost), _index_recomputes(plan, cost)
-    deps = stream_deps(cost, op_tier, moves, reruns, order)
+    tensor_of = {t.name: i for i, t in enumerate(graph.tensors)}
+    tier_of = {name: i for i, name in enumerate(platform.tier_names)}
+    lasting = lasting_copies(
+        (
+            (tensor_of[r.tensor], tier_of[r.tier], r.first, r.last)
+            for r in plan.residency
+            if r.tensor in tensor_of and r.tier in tier_of
+        ),
+        len(platform.tiers),
+        n_k,
+    )
+    deps = stream_deps(cost, op_tier, moves, reruns, order, lasting)
     try:  # unit times: only whether every action can start matters here
         timeline(
             n_k,
@@ -126,7 +144,9 @@ def host_side(plan: Plan, cost: CostModel, op_tier: IntArray) -> HostSide | None
             tuple(int(x) for x in rd),
             tuple(int(x) for x in wr),
         )
-    return HostSide(tuple(order), specs, times.launch_s, deps.host_waits, deps.device_waits)
+    return HostSide(
+        tuple(order), specs, times.launch_s, deps.host_waits, deps.device_waits, deps.detached
+    )
 
 
 def _index_moves(plan: Plan, cost: CostModel) -> list[IndexMove]:

@@ -17,7 +17,8 @@ The step, as the plan and the cost model define it (:mod:`tmsim.plans.values`,
   host compute; across the two streams actions wait for each other as
   :mod:`tmsim.plans.streams` says (the asynchronous moves at a host kernel's position run
   each on its own and do not hold the device stream, whose next kernel, synchronous move or
-  recompute waits for them; a copy waits for its host kernels before it takes an engine),
+  recompute waits for them; a copy waits for its host kernels before it takes an engine; a
+  detached copy, wherever issued, holds only the end of the step),
   and the step ends when both streams have (:mod:`tmsim.sim.hostside`). Without host kernels
   nothing of this runs: the replay is event for event what it was.
 
@@ -159,6 +160,8 @@ class _Run:
     host_done: dict[int, simpy.Event] = field(default_factory=dict)
     #: copies issued at host kernels' positions, not yet waited for
     pending: list[simpy.Process] = field(default_factory=list)
+    #: copies that only the end of the step waits for (:attr:`HostSide.detached`)
+    detached: list[simpy.Process] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.pools = [simpy.Resource(self.env, capacity=c) for c in self.sched.pool_engines]
@@ -170,6 +173,7 @@ class _Run:
     def step(self) -> Process:
         s, env = self.sched, self.env
         on_host = set(self.host.order) if self.host is not None else set()
+        own = self.host.detached if self.host is not None else frozenset()
         for k in range(s.n_kernels + 1):
             for i in s.sync_at[k]:
                 yield from self._join()
@@ -184,11 +188,13 @@ class _Run:
                 yield from self._rerun(rerun)
                 self._finish(action)
             if k in on_host:  # the host runs it; copies issued here do not hold the device
-                self.pending += [env.process(self._copy(i)) for i in s.async_at[k]]
+                self.pending += [env.process(self._copy(i)) for i in s.async_at[k] if i not in own]
+                self.detached += [env.process(self._copy(i)) for i in s.async_at[k] if i in own]
                 continue
             yield from self._join()
             start, seq = float(env.now), self._issue()
-            copies: list[simpy.Process] = self._issue_copies(k)
+            self.detached += [env.process(self._copy(i)) for i in s.async_at[k] if i in own]
+            copies: list[simpy.Process] = self._issue_copies(k, own)
             if self.host is not None and self.host.device_waits.get(k):
                 yield from self._wait_host(k)
                 start = float(env.now)
@@ -209,6 +215,8 @@ class _Run:
             if copies:
                 yield env.all_of(copies)
         yield from self._join()
+        if self.detached:
+            yield env.all_of(self.detached)
         self.end_s = max(self.end_s, float(env.now))
 
     def host_stream(self, host: HostSide) -> Process:
@@ -234,10 +242,11 @@ class _Run:
             self.host_done[k].succeed()
         self.end_s = max(self.end_s, float(env.now))
 
-    def _issue_copies(self, k: int) -> list[simpy.Process]:
-        """Start the asynchronous moves issued at kernel ``k``: one process each with
-        contention (each takes an engine of its pool), else one that runs them in turn."""
-        at = self.sched.async_at[k]
+    def _issue_copies(self, k: int, detached: frozenset[int]) -> list[simpy.Process]:
+        """Start the asynchronous moves issued at kernel ``k`` but the ``detached``: one
+        process each with contention (each takes an engine of its pool), else one that runs
+        them in turn."""
+        at = tuple(i for i in self.sched.async_at[k] if i not in detached)
         if not at:
             return []
         if self.shared:

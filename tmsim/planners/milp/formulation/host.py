@@ -29,12 +29,15 @@ update kernel on the host). The rules, all linear in the binaries:
   host order (by release, then plan order) is at least ``F_{i-1}`` and ``S_{release_i}``, plus
   its host seconds if the host runs it (one host kernel at a time, each after its inputs:
   exact at binary points), and the step takes ``T >= P_last``, ``T >= F_i + the refresh
-  seconds of candidate i``, and, as the copy path takes the refreshes in turn after the
-  device stream reaches them (a plan issues them after the last kernel the device runs,
+  seconds of candidate i``, and, as the copy path takes the refreshes in turn once the
+  device stream reaches them (a plan issues them at the next position as copies the device
+  does not wait for,
   :func:`~tmsim.planners.milp.formulation.host_time.refresh_position`), ``T >=`` the
-  device's time at each candidate, and at each later device kernel, plus the refreshes that
-  wait for it. The objective is ``T`` instead of ``sum(c) + sync``, which it equals without
-  host kernels (:mod:`~tmsim.planners.milp.formulation.host_time` writes these rows).
+  device's time at each candidate plus the refreshes of it and of every candidate after it
+  (the link's capacity: the plan's timeline runs them side by side, the replay shares the
+  link between them). The objective is ``T`` instead of ``sum(c) + sync``, which it equals
+  without host kernels (:mod:`~tmsim.planners.milp.formulation.host_time` writes these
+  rows).
 
 A host kernel's seconds are its roofline on the host with every operand on the slowest tier
 the host reaches (exact where it reaches one tier, as in every preset), plus its launch.

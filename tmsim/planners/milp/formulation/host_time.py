@@ -90,39 +90,22 @@ class HostTerms:
             self.t >= self.f + refresh @ x,  # then its refreshes
         ]
         if self.refresh.nnz:
-            at, big, device, counted = self._deferred
             out += [
                 self.r[0] == 0,
                 self.r[1:] - self.r[:-1] == self.refresh @ x,
-                # from a candidate's own kernel on, the refreshes of it and those after it
-                self.t >= at @ self.p + self.r[m] - self.r[:m],
-                # a candidate the device runs holds back the refreshes of those before it
-                self.t >= at @ self.p + self.r[:m] - big @ x,
+                # the copy path takes the refreshes of a candidate and of those after it
+                # once the device reaches the candidate
+                self.t >= self._at @ self.p + self.r[m] - self.r[:m],
             ]
-            if device.size:  # as does every later kernel that is no candidate
-                pick = sp.csr_matrix(
-                    (np.ones(device.size), (np.arange(device.size), device)),
-                    shape=(device.size, n_k),
-                )
-                out.append(self.t >= pick @ self.p + self.r[counted])
         return out
 
     @cached_property
-    def _deferred(self) -> tuple[sp.csr_matrix, sp.csr_matrix, IntArray, IntArray]:
-        """What the refreshes wait for (a plan issues them after the last kernel the device
-        runs, :func:`refresh_position`): [n_candidates, n_kernels] each candidate's kernel
-        (plan order); [n_candidates, n] the most the refreshes of the candidates before it
-        take, at its binary (so that ``h = 1`` takes them off its row); the kernels after the
-        first candidate that are no candidates (``device``), and how many candidates come
-        before each (``counted``)."""
+    def _at(self) -> sp.csr_matrix:
+        """[n_candidates, n_kernels]: each candidate's kernel (plan order), where the device
+        stream reaches its refreshes (:func:`refresh_position`: the next position)."""
         cand = self.candidates
-        m, n_k, n = cand.count, self.sync_at.shape[0], self.sync_at.shape[1]
-        at = sp.csr_matrix((np.ones(m), (np.arange(m), cand.kernel)), shape=(m, n_k))
-        most = np.concatenate(([0.0], np.cumsum(np.asarray(self.refresh.sum(axis=1)).ravel())))
-        big = sp.csr_matrix((most[:m], (np.arange(m), self.columns)), shape=(m, n))
-        device = np.setdiff1d(np.arange(int(cand.kernel[0]) + 1, n_k), cand.kernel)
-        counted = np.searchsorted(cand.kernel, device).astype(np.int64)
-        return at, big, device, counted
+        m, n_k = cand.count, self.sync_at.shape[0]
+        return sp.csr_matrix((np.ones(m), (np.arange(m), cand.kernel)), shape=(m, n_k))
 
     def values(self, c: FloatArray, x: FloatArray) -> HostValues:
         """``p``, ``f``, ``r`` and ``t`` at kernel costs ``c`` and binaries ``x`` (their least
@@ -139,13 +122,8 @@ class HostTerms:
         t = max(float(p[-1]), float(np.max(f + self.refresh[self.order] @ x, initial=0.0)))
         r = np.concatenate(([0.0], np.cumsum(self.refresh @ x)))
         if self.refresh.nnz:
-            at, big, device, counted = self._deferred
             m = self.candidates.count
-            t = max(
-                t, float(np.max(at @ p + r[m] - r[:m])), float(np.max(at @ p + r[:m] - big @ x))
-            )
-            if device.size:
-                t = max(t, float(np.max(p[device] + r[counted])))
+            t = max(t, float(np.max(self._at @ p + r[m] - r[:m])))
         return HostValues(p, f, r, t)
 
     def on_host(self, x: npt.ArrayLike) -> IntArray:
@@ -156,16 +134,11 @@ class HostTerms:
         return np.asarray(self.candidates.kernel[on], dtype=np.int64)
 
 
-def refresh_position(kernel: int, hosted: npt.ArrayLike, n_k: int) -> int:
-    """Where a plan issues the refreshes of host kernel ``kernel`` when the host runs the
-    kernels ``hosted``: beside the kernel after it, or after the last kernel the device runs
-    if that comes later (a copy waiting for the host beside a device kernel would hold the
-    device stream, :mod:`tmsim.plans.streams`); ``n_k``: after the step's last kernel."""
-    on = np.zeros(n_k, dtype=bool)
-    on[np.asarray(hosted, dtype=np.int64)] = True
-    device = np.flatnonzero(~on)
-    last = int(device[-1]) if device.size else -1
-    return max(kernel + 1, last + 1)
+def refresh_position(kernel: int) -> int:
+    """Where a plan issues the refreshes of host kernel ``kernel``: at the next position, as
+    asynchronous copies the device stream does not wait for (detached,
+    :mod:`tmsim.plans.streams`); after the step's last kernel, synchronously."""
+    return kernel + 1
 
 
 def sync_at_kernels(sync_s: np.ndarray, kernel: np.ndarray, n_k: int) -> sp.csr_matrix:

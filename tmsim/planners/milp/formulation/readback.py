@@ -132,7 +132,7 @@ def _refreshes(
         state = cat.states[int(cat.edge_src[ei])]
         src = int(access_host[int(cat.edge_src[ei])])
         t, k = int(gad.tensor[gi]), int(gad.kernel[gi])
-        at = refresh_position(k, order, n_k)
+        at = refresh_position(k)
         kept = cat.states[after[gi]]  # a copy freed after the kernel needs no refresh
         for dst in sorted((state & kept) - {src}):
             if at < n_k:
