@@ -19,6 +19,9 @@ from tmsim.cost import CostModel
 from tmsim.errors import InfeasibleError
 from tmsim.levels import InterferenceLevel
 from tmsim.planners.milp.chain.plan import plan_milp
+from tmsim.planners.milp.formulation import build
+from tmsim.planners.milp.formulation.build import catalogue_of
+from tmsim.planners.milp.formulation.dominance import dominator, usable_tiers
 from tmsim.planners.milp.formulation.states import Kind, build_catalogue
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.validate import validate
@@ -214,3 +217,68 @@ def test_an_in_place_update_keeps_the_copy_it_updates() -> None:
     )
     names = {e.name for e in cat.edges if e.kind is Kind.INVAL}
     assert "inval c+p->p" in names and "inval c+p->c" not in names
+
+
+# ---------------------------------------------------------------------- dominated tiers
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    tiny_graphs,
+    st.floats(0.3, 1.0),
+    st.booleans(),
+    st.sampled_from(["static", "sync", "async"]),
+    st.sampled_from([1, 2]),
+)
+def test_a_gpu_whose_host_holds_everything_plans_without_its_nvme(
+    graph: Graph, device: float, direct: bool, formulation: str, window: int
+) -> None:
+    """Host memory with room for every tensor, faster to and from every tier than the drive:
+    the MILP leaves the drive out, and its optimum is still the exhaustive search's, which
+    tries the drive too."""
+    total = int(graph.sizes_bytes.sum())
+    platform = gpu3(int(total * device), 2 * total, 10 * total, direct=direct)
+    assert usable_tiers(CostModel(graph, platform)) == (True, True, False)
+    _check(graph, platform, formulation, window)
+
+
+def test_a_tier_is_left_out_only_where_another_dominates_it() -> None:
+    g = tiny_step()
+    total = int(g.sizes_bytes.sum())
+    roomy = gpu3(total, 2 * total, 10 * total, direct=True)
+    assert dominator(CostModel(g, roomy), 2) == 1
+    assert dominator(CostModel(g, roomy), 1) == -1  # the drive copies to the device slower
+    # the host's capacity can bind: it may not take the drive's tensors too
+    tight = gpu3(total, total // 2, 10 * total, direct=True)
+    assert usable_tiers(CostModel(g, tight)) == (True, True, True)
+    # the drive copies to the device faster than the host does
+    fast = tuple(
+        dataclasses.replace(p, sync_bw_bytes_per_s=40e9, async_bw_bytes_per_s=40e9)
+        if (p.src, p.dst) == ("nvme", "device")
+        else p
+        for p in roomy.copy_paths
+    )
+    faster = dataclasses.replace(roomy, copy_paths=fast)
+    assert usable_tiers(CostModel(g, faster)) == (True, True, True)
+    # kernels read the drive
+    reached = dataclasses.replace(roomy, kernel_tiers=("device", "nvme"))
+    assert usable_tiers(CostModel(g, reached)) == (True, True, True)
+
+
+@pytest.mark.parametrize("formulation", ["sync", "async"])
+def test_leaving_a_dominated_tier_out_shrinks_the_model_and_keeps_its_optimum(
+    formulation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    g = tiny_step()
+    total = int(g.sizes_bytes.sum())
+    platform = gpu3(170 * MB, 2 * total, 10 * total, direct=True)  # f3 needs 160 MB
+    settings = PlanSettings(capacity=Capacity.of_bytes(170 * MB), gap=1e-9, layout=False, window=2)
+    cost = CostModel(g, platform)
+    assert catalogue_of(cost).n_states == 3  # device, host, both
+    pruned = plan_milp(g, platform, settings, formulation)
+    monkeypatch.setattr(build, "usable_tiers", lambda c: (True,) * len(c.platform.tiers))
+    assert catalogue_of(cost).n_states == 7
+    whole = plan_milp(g, platform, settings, formulation)
+    assert pruned.stats is not None and whole.stats is not None
+    assert pruned.stats.variables < whole.stats.variables
+    assert pruned.predicted_s == pytest.approx(whole.predicted_s, rel=1e-9)

@@ -26,7 +26,15 @@ def offload_plan_start(cost: CostModel, model: Model, gpu: bool) -> np.ndarray |
     if not gpu:
         return None
     tiers = range(1, len(cost.platform.tiers))
-    away = next((i for i in tiers if cost.has_path(0, i) and cost.has_path(i, 0)), 0)
+    held = model.catalogue.states
+    away = next(
+        (
+            i
+            for i in tiers
+            if cost.has_path(0, i) and cost.has_path(i, 0) and frozenset({i}) in held
+        ),
+        0,
+    )
     roles = [t.role for t in cost.graph.tensors]
     persistent = np.array([r in PERSISTENT_ROLES for r in roles], dtype=bool)
     return offload_start(model, away, persistent) if away else None

@@ -41,6 +41,7 @@ from tmsim.cost import BesideCosts, CostModel
 from tmsim.planners.milp.formulation.candidates import DEFAULT_DEPTH, recomputable
 from tmsim.planners.milp.formulation.conflicts import conflict_rows
 from tmsim.planners.milp.formulation.copies import move_costs
+from tmsim.planners.milp.formulation.dominance import usable_tiers
 from tmsim.planners.milp.formulation.energy import access_energy, copy_energy
 from tmsim.planners.milp.formulation.gadgets import Formulation, build_gadgets
 from tmsim.planners.milp.formulation.host import (
@@ -69,10 +70,11 @@ from tmsim.planners.milp.formulation.states import Catalogue, Kind, build_catalo
 from tmsim.planners.milp.formulation.windows import gaps_of, is_compact
 
 
-def catalogue_of(cost: CostModel, recompute: bool = False) -> Catalogue:
+def catalogue_of(cost: CostModel, recompute: bool = False, prune: bool = True) -> Catalogue:
     """The states and edges of ``cost``'s platform (tiers beyond the fastest modelled only
     where their capacity can bind, :func:`modelled_tiers`), with those of recomputation after
-    them when ``recompute``."""
+    them when ``recompute``; with ``prune``, over the tiers no other tier dominates
+    (:mod:`~tmsim.planners.milp.formulation.dominance`)."""
     platform = cost.platform
     modelled = set(modelled_tiers(cost))
     names = platform.tier_names
@@ -82,6 +84,7 @@ def catalogue_of(cost: CostModel, recompute: bool = False) -> Catalogue:
         [i in modelled for i in range(len(names))],
         cost.has_path,
         recompute,
+        usable_tiers(cost) if prune else None,
     )
 
 
@@ -125,7 +128,10 @@ def build_model(
     form)."""
     graph = cost.graph
     n_k = len(graph.kernels)
-    cat = catalogue_of(cost, formulation.recomputes)
+    # a dominated tier is left out where the MILP's own costs are all that count
+    cat = catalogue_of(
+        cost, formulation.recomputes, prune=beside is None and energy_weight_s_per_j <= 0
+    )
     tiers = modelled_tiers(cost)
     floor_s, ceiling_s = cost.kernel_time_range_s()
     rec = recomputable(cost, depth) if formulation.recomputes else None

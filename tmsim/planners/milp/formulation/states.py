@@ -168,20 +168,26 @@ def build_catalogue(
     constrained: Sequence[bool],
     has_path: Callable[[int, int], bool],
     recompute: bool = False,
+    usable: Sequence[bool] | None = None,
 ) -> Catalogue:
     """The states and edges over tiers ``tier_names`` (fastest first).
 
     ``kernel_tiers[i]``: kernels may access tier i; ``constrained[i]``: tier i's capacity can
     bind (only such tiers are ever freed); ``has_path(s, d)``: a copy path joins tier s to d;
     ``recompute``: add the ``gone`` state and its edges after the others (see the module
-    documentation; tier 0 must then be a kernel tier). Raises ``ValueError`` for fewer than 2
-    or more than :data:`MAX_TIERS` tiers, mismatched lengths, or recomputation onto a fastest
-    tier kernels cannot access.
+    documentation; tier 0 must then be a kernel tier); ``usable[i]`` (default every tier):
+    states may hold tier i (tier indices stay the platform's). Raises ``ValueError`` for fewer
+    than 2 or more than :data:`MAX_TIERS` tiers, mismatched lengths, fewer than 2 usable
+    tiers or tier 0 unusable, or recomputation onto a fastest tier kernels cannot access.
     """
     k = len(tier_names)
     if not 2 <= k <= MAX_TIERS or len(kernel_tiers) != k or len(constrained) != k:
         raise ValueError(f"the MILP plans over 2 to {MAX_TIERS} tiers with one flag each")
-    subsets = [frozenset(c) for r in range(1, k + 1) for c in itertools.combinations(range(k), r)]
+    use = [True] * k if usable is None else [bool(u) for u in usable]
+    if len(use) != k or not use[0] or sum(use) < 2:
+        raise ValueError("the MILP plans over tier 0 and at least one more usable tier")
+    pool = [i for i in range(k) if use[i]]
+    subsets = [frozenset(c) for r in range(1, k + 1) for c in itertools.combinations(pool, r)]
     states = tuple(sorted(subsets, key=lambda s: (min(s), sorted(s))))
     index = {s: i for i, s in enumerate(states)}
     names = ["+".join(tier_names[t] for t in sorted(s)) for s in states]
@@ -208,7 +214,7 @@ def build_catalogue(
         add(Kind.STAY, b, b, -1, frozenset())
     for b in states:
         for d in range(min(b)):
-            if reach(b, d):
+            if use[d] and reach(b, d):
                 add(Kind.FETCH, b, b | {d}, d, frozenset())
     for b in states:
         kept = min((t for t in b if kernel_tiers[t]), default=-1)  # the updated copy
@@ -216,13 +222,13 @@ def build_catalogue(
             add(Kind.INVAL, b, frozenset({kept}), -1, (b - {kept}) & free_able)
     for b in states:
         for d in range(min(b)):
-            if reach(b, d):
+            if use[d] and reach(b, d):
                 add(Kind.FETCH_INVAL, b, frozenset({d}), d, b & free_able)
     for dd in states:
         add(Kind.KEEP, dd, dd, -1, frozenset())
     for dd in states:
         for d in range(min(dd) + 1, k):
-            if d in dd or not reach(dd, d):
+            if d in dd or not use[d] or not reach(dd, d):
                 continue
             add(Kind.WRITE, dd, dd | {d}, d, frozenset())
             for x in frees(dd):
