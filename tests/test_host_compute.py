@@ -27,6 +27,7 @@ from tmsim.errors import PlanError
 from tmsim.levels import InterferenceLevel
 from tmsim.planners.assemble import assemble_plan
 from tmsim.plans.files import plan_from_dict, plan_to_dict
+from tmsim.plans.streams import stream_deps
 from tmsim.plans.validate import validate
 from tmsim.plans.values import Plan
 from tmsim.sim import replay
@@ -218,6 +219,15 @@ def test_a_copy_of_what_the_host_updated_holds_only_what_touches_it(
         assert at["w"] == pytest.approx((10e-3, 11e-3))
         assert at["dev2"] == pytest.approx(tuple(x * 1e-3 for x in dev2_span_ms))
         assert trace.simulated_s == pytest.approx(step_ms * 1e-3, rel=1e-12)
+    # a copy whose destination is not resident to the step's end (or not known to be) holds
+    # the device as any other
+    cost, n_t = CostModel(g, P), len(P.tiers)
+    lasting = {2 * n_t + DEVICE: 0, 2 * n_t + HOST_TIER: 0}
+    op_tiers = np.array(tiers)
+    detached = stream_deps(cost, op_tiers, [up], [], (1,), lasting).detached
+    assert detached == (frozenset() if dev2_reads_w else frozenset({0}))
+    assert not stream_deps(cost, op_tiers, [up], [], (1,), {2 * n_t + HOST_TIER: 0}).detached
+    assert not stream_deps(cost, op_tiers, [up], [], (1,)).detached
 
 
 def test_replays_with_host_kernels_are_deterministic() -> None:
