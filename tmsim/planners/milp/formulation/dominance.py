@@ -46,9 +46,9 @@ def _no_slower(cost: CostModel, a: int, b: int, x: int) -> bool:
     return True
 
 
-def dominator(cost: CostModel, b: int, kept: frozenset[int] = frozenset()) -> int:
+def dominator(cost: CostModel, b: int, excluded: frozenset[int] = frozenset()) -> int:
     """The first tier that dominates tier ``b`` (see the module documentation), -1 if none;
-    ``kept``: tiers that may not dominate (those left out already)."""
+    ``excluded``: tiers that may not dominate (those left out already)."""
     platform = cost.platform
     n = len(platform.tiers)
     reached = [
@@ -59,7 +59,7 @@ def dominator(cost: CostModel, b: int, kept: frozenset[int] = frozenset()) -> in
         return -1
     total = int(cost.graph.sizes_bytes.sum())
     for a in range(1, n):
-        if a == b or a in kept or platform.tiers[a].capacity_bytes < total:
+        if a == b or a in excluded or platform.tiers[a].capacity_bytes < total:
             continue
         if all(_no_slower(cost, a, b, x) for x in range(n) if x not in (a, b)):
             return a
