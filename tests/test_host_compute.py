@@ -27,7 +27,7 @@ from tmsim.errors import PlanError
 from tmsim.levels import InterferenceLevel
 from tmsim.planners.assemble import assemble_plan
 from tmsim.plans.files import plan_from_dict, plan_to_dict
-from tmsim.plans.streams import stream_deps
+from tmsim.plans.streams import copy_servers, stream_deps
 from tmsim.plans.validate import validate
 from tmsim.plans.values import Plan
 from tmsim.sim import replay
@@ -175,6 +175,33 @@ def test_copies_at_a_host_position_do_not_hold_the_device() -> None:
         assert trace.simulated_s == pytest.approx(10e-3, rel=1e-12)
 
 
+def test_copies_on_their_own_take_their_path_in_turn() -> None:
+    # a and b (1 ms of copy each) go down at cpu's position, both on the device -> host path:
+    # one after the other (2-3 and 3-4 ms), not side by side, and dev1 (which reads both on
+    # the device) waits for both
+    g = Graph(
+        "turns",
+        [t("x", Role.INPUT), t("y", Role.INPUT), t("a"), t("b"), t("c"), t("d")],
+        [
+            relu("dev0", "x", "a"),
+            relu("devb", "x", "b"),
+            Kernel("cpu", "relu", ("y",), ("c",), Phase.FORWARD, GFLOP // 10),
+            Kernel("dev1", "relu", ("a", "b"), ("d",), Phase.FORWARD, GFLOP),
+        ],
+    )
+    moves = [IndexMove(tn, DEVICE, HOST_TIER, 2, MoveMode.ASYNC) for tn in (2, 3)]
+    tiers = [0, 0, 0, 0, 1, 1, 0, 0, 0]
+    plan = planned(g, tiers, {0: (DEVICE,), 1: (HOST_TIER,)}, moves, (2,))
+    assert validate(plan, g, P).ok
+    assert plan.predicted_s == pytest.approx(5e-3, rel=1e-12)  # 2 + 1 + 1 + 1 ms
+    for trace in replays(plan, g):  # with contention the path's one copy engine does so too
+        at = spans(trace)
+        assert at["a"] == pytest.approx((2e-3, 3e-3))
+        assert at["b"] == pytest.approx((3e-3, 4e-3))
+        assert at["dev1"] == pytest.approx((4e-3, 5e-3))
+        assert trace.simulated_s == pytest.approx(5e-3, rel=1e-12)
+
+
 def refresh_graph(dev2_reads_w: bool) -> Graph:
     """dev0, then upd (the host updates weight w in place, 10 ms), dev1 and dev2; w lives on
     both tiers and its new value is copied up beside dev1."""
@@ -306,3 +333,18 @@ def test_plan_files_keep_host_kernels_and_read_version_3() -> None:
     del doc["host_kernels"]
     doc["version"] = 3
     assert plan_from_dict(doc).host_kernels == ()
+
+
+def test_a_path_that_is_not_duplex_shares_its_turns_with_the_reverse_direction() -> None:
+    h100 = load_preset("h100-host-nvme")  # PCIe to the device duplex, the drive not
+    device, host, nvme = 0, 1, 2
+    moves = [
+        IndexMove(0, host, device, 0, MoveMode.ASYNC),
+        IndexMove(1, device, host, 0, MoveMode.ASYNC),
+        IndexMove(2, host, device, 1, MoveMode.ASYNC),
+        IndexMove(3, nvme, host, 1, MoveMode.ASYNC),
+        IndexMove(4, host, nvme, 2, MoveMode.ASYNC),
+    ]
+    up, down, up_again, read, write = copy_servers(h100, moves)
+    assert up == up_again and up != down
+    assert read == write and read not in (up, down)

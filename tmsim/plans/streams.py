@@ -14,12 +14,23 @@ positions; this module says when things run once some kernels run on the host.
   the device stream reaches it (and what they wait for has ended), on their own, and do not
   hold it; the device's next kernel, synchronous move or recompute, and the end of its
   stream, wait for them.
+- An asynchronous move that waits for a host kernel (a copy of what the host updated), whose
+  two copies stay resident from its position to the end of the step and which no later
+  device-side action touches, is *detached* (:attr:`StreamDeps.detached`): wherever it is
+  issued, it starts on its own once the device stream reaches its position and its host
+  kernels have ended, and only the end of the step waits for it (the updated weights
+  ZeRO-Offload copies back to the device on a stream of their own while the device steps
+  the rest of the model).
+- The moves that run on their own (issued at a host kernel's position, or detached) take
+  their copy path one at a time, in the order they become ready (:func:`copy_servers`: a
+  path that is not duplex shares its turns with the reverse direction), so that a link's
+  bytes take the link's time however many copies want it at once.
 - The host stream runs the host kernels one at a time in the plan's host order, each for its
   roofline time on the host compute (:func:`host_times`).
 - Across the streams, two accesses to one copy (a tensor on a tier) of which at least one
   writes keep their plan order (:func:`stream_deps`): the later waits for the earlier to end.
   A move or recompute at a host kernel's own position comes before it.
-- The step ends when both streams have ended.
+- The step ends when both streams and the detached moves have ended.
 
 Without host kernels this is exactly :func:`tmsim.cost.step_time_s`, which
 :func:`plan_step_time_s` then returns; with them, the predicted time is the longest path
@@ -28,7 +39,6 @@ through these waits (:func:`timeline`), which the replay without contention repr
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -36,10 +46,12 @@ import numpy as np
 import numpy.typing as npt
 
 from hwmodels.opclass import op_class
+from hwmodels.platform import Platform
 from hwmodels.timing import MoveMode, roofline
 from tmsim.cost import BesideCosts, CostModel, IndexMove, IndexRecompute, step_time_s
 from tmsim.errors import TmsimError
 from tmsim.kernelwork import kernel_dtype
+from tmsim.plans.waits import Waits
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -241,15 +253,18 @@ def timeline(
     recomputes: Sequence[IndexRecompute],
     recompute_s: Sequence[float],
     deps: StreamDeps,
+    servers: Sequence[int] | None = None,
 ) -> Timeline:
     """The step's times by the rules of the module documentation, without contention:
     every action for its own time (``kernel_s`` [K] for kernels on the device, ``host_s`` for
-    host kernels, ``move_s`` and ``recompute_s`` for moves and recomputes, in their order).
+    host kernels, ``move_s`` and ``recompute_s`` for moves and recomputes, in their order);
+    ``servers`` (:func:`copy_servers`): per move, the path it takes turns on when it runs on
+    its own (None: such moves run side by side).
 
     Raises :class:`StreamDeadlock` naming a host kernel that can never start (the host order
     makes it wait for itself through the device stream).
     """
-    graph = _Waits()
+    graph = Waits()
     n_m = len(moves)
     host = set(host_order)
     sync_at: list[list[int]] = [[] for _ in range(n_kernels + 1)]
@@ -262,10 +277,14 @@ def timeline(
     node_of: dict[int, int] = {}  # device-side action -> node
     host_node = {h: graph.node(float(host_s[h])) for h in host_order}
 
-    def action(a: int, dur: float, after: list[int]) -> int:
-        n = graph.node(dur, after + [host_node[h] for h in deps.device_waits.get(a, ())])
+    def action(a: int, dur: float, after: list[int], server: int = -1) -> int:
+        n = graph.node(dur, after + [host_node[h] for h in deps.device_waits.get(a, ())], server)
         node_of[a] = n
         return n
+
+    def on_own(i: int, after: list[int]) -> int:
+        """Move ``i`` running on its own: on its path's server, where there are servers."""
+        return action(n_kernels + i, move_s[i], after, servers[i] if servers else -1)
 
     clock, pending, detached = -1, list[int](), list[int]()
     marks: list[int] = []  # the device clock after each position
@@ -278,11 +297,10 @@ def timeline(
                 clock = action(n_kernels + n_m + i, recompute_s[i], [clock, *pending])
                 pending = []
             gate = graph.node(0.0, [clock, *pending]) if k not in host else clock
-            on_own = [i for i in async_at[k] if i in deps.detached]
-            detached += [action(n_kernels + i, move_s[i], [gate]) for i in on_own]
+            detached += [on_own(i, [gate]) for i in async_at[k] if i in deps.detached]
             held = [i for i in async_at[k] if i not in deps.detached]
             if k in host:  # copies on their own, not holding the device
-                pending += [action(n_kernels + i, move_s[i], [clock]) for i in held]
+                pending += [on_own(i, [clock]) for i in held]
             else:
                 chain = gate
                 for i in held:
@@ -312,47 +330,20 @@ def timeline(
     return Timeline(total, device_s, host_end, per)
 
 
-class _Waits:
-    """A graph of nodes, each ending its duration after the last of its predecessors ends;
-    solved by one pass in topological order (Kahn's algorithm)."""
-
-    def __init__(self) -> None:
-        self.dur: list[float] = []
-        self.before: list[list[int]] = []
-        self.end: list[float | None] = []
-
-    def node(self, dur: float, after: Iterable[int] = ()) -> int:
-        self.dur.append(dur)
-        self.before.append([])
-        self.end.append(None)
-        n = len(self.dur) - 1
-        self.add(n, after)
-        return n
-
-    def add(self, n: int, after: Iterable[int]) -> None:
-        self.before[n] += [a for a in after if a >= 0]
-
-    def solve(self) -> list[float] | None:
-        """Every node's end, or None if some wait in a circle (their ends stay None)."""
-        users: list[list[int]] = [[] for _ in self.dur]
-        left = [len(b) for b in self.before]
-        for n, before in enumerate(self.before):
-            for b in before:
-                users[b].append(n)
-        ready = deque(n for n, c in enumerate(left) if c == 0)
-        start = [0.0] * len(self.dur)
-        while ready:
-            n = ready.popleft()
-            end = start[n] + self.dur[n]
-            self.end[n] = end
-            for u in users[n]:
-                start[u] = max(start[u], end)
-                left[u] -= 1
-                if left[u] == 0:
-                    ready.append(u)
-        if any(e is None for e in self.end):
-            return None
-        return [float(e) for e in self.end if e is not None]
+def copy_servers(platform: Platform, moves: Sequence[IndexMove]) -> list[int]:
+    """Per move, the server its path is (:class:`~tmsim.plans.waits.Waits`): one per
+    direction of a duplex path, one for both directions of a path that is not duplex."""
+    names = platform.tier_names
+    ids: dict[tuple[int, int], int] = {}
+    out = []
+    for m in moves:
+        key = (m.src, m.dst)
+        if key not in ids:
+            path = platform.copy_path(names[m.src], names[m.dst])
+            shared = not path.duplex and (m.dst, m.src) in ids
+            ids[key] = ids[(m.dst, m.src)] if shared else len(ids)
+        out.append(ids[key])
+    return out
 
 
 def plan_step_time_s(
@@ -393,6 +384,7 @@ def plan_step_time_s(
     kernel_s = cost.kernel_times_s(tiers)
     kernel_s[order] = 0.0  # the device runs no kernel at a host kernel's position
     deps = stream_deps(cost, tiers, move_list, reruns, order, lasting)
+    servers = copy_servers(cost.platform, move_list)
     line = timeline(
         len(cost.graph.kernels),
         kernel_s,
@@ -403,6 +395,7 @@ def plan_step_time_s(
         reruns,
         run_s,
         deps,
+        servers,
     )
     return line.total_s, line.per_kernel_s
 
@@ -412,6 +405,7 @@ __all__ = [
     "StreamDeadlock",
     "StreamDeps",
     "Timeline",
+    "copy_servers",
     "host_order_clashes",
     "host_times",
     "lasting_copies",

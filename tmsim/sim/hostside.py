@@ -24,6 +24,7 @@ from tmsim.cost import CostModel, IndexMove, IndexRecompute
 from tmsim.errors import PlanError
 from tmsim.plans.streams import (
     StreamDeadlock,
+    copy_servers,
     host_times,
     lasting_copies,
     stream_deps,
@@ -59,7 +60,9 @@ class HostSide:
     :class:`HostSpec`; ``launch_s``: the host compute's launch overhead. Device-side actions
     are numbered as :class:`~tmsim.plans.streams.StreamDeps` numbers them: ``host_waits[h]``
     the actions host kernel ``h`` waits for, ``device_waits[a]`` the host kernels action
-    ``a`` waits for; ``detached``: the moves only the end of the step waits for.
+    ``a`` waits for; ``detached``: the moves only the end of the step waits for;
+    ``servers``: per move, the copy path it takes turns on when it runs on its own
+    (:func:`~tmsim.plans.streams.copy_servers`).
     """
 
     order: tuple[int, ...]
@@ -68,6 +71,7 @@ class HostSide:
     host_waits: Mapping[int, tuple[int, ...]]
     device_waits: Mapping[int, tuple[int, ...]]
     detached: frozenset[int] = frozenset()
+    servers: tuple[int, ...] = ()
 
 
 def host_side(plan: Plan, cost: CostModel, op_tier: IntArray) -> HostSide | None:
@@ -145,7 +149,13 @@ def host_side(plan: Plan, cost: CostModel, op_tier: IntArray) -> HostSide | None
             tuple(int(x) for x in wr),
         )
     return HostSide(
-        tuple(order), specs, times.launch_s, deps.host_waits, deps.device_waits, deps.detached
+        tuple(order),
+        specs,
+        times.launch_s,
+        deps.host_waits,
+        deps.device_waits,
+        deps.detached,
+        tuple(copy_servers(platform, moves)),
     )
 
 

@@ -162,6 +162,8 @@ class _Run:
     pending: list[simpy.Process] = field(default_factory=list)
     #: copies that only the end of the step waits for (:attr:`HostSide.detached`)
     detached: list[simpy.Process] = field(default_factory=list)
+    #: without contention, each copy path's turns for the moves that run on their own
+    turns: dict[int, simpy.Resource] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.pools = [simpy.Resource(self.env, capacity=c) for c in self.sched.pool_engines]
@@ -188,12 +190,16 @@ class _Run:
                 yield from self._rerun(rerun)
                 self._finish(action)
             if k in on_host:  # the host runs it; copies issued here do not hold the device
-                self.pending += [env.process(self._copy(i)) for i in s.async_at[k] if i not in own]
-                self.detached += [env.process(self._copy(i)) for i in s.async_at[k] if i in own]
+                self.pending += [
+                    env.process(self._copy(i, True)) for i in s.async_at[k] if i not in own
+                ]
+                self.detached += [
+                    env.process(self._copy(i, True)) for i in s.async_at[k] if i in own
+                ]
                 continue
             yield from self._join()
             start, seq = float(env.now), self._issue()
-            self.detached += [env.process(self._copy(i)) for i in s.async_at[k] if i in own]
+            self.detached += [env.process(self._copy(i, True)) for i in s.async_at[k] if i in own]
             copies: list[simpy.Process] = self._issue_copies(k, own)
             if self.host is not None and self.host.device_waits.get(k):
                 yield from self._wait_host(k)
@@ -285,14 +291,23 @@ class _Run:
         rec = side_record(RECOMPUTE, r.tensor, r.kernel, s.phases[r.kernel], start, env, r, lost)
         self.out.append((rec, seq))
 
-    def _copy(self, i: int) -> Process:
+    def _copy(self, i: int, on_own: bool = False) -> Process:
         """One asynchronous move: it waits for the host kernels it must follow, then, with
-        contention, for an engine of its pool."""
+        contention, for an engine of its pool; without, a move ``on_own`` (issued at a host
+        kernel's position, or detached) for its turn on its path
+        (:attr:`~tmsim.sim.hostside.HostSide.servers`), as the prediction has it."""
         move = self.sched.moves[i]
         seq = self._issue()
         action = self.sched.n_kernels + i
         yield from self._wait_host(action)
         if not self.shared:
+            if on_own and self.host is not None and self.host.servers:
+                server = self.host.servers[i]
+                path = self.turns.setdefault(server, simpy.Resource(self.env, capacity=1))
+                with path.request() as turn:
+                    yield turn
+                    yield from self._transfer(move, seq, action)
+                return
             yield from self._transfer(move, seq, action)
             return
         with self.pools[move.pool].request() as engine:
