@@ -34,10 +34,10 @@ update kernel on the host). The rules, all linear in the binaries:
   does not wait for,
   :func:`~tmsim.planners.milp.formulation.host_time.refresh_position`), ``T >=`` the
   device's time at each candidate plus the refreshes of it and of every candidate after it
-  (the link's capacity: the plan's timeline runs them side by side, the replay shares the
-  link between them). The objective is ``T`` instead of ``sum(c) + sync``, which it equals
-  without host kernels (:mod:`~tmsim.planners.milp.formulation.host_time` writes these
-  rows).
+  (the link takes them one at a time, :mod:`tmsim.plans.streams`: these rows are lower
+  bounds on the plan's step, tight where the refreshes queue in plan order). The objective
+  is ``T`` instead of ``sum(c) + sync``, which it equals without host kernels
+  (:mod:`~tmsim.planners.milp.formulation.host_time` writes these rows).
 
 A host kernel's seconds are its roofline on the host with every operand on the slowest tier
 the host reaches (exact where it reaches one tier, as in every preset), plus its launch.
