@@ -26,8 +26,9 @@ from tmsim.cost import CostModel, IndexMove
 from tmsim.errors import PlanError
 from tmsim.levels import InterferenceLevel
 from tmsim.planners.assemble import assemble_plan
+from tmsim.plans.deps import stream_deps
 from tmsim.plans.files import plan_from_dict, plan_to_dict
-from tmsim.plans.streams import copy_servers, stream_deps
+from tmsim.plans.streams import copy_servers
 from tmsim.plans.validate import validate
 from tmsim.plans.values import Plan
 from tmsim.sim import replay

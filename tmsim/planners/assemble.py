@@ -19,7 +19,8 @@ import numpy.typing as npt
 from hwmodels.platform import Platform
 from tmsim.cost import BesideCosts, CostModel, IndexMove, IndexRecompute
 from tmsim.errors import InfeasibleError, NoPlanError, TmsimError
-from tmsim.plans.streams import lasting_copies, plan_step_time_s
+from tmsim.plans.deps import lasting_copies
+from tmsim.plans.streams import plan_step_time_s
 from tmsim.plans.values import Move, Plan, Recompute, Residency, SolverStats
 from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES, Graph
 from tmsim.workload.identity import GraphIdentity, graph_sha256, identity_of

@@ -16,9 +16,9 @@ import numpy as np
 import numpy.typing as npt
 
 from hwmodels.platform import Platform
+from tmsim.plans.deps import StreamDeps, host_order_clashes
 from tmsim.plans.parse import Errors
 from tmsim.plans.recompute import ParsedRecomputes
-from tmsim.plans.streams import StreamDeps, host_order_clashes
 from tmsim.plans.values import Plan
 from tmsim.workload.graph import Graph
 

@@ -16,9 +16,9 @@ positions; this module says when things run once some kernels run on the host.
   stream, wait for them.
 - An asynchronous move that waits for a host kernel (a copy of what the host updated), whose
   two copies stay resident from its position to the end of the step and which no later
-  device-side action touches, is *detached* (:attr:`StreamDeps.detached`): wherever it is
-  issued, it starts on its own once the device stream reaches its position and its host
-  kernels have ended, and only the end of the step waits for it (the updated weights
+  device-side action touches, is *detached* (:attr:`~tmsim.plans.deps.StreamDeps.detached`):
+  wherever it is issued, it starts on its own once the device stream reaches its position
+  and its host kernels have ended, and only the end of the step waits for it (the updated weights
   ZeRO-Offload copies back to the device on a stream of their own while the device steps
   the rest of the model).
 - The moves that run on their own (issued at a host kernel's position, or detached) take
@@ -28,8 +28,8 @@ positions; this module says when things run once some kernels run on the host.
 - The host stream runs the host kernels one at a time in the plan's host order, each for its
   roofline time on the host compute (:func:`host_times`).
 - Across the streams, two accesses to one copy (a tensor on a tier) of which at least one
-  writes keep their plan order (:func:`stream_deps`): the later waits for the earlier to end.
-  A move or recompute at a host kernel's own position comes before it.
+  writes keep their plan order (:func:`~tmsim.plans.deps.stream_deps`): the later waits for
+  the earlier to end. A move or recompute at a host kernel's own position comes before it.
 - The step ends when both streams and the detached moves have ended.
 
 Without host kernels this is exactly :func:`tmsim.cost.step_time_s`, which
@@ -51,6 +51,7 @@ from hwmodels.timing import MoveMode, roofline
 from tmsim.cost import BesideCosts, CostModel, IndexMove, IndexRecompute, step_time_s
 from tmsim.errors import TmsimError
 from tmsim.kernelwork import kernel_dtype
+from tmsim.plans.deps import StreamDeps, stream_deps
 from tmsim.plans.waits import Waits
 
 FloatArray = npt.NDArray[np.float64]
@@ -59,24 +60,6 @@ IntArray = npt.NDArray[np.int64]
 
 class StreamDeadlock(TmsimError):
     """The host order makes a host kernel wait, through the device stream, for itself."""
-
-
-@dataclass(frozen=True)
-class StreamDeps:
-    """Who waits for whom across the streams (see the module documentation).
-
-    Device-side actions are numbered: kernel ``k`` is ``k``, move ``i`` is ``K + i``,
-    recompute ``i`` is ``K + M + i``. ``host_waits[h]``: the device-side actions host kernel
-    ``h`` waits for; ``device_waits[a]``: the host kernels device-side action ``a`` waits
-    for; ``clashes``: pairs of host kernels ``(earlier, later)`` in plan order whose accesses
-    conflict, which the host order must keep; ``detached``: the moves (indices into the
-    plan's moves) that hold nothing but the end of the step.
-    """
-
-    host_waits: Mapping[int, tuple[int, ...]]
-    device_waits: Mapping[int, tuple[int, ...]]
-    clashes: tuple[tuple[int, int], ...]
-    detached: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -126,107 +109,6 @@ def host_times(cost: CostModel, kernels: Sequence[int], op_tiers: npt.ArrayLike)
     return HostTimes(
         ks, time_s, times.compute_s, times.memory_s, reads, writes, float(times.launch_s)
     )
-
-
-def lasting_copies(
-    residency: Iterable[tuple[int, int, int, int]], n_tiers: int, n_kernels: int
-) -> dict[int, int]:
-    """From residency ranges ``(tensor, tier, first, last)`` in indices: for every copy
-    resident at the step's last kernel, keyed ``tensor * n_tiers + tier``, the first kernel
-    of the range that reaches it."""
-    out: dict[int, int] = {}
-    for t, tier, first, last in residency:
-        if last >= n_kernels - 1:
-            key = t * n_tiers + tier
-            out[key] = min(first, out.get(key, first))
-    return out
-
-
-def stream_deps(
-    cost: CostModel,
-    op_tiers: npt.ArrayLike,
-    moves: Sequence[IndexMove],
-    recomputes: Sequence[IndexRecompute],
-    host_kernels: Sequence[int],
-    lasting: Mapping[int, int] | None = None,
-) -> StreamDeps:
-    """The waits across the streams of a plan (see the module documentation): for every
-    copy a host kernel reads or writes, its conflicting accesses on the device side and by
-    other host kernels. Accesses of no bytes conflict with nothing. ``lasting``
-    (:func:`lasting_copies` of the plan's residency): the copies resident to the end of the
-    step, from the kernel given; without it no move is detached."""
-    graph = cost.graph
-    n_k, n_t, n_m = len(graph.kernels), len(cost.platform.tiers), len(moves)
-    host = set(int(h) for h in host_kernels)
-    tiers = np.asarray(op_tiers, dtype=np.int64)
-    sizes = graph.sizes_bytes
-    # accesses: (copy key, position, action, writes, by a host kernel)
-    acc: list[tuple[int, int, int, bool, bool]] = []
-    for j in range(cost.op_kernel.size):
-        rd, wr = cost.op_read_bytes[j] > 0, cost.op_write_bytes[j] > 0
-        if rd or wr:
-            k = int(cost.op_kernel[j])
-            key = int(cost.op_tensor[j]) * n_t + int(tiers[j])
-            acc.append((key, k, k, bool(wr), k in host))
-    for i, m in enumerate(moves):
-        if sizes[m.tensor] > 0:
-            acc.append((m.tensor * n_t + m.src, m.kernel, n_k + i, False, False))
-            acc.append((m.tensor * n_t + m.dst, m.kernel, n_k + i, True, False))
-    for i, r in enumerate(recomputes):
-        lo = int(cost.op_ptr[r.producer])
-        for j, tier in enumerate(r.tiers):
-            t = int(cost.op_tensor[lo + j])
-            if t == r.tensor and sizes[t] > 0:
-                acc.append((t * n_t + tier, r.kernel, n_k + n_m + i, True, False))
-            elif cost.op_read_bytes[lo + j] > 0 and cost.op_write_bytes[lo + j] == 0:
-                acc.append((t * n_t + tier, r.kernel, n_k + n_m + i, False, False))
-    touched = {a[0] for a in acc if a[4]}
-    by_key: dict[int, list[tuple[int, int, int, bool, bool]]] = {}
-    for a in acc:
-        if a[0] in touched:
-            by_key.setdefault(a[0], []).append(a)
-    host_waits: dict[int, set[int]] = {}
-    device_waits: dict[int, set[int]] = {}
-    clashes: set[tuple[int, int]] = set()
-    for group in by_key.values():
-        on_host = [a for a in group if a[4]]
-        for _, h, _, h_writes, _ in on_host:
-            for _, pos, action, writes, by_host in group:
-                if not (h_writes or writes) or action == h:
-                    continue
-                if by_host:
-                    clashes.add((min(h, pos), max(h, pos)))
-                elif pos <= h:
-                    host_waits.setdefault(h, set()).add(action)
-                else:
-                    device_waits.setdefault(action, set()).add(h)
-    detached: set[int] = set()
-    if lasting is not None:
-        last_touch: dict[int, int] = {}  # copy key -> the last position of a device-side access
-        for key, pos, _, _, by_host in acc:
-            if not by_host:
-                last_touch[key] = max(pos, last_touch.get(key, -1))
-        for i, m in enumerate(moves):
-            if m.mode is not MoveMode.ASYNC or not device_waits.get(n_k + i):
-                continue
-            keys = (m.tensor * n_t + m.src, m.tensor * n_t + m.dst)
-            if all(
-                lasting.get(key, n_k) <= m.kernel and last_touch.get(key, -1) <= m.kernel
-                for key in keys
-            ):
-                detached.add(i)
-    return StreamDeps(
-        {h: tuple(sorted(v)) for h, v in host_waits.items()},
-        {a: tuple(sorted(v)) for a, v in device_waits.items()},
-        tuple(sorted(clashes)),
-        frozenset(detached),
-    )
-
-
-def host_order_clashes(deps: StreamDeps, host_order: Sequence[int]) -> list[tuple[int, int]]:
-    """The pairs of :attr:`StreamDeps.clashes` the host order runs the wrong way round."""
-    rank = {h: i for i, h in enumerate(host_order)}
-    return [(a, b) for a, b in deps.clashes if rank[a] > rank[b]]
 
 
 @dataclass(frozen=True)
@@ -359,7 +241,8 @@ def plan_step_time_s(
     :func:`tmsim.cost.step_time_s` gives it; with ``host_kernels`` (in host order), by
     :func:`timeline`, kernels on the device at their cost-model times, host kernels at their
     :func:`host_times`, moves and recomputes as the cost model times them; ``lasting``: as
-    :func:`stream_deps` takes it (the plan's copies resident to the end of the step).
+    :func:`~tmsim.plans.deps.stream_deps` takes it (the plan's copies resident to the end of
+    the step).
 
     Raises :class:`TmsimError` for ``beside`` costs with host kernels (interference-aware
     copies are the MILP's, which runs nothing on the host), :class:`StreamDeadlock` as
@@ -403,13 +286,9 @@ def plan_step_time_s(
 __all__ = [
     "HostTimes",
     "StreamDeadlock",
-    "StreamDeps",
     "Timeline",
     "copy_servers",
-    "host_order_clashes",
     "host_times",
-    "lasting_copies",
     "plan_step_time_s",
-    "stream_deps",
     "timeline",
 ]

@@ -27,6 +27,7 @@ from tmsim.cost import BesideCosts, CostModel, IndexMove, IndexRecompute
 from tmsim.errors import PlanError, TmsimError
 from tmsim.intervals import occupancy
 from tmsim.plans.copies import check_validity
+from tmsim.plans.deps import lasting_copies, stream_deps
 from tmsim.plans.host import (
     check_host_order,
     check_host_recomputes,
@@ -40,7 +41,7 @@ from tmsim.plans.recompute import (
     parse_recomputes,
     recompute_starts,
 )
-from tmsim.plans.streams import lasting_copies, plan_step_time_s, stream_deps
+from tmsim.plans.streams import plan_step_time_s
 from tmsim.plans.values import Plan
 from tmsim.workload.graph import PERSISTENT_ROLES, Graph
 

@@ -22,14 +22,8 @@ from hwmodels.opclass import op_class
 from hwmodels.timing import Overlap
 from tmsim.cost import CostModel, IndexMove, IndexRecompute
 from tmsim.errors import PlanError
-from tmsim.plans.streams import (
-    StreamDeadlock,
-    copy_servers,
-    host_times,
-    lasting_copies,
-    stream_deps,
-    timeline,
-)
+from tmsim.plans.deps import lasting_copies, stream_deps
+from tmsim.plans.streams import StreamDeadlock, copy_servers, host_times, timeline
 from tmsim.plans.values import Plan
 from tmsim.sim.flows import Flow
 from tmsim.sim.kernels import kernel_flow
@@ -58,7 +52,7 @@ class HostSide:
 
     ``order``: the host kernels in the order the host runs them; ``specs`` each one's
     :class:`HostSpec`; ``launch_s``: the host compute's launch overhead. Device-side actions
-    are numbered as :class:`~tmsim.plans.streams.StreamDeps` numbers them: ``host_waits[h]``
+    are numbered as :class:`~tmsim.plans.deps.StreamDeps` numbers them: ``host_waits[h]``
     the actions host kernel ``h`` waits for, ``device_waits[a]`` the host kernels action
     ``a`` waits for; ``detached``: the moves only the end of the step waits for;
     ``servers``: per move, the copy path it takes turns on when it runs on its own

@@ -152,7 +152,7 @@ class _Run:
     issued: int = 0
     pools: list[simpy.Resource] = field(default_factory=list)
     #: the recomputes that run just before each kernel, in plan order, with their action
-    #: numbers (:class:`~tmsim.plans.streams.StreamDeps`)
+    #: numbers (:class:`~tmsim.plans.deps.StreamDeps`)
     reruns_at: dict[int, tuple[tuple[int, RecomputeSpec], ...]] = field(default_factory=dict)
     rerun_floor_flow: bool = False
     #: the end of every device-side action a host kernel waits for, and of every host kernel
