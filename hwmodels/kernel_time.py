@@ -24,9 +24,9 @@ class KernelWork:
     """What ``n`` kernels do, as :func:`kernel_parts` prices it: ``families`` [n];
     ``flops`` [n]; ``elements`` [n], of each kernel's largest operand; ``dtypes`` [n], the
     dtype each computes in; ``aligned`` [n], whether every GEMM dimension is a multiple of the
-    tensor-core multiple (ignored for other families); ``units`` [n] or empty, the
-    independent units each splits its work into (a batch norm's channels; 0: not known),
-    empty where none is known."""
+    tensor-core multiple (ignored for other families); ``units`` [n], the independent units
+    each splits its work into (a batch norm's channels; 0: not known), or empty where no
+    kernel's are known."""
 
     families: tuple[KernelFamily, ...]
     flops: tuple[float, ...]

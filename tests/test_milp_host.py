@@ -29,7 +29,6 @@ from tmsim.planners.milp.chain.starts import lift
 from tmsim.planners.milp.formulation.build import build_model
 from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.milp.formulation.host import find_candidates
-from tmsim.planners.milp.formulation.host_time import refresh_position
 from tmsim.planners.milp.formulation.model import two_stream_bound_s
 from tmsim.plans.validate import validate
 from tmsim.plans.values import Plan
@@ -138,7 +137,6 @@ def test_refreshes_go_at_the_next_position_and_hold_only_the_end_of_the_step() -
     # the uncontended replay reproduces the plan's step
     assert plan.predicted_s == pytest.approx(uncontended_s(plan), rel=1e-6)
     assert plan.stats.objective == pytest.approx(plan.predicted_s, rel=1e-6)
-    assert refresh_position(5) == 6
 
 
 def test_the_command_line_turns_host_kernels_off() -> None:

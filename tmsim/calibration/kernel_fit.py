@@ -195,10 +195,9 @@ def fit_kernels(
             elif sl is None:
                 costs.append(FamilyCost(fam, passes=1.0))
             else:
-                passes, element, *width = (float(v) for v in p[sl])
-                units = width[0] if width and fam in layout else 0.0
+                passes, element, *width = (float(v) for v in p[sl])  # width: per channel
                 costs.append(
-                    FamilyCost(fam, passes=passes, element_s=element, saturation_units=units)
+                    FamilyCost(fam, passes=passes, element_s=element, saturation_units=sum(width))
                 )
         return KernelModel(
             stream_bw_bytes_per_s=stream,
