@@ -133,10 +133,27 @@ def test_refreshes_go_at_the_next_position_and_hold_only_the_end_of_the_step() -
         assert m.kernel == updater[m.tensor] + 1 and m.dst == "device"
     assert plan.stats is not None
     # the model's rows are lower bounds on the plan's step (the path takes the refreshes one
-    # at a time, each once the device reaches it and its host kernel has ended), here tight;
+    # at a time, each once the device reaches it and its host kernel has ended), here within
+    # 0.02% (the refreshes queue in the order they become ready, the rows in plan order);
     # the uncontended replay reproduces the plan's step
     assert plan.predicted_s == pytest.approx(uncontended_s(plan), rel=1e-6)
-    assert plan.stats.objective == pytest.approx(plan.predicted_s, rel=1e-6)
+    assert plan.stats.objective <= plan.predicted_s * (1 + 1e-9)
+    assert plan.predicted_s <= plan.stats.objective * (1 + 1e-3)
+
+
+def test_the_host_does_not_wait_for_copies_the_asynchronous_model_does_not_time() -> None:
+    # beside the kernels before a host update the copy path is idle, so a fetch of the
+    # operand there looked free; but the host waits for it to read the copy it overwrites.
+    # Without the clash rows (tmsim.planners.milp.formulation.host_clash) the MILP's own
+    # plan here was priced below the sync plan and timed above it (a fallback to sync).
+    plan = planned("async", 700_000_000, host=True)
+    sync = planned("sync", 700_000_000, host=True)
+    assert plan.planner == "milp-async" and plan.stats is not None
+    assert plan.host_kernels
+    assert plan.stats.objective == pytest.approx(plan.predicted_s, rel=1e-3)
+    # (the replay without contention runs this plan 0.003% faster than its prediction)
+    assert plan.predicted_s == pytest.approx(uncontended_s(plan), rel=1e-4)
+    assert plan.predicted_s < sync.predicted_s
 
 
 def test_the_command_line_turns_host_kernels_off() -> None:

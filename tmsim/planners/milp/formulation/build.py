@@ -53,6 +53,7 @@ from tmsim.planners.milp.formulation.host import (
     link_rows,
     refresh_matrix,
 )
+from tmsim.planners.milp.formulation.host_clash import clash_rows
 from tmsim.planners.milp.formulation.host_time import HostTerms, sync_at_kernels
 from tmsim.planners.milp.formulation.kernel_rows import (
     beside_costs,
@@ -148,8 +149,8 @@ def build_model(
         mask = np.zeros(n_k, dtype=bool)
         mask[cand.kernel] = True
         use = HostUse(mask, host_access(cat.states, reach), cand.kernel)
-        compact = False  # the release rows read states from segments alone
-    applies = is_compact(len(cost.platform.tiers), formulation, gad)
+    # the tiers the states hold: a dominated tier left out does not count
+    applies = is_compact(int(cat.member.any(axis=0).sum()), formulation, gad)
     gaps = gaps_of(gad, compact and applies)
     var = build_variables(cost, cat, gad, formulation, gaps, rec, use)
     flow = build_flow(cost, cat, gad, var, gaps)
@@ -216,7 +217,9 @@ def build_model(
     host_terms = None
     host_floor_s: np.ndarray | None = None
     if cand is not None and use is not None:
-        member = sum(seg.member[int(i)] for i in np.flatnonzero(reach))
+        on_host = [int(i) for i in np.flatnonzero(reach)]
+        member = sum(seg.member[i] for i in on_host)
+        events = sum(seg.changes.member[i] for i in on_host)
         links, link_b = link_rows(
             cost,
             cat,
@@ -226,11 +229,13 @@ def build_model(
             use.access,
             sp.csr_matrix(member),
             seg,
+            sp.csr_matrix(events),
         )
+        clashes = clash_rows(cost, cat, gad, var, cand, copies, reach, gaps)
         flow = replace(
             flow,
-            a_ub=sp.csr_matrix(sp.vstack([flow.a_ub, links])),
-            b_ub=np.concatenate((flow.b_ub, link_b)),
+            a_ub=sp.csr_matrix(sp.vstack([flow.a_ub, links, clashes])),
+            b_ub=np.concatenate((flow.b_ub, link_b, np.ones(clashes.shape[0]))),
         )
         refresh, stuck = refresh_matrix(cost, cat, gad, var, cand, reach)
         forbidden = stuck if forbidden is None else forbidden | stuck

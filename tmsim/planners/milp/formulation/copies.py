@@ -32,11 +32,6 @@ def copy_sources(cat: Catalogue, edge: int, behind_fetch: bool) -> list[int]:
     return tiers[1:] if behind_fetch and len(tiers) > 1 else tiers
 
 
-def _behind_fetch(g: Gadgets) -> BoolArray:
-    """[n_gadgets]: asynchronous gadgets that may fetch (see :func:`copy_sources`)."""
-    return np.asarray((g.kind == GadgetKind.WINDOW) & g.may_fetch, dtype=bool)
-
-
 def behind_fetch(g: Gadgets) -> BoolArray:
     """[n_gadgets]: asynchronous gadgets that may fetch (see :func:`copy_sources`)."""
     return np.asarray((g.kind == GadgetKind.WINDOW) & g.may_fetch, dtype=bool)

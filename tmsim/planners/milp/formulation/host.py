@@ -183,11 +183,17 @@ def link_rows(
     access_host: IntArray,
     host_member: sp.csr_matrix,
     seg: Segments,
+    host_events: sp.csr_matrix,
 ) -> tuple[sp.csr_matrix, FloatArray]:
     """``A x <= b``: the rules tying each candidate's binary to where its operands are (see
     the module documentation). ``host_member @ x`` [segments]: 1 (or more) where the tensor
-    is on a tier the host reaches over each segment of ``seg``."""
+    is on a tier the host reaches over each segment of ``seg``; ``host_events @ x`` [rows of
+    ``seg.changes``]: the copies the compact form's events add there over each row's range
+    (a release kernel inside a gap sees its segment's state and the events before it)."""
     n_k, n = len(cost.graph.kernels), var.count
+    changes = seg.changes
+    by_tensor = np.argsort(changes.tensor, kind="stable")
+    ranked = changes.tensor[by_tensor]
     key = gad.tensor * (n_k + 1) + gad.kernel
     prefetch = cat.of_phase(True)
     dst = cat.edge_dst[prefetch]
@@ -221,8 +227,13 @@ def link_rows(
         if waits.size:
             r = int(cand.release[i])
             at = seg.covering_or_none(waits, np.full(waits.size, r, dtype=np.int64), n_k)
-            for s in at.tolist():
+            for t, s in zip(waits.tolist(), at.tolist(), strict=True):
                 on = -host_member[s] if s >= 0 else sp.csr_matrix((1, n))
+                lo_t, hi_t = np.searchsorted(ranked, [t, t + 1])
+                near = by_tensor[lo_t:hi_t]
+                near = near[(changes.start[near] <= r) & (changes.end[near] >= r)]
+                if near.size:
+                    on = on - sp.csr_matrix(host_events[near].sum(axis=0))
                 rows.append(sp.csr_matrix(on + sp.csr_matrix(([1.0], ([0], [col])), shape=(1, n))))
                 bounds.append(0.0)
     if not rows:
