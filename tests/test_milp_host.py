@@ -156,6 +156,30 @@ def test_the_host_does_not_wait_for_copies_the_asynchronous_model_does_not_time(
     assert plan.predicted_s < sync.predicted_s
 
 
+@pytest.mark.parametrize(("capacity", "relax"), [(ZERO_PEAK, False), (700_000_000, True)])
+def test_the_compact_form_with_host_kernels_has_the_general_forms_optimum(
+    capacity: int, relax: bool
+) -> None:
+    # the release rows read the events of a gap, the clash rows group them by gap: the same
+    # optimum (at tight tolerances: HiGHS's defaults leave 1e-4 of slack in the time rows)
+    # and LP bound as the general form, whose window kernels have gadgets of their own
+    cost = cost_model(gpt2(), H100, None)
+    limits = np.full(len(gpt2().kernels), capacity, dtype=np.int64)
+    found = []
+    for compact in (True, False):
+        model = build_model(
+            cost, 2, Formulation.ASYNC, limits, relax, compact=compact, host_kernels=True
+        )
+        assert model.gaps.compact is compact and model.host is not None
+        tight = {"mip_feasibility_tolerance": 1e-9, "primal_feasibility_tolerance": 1e-9}
+        model.problem.solve(solver="HIGHS", mip_rel_gap=1e-9, mip_abs_gap=0.0, **tight)
+        assert model.problem.status == "optimal"
+        found.append((model.variables, float(model.problem.value)))
+    (small, compact_s), (large, general_s) = found
+    assert small < large / 1.5
+    assert compact_s == pytest.approx(general_s, rel=1e-9)
+
+
 def test_the_command_line_turns_host_kernels_off() -> None:
     parser = argparse.ArgumentParser()
     add_plan_arguments(parser)
