@@ -125,8 +125,9 @@ def build_model(
     (:func:`~tmsim.planners.milp.formulation.kernel_rows.memory_cut_rows`; the optimum is the same
     without it, the LP relaxation lower). ``host_kernels``: on a platform with a host compute,
     let the host run the kernels it may (:mod:`~tmsim.planners.milp.formulation.host`; not in
-    a static formulation, with an energy weight nor with ``beside`` costs; in the general
-    form)."""
+    a static formulation, with an energy weight nor with ``beside`` costs), with the copies
+    it would wait for excluded while it runs one
+    (:mod:`~tmsim.planners.milp.formulation.host_clash`)."""
     graph = cost.graph
     n_k = len(graph.kernels)
     # a dominated tier is left out where the MILP's own costs are all that count

@@ -18,7 +18,8 @@ more of them; the tiers whose capacity the MILP models hold the same bytes. The 
 slower in the MILP's model, so states holding ``b`` cannot improve the optimum, and the MILP
 builds its states over the other tiers (``h100-host-nvme``'s NVMe drive beside its 512 GiB of
 host memory: LLaMA-7B b1's sync model from 117k variables to 54k, its async model from 1.69M
-to 666k, the same plans).
+to 666k, the same plans; with two tiers left, the async model then takes the compact form of
+:mod:`~tmsim.planners.milp.formulation.windows`: 171k).
 
 The argument is about the MILP's costs alone: it does not hold where the copies are priced by
 interference measured beside kernels (``async-aware``) or where energy counts (an NVMe write

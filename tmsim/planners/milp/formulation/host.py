@@ -20,6 +20,9 @@ update kernel on the host). The rules, all linear in the binaries:
   the last device use and the window of kernels beside which copies may run after it (none
   for ``sync``, whose copies run before the next kernel), or the candidate itself if that
   comes first;
+- *clashes*: a copy of an operand that the host would wait for after the release, or that
+  would wait for the host kernel, and the host running the kernel exclude each other
+  (:mod:`~tmsim.planners.milp.formulation.host_clash`);
 - *device time*: each row bounding a candidate's device time ``c_k`` (its roofline, the
   roofline's cut) loses ``M_k h`` (``M_k``: the most the kernel can take), so a host kernel
   costs the device stream nothing but the copies beside it;

@@ -71,8 +71,9 @@ class Gaps:
 
 
 def is_compact(tier_count: int, formulation: Formulation, gadgets: Gadgets) -> bool:
-    """Whether the compact form applies: an asynchronous formulation on two tiers, with
-    window gadgets to compact."""
+    """Whether the compact form applies: an asynchronous formulation whose states hold two
+    tiers (``tier_count``: a tier the catalogue leaves out does not count,
+    :mod:`~tmsim.planners.milp.formulation.dominance`), with window gadgets to compact."""
     windows = bool(np.any(gadgets.kind == GadgetKind.WINDOW))
     return formulation.asynchronous and tier_count == 2 and windows
 
