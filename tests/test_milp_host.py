@@ -151,8 +151,7 @@ def test_the_host_does_not_wait_for_copies_the_asynchronous_model_does_not_time(
     assert plan.planner == "milp-async" and plan.stats is not None
     assert plan.host_kernels
     assert plan.stats.objective == pytest.approx(plan.predicted_s, rel=1e-3)
-    # (the replay without contention runs this plan 0.003% faster than its prediction)
-    assert plan.predicted_s == pytest.approx(uncontended_s(plan), rel=1e-4)
+    assert plan.predicted_s == pytest.approx(uncontended_s(plan), rel=1e-6)
     assert plan.predicted_s < sync.predicted_s
 
 
