@@ -67,14 +67,14 @@ def clash_rows(
     ``gaps``: the model's core gadgets."""
     n_e, n = var.edge_gadget.size, var.count
     v = np.flatnonzero(copies.source[:n_e] >= 0)
-    tensor = gad.tensor[var.edge_gadget[v]]
+    gadget, n_g = var.edge_gadget[v], gad.tensor.size
+    tensor = gad.tensor[gadget]
     dst = cat.edge_add[var.edge_type[v]]
     writes_host = reach[dst]
     touches = reach[copies.source[v]] | writes_host
     position, early = copies.kernel[v], ~copies.asynchronous[v]
     # a plan runs at most one copy of a group: one phase at a core gadget, or in a gap (named
     # by the core gadget before it, or, before the tensor's first, by the one after it)
-    gadget, n_g = var.edge_gadget[v], gad.tensor.size
     prev, nxt = gaps.prev_core[gadget], gaps.next_core[gadget]
     place = np.where(gaps.core[gadget], gadget, np.where(prev >= 0, n_g + prev, 2 * n_g + nxt))
     group = 2 * place + is_prefetch(cat.edge_kind[var.edge_type[v]])
