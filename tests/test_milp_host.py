@@ -146,11 +146,13 @@ def test_the_host_does_not_wait_for_copies_the_asynchronous_model_does_not_time(
     # operand there looked free; but the host waits for it to read the copy it overwrites.
     # Without the clash rows (tmsim.planners.milp.formulation.host_clash) the MILP's own
     # plan here was priced below the sync plan and timed above it (a fallback to sync).
+    # The model may price a host kernel later than the plan starts it (it releases the host
+    # a window after the last device use, whether or not a copy runs there), never earlier.
     plan = planned("async", 700_000_000, host=True)
     sync = planned("sync", 700_000_000, host=True)
     assert plan.planner == "milp-async" and plan.stats is not None
     assert plan.host_kernels
-    assert plan.stats.objective == pytest.approx(plan.predicted_s, rel=1e-3)
+    assert plan.predicted_s <= plan.stats.objective * (1 + 1e-3)
     assert plan.predicted_s == pytest.approx(uncontended_s(plan), rel=1e-6)
     assert plan.predicted_s < sync.predicted_s
 

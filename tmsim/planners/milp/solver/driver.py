@@ -45,6 +45,7 @@ from tmsim.planners.milp.solver.phases import (
     RINS_ROUNDS,
 )
 from tmsim.planners.milp.solver.presolved import Relaxed, presolved_relaxation, relaxation_of
+from tmsim.planners.milp.solver.vertex import vertex_near
 
 #: Status of a solve the wall-clock limit stopped: where it stops depends on the machine's load.
 TIME_LIMIT = "time_limit"
@@ -118,6 +119,7 @@ def run_highs(
     lp_presolve: bool = False,
     reached: float | None = None,
     cutoff: float | None = None,
+    lp_interior: bool = False,
 ) -> Outcome:
     """Solve the linear (mixed-integer) ``problem`` with HiGHS and write its solution into
     the problem's variables (left unset without one).
@@ -135,7 +137,10 @@ def run_highs(
        keeps. With ``lp_presolve``, a problem of :data:`PRESOLVE_MIN_COLUMNS` columns or
        more offered no basis goes through HiGHS's MIP presolve first, and the bound is then
        the reduced problem's LP optimum, a bound on the mixed-integer optimum often above
-       the LP's (:mod:`~tmsim.planners.milp.solver.presolved`);
+       the LP's (:mod:`~tmsim.planners.milp.solver.presolved`). With ``lp_interior`` and no
+       basis offered, the LP goes by interior point without crossover, and the point phases
+       2 and 3 fix columns by is a vertex near it, once there is an incumbent
+       (:mod:`~tmsim.planners.milp.solver.vertex`; before one, the interior point);
     2. the MIP restricted to the binaries the LP leaves fractional, the rest fixed as the LP
        has them (RENS, Berthold, Math. Prog. Comp. 2014), where at most
        :data:`~tmsim.planners.milp.solver.neighbourhood.RENS_MAX_FREE` of them are fractional;
@@ -237,6 +242,7 @@ def run_highs(
                 lp_iterations=lp_iterations,
                 basis=start_basis,
                 from_zero=lp_from_zero,
+                interior=lp_interior,
             )
 
         if offered is None and lp_presolve and lp.num_col_ >= PRESOLVE_MIN_COLUMNS:
@@ -258,6 +264,21 @@ def run_highs(
         if best is not None and within(best):
             return done(best, lp_bound)
     x_lp = None if relaxed is None else relaxed.point
+    booleans = np.asarray(data[cps.BOOL_IDX], dtype=np.int64)
+    # an interior point's vertex is sought once there is an incumbent to fix columns by
+    interior = x_lp is not None and relaxed is not None and relaxed.interior
+
+    def to_vertex(point: FloatArray, incumbent: FloatArray) -> FloatArray:
+        nonlocal iterations, spent_s
+        found, work = vertex_near(
+            highspy, lp, compiled.matrix, point, incumbent, booleans, options, verbose, spent_s
+        )
+        iterations, spent_s = iterations + work[0], spent_s + work[1]
+        return point if found is None else found
+
+    if interior and best is not None and target is None:
+        assert x_lp is not None
+        x_lp, interior = to_vertex(x_lp, best), False
     searched = False  # whether a RENS or RINS sub-MIP ran (not one whose neighbourhood is empty)
     first = False  # whether the best point comes from a point found without the objective
     if x_lp is not None and target is None:
@@ -266,7 +287,6 @@ def run_highs(
         # sub-MIP need not prove its own smaller gap first: it stops at such a point
         enough = goal(lp_bound) / (1.0 - gap) if goal(lp_bound) > 0 else goal(lp_bound)
         bounds = lp.col_lower_, lp.col_upper_
-        booleans = np.asarray(data[cps.BOOL_IDX], dtype=np.int64)
         # RENS: the MIP over the binaries the LP leaves fractional, the rest fixed as the LP has
         # them; it needs no start
         rens = None
@@ -288,6 +308,9 @@ def run_highs(
             if none:
                 return Outcome(cp.INFEASIBLE, solved=False, iterations=iterations)
             first = True
+        if interior and best is not None:
+            x_lp, interior = to_vertex(x_lp, best), False
+        assert x_lp is not None
         # RINS around the start (around RENS's point it would be RENS's neighbourhood again)
         for _ in range(RINS_ROUNDS if best is not None else 0):
             assert best is not None

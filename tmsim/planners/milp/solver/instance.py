@@ -62,6 +62,7 @@ def run_model(
     lp_iterations: int | None = None,
     basis: Any = None,
     from_zero: bool = False,
+    interior: bool = False,
 ) -> Any:
     """A HiGHS instance that has run on model ``lp`` with ``options`` (its time limit less
     ``spent_s``), from ``start`` (column values) or ``basis`` (a ``HighsBasis``); ``relax``:
@@ -69,7 +70,9 @@ def run_model(
     ``from_zero`` and no ``basis`` from the basis HiGHS forms at the zero point (see
     :func:`~tmsim.planners.milp.chain.solve.starts_lp_at_zero`), its costs perturbed by
     :data:`ZERO_POINT_PERTURBATION` where ``options`` do not say, in parallel from
-    :data:`PARALLEL_LP_MIN_COLUMNS` columns; ``record``: a callback of every
+    :data:`PARALLEL_LP_MIN_COLUMNS` columns; with ``interior`` and no ``basis``, by interior
+    point without crossover instead (an optimal point that need not be a vertex, and no
+    basis: :mod:`~tmsim.planners.milp.solver.vertex`); ``record``: a callback of every
     improving solution and limit check."""
     highs = configured(highspy, options, verbose, spent_s)
     if relax:
@@ -79,7 +82,10 @@ def run_model(
         lp.integrality_ = integrality
         if lp_iterations is not None:
             highs.setOptionValue("simplex_iteration_limit", int(lp_iterations))
-        if basis is None and from_zero:
+        if basis is None and interior:
+            highs.setOptionValue("solver", "ipx")
+            highs.setOptionValue("run_crossover", "off")
+        elif basis is None and from_zero:
             # HiGHS makes the columns that zero leaves off their bounds (the free ones)
             # basic and every other column nonbasic at 0: with no negative cost that basis is
             # dual feasible, so dual simplex skips its phase 1 (and HiGHS its presolve)

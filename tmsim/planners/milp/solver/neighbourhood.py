@@ -43,16 +43,17 @@ def fixed_bounds(
     start: FloatArray | None,
     booleans: IntArray,
     bounds: tuple[FloatArray, FloatArray],
+    tol: float = INTEGRAL_TOL,
 ) -> tuple[FloatArray, FloatArray] | None:
     """Column bounds ``bounds`` with every boolean column (indices ``booleans``) fixed where
-    the LP point ``x_lp`` is integral and, with a ``start``, agrees with it (RINS's
-    neighbourhood of ``start``; without one, RENS's neighbourhood of the LP point). None for a
-    RENS neighbourhood that leaves more than :data:`RENS_MAX_FREE` of the booleans free: almost
-    the whole MIP."""
+    the LP point ``x_lp`` is integral (within ``tol``) and, with a ``start``, agrees with it
+    (RINS's neighbourhood of ``start``; without one, RENS's neighbourhood of the LP point).
+    None for a RENS neighbourhood that leaves more than :data:`RENS_MAX_FREE` of the booleans
+    free: almost the whole MIP."""
     lower = np.array(bounds[0], dtype=np.float64)
     upper = np.array(bounds[1], dtype=np.float64)
     value = np.round(x_lp[booleans])
-    agree = np.abs(x_lp[booleans] - value) <= INTEGRAL_TOL
+    agree = np.abs(x_lp[booleans] - value) <= tol
     if start is not None:
         agree &= value == np.round(start[booleans])
     elif booleans.size and (~agree).mean() > RENS_MAX_FREE:
