@@ -84,7 +84,9 @@ class PlanSettings:
       each MILP of up to 600k columns, then RINS around the warm start
       (:func:`~tmsim.planners.milp.solver.driver.run_highs`); a point within the gap of the LP's
       optimum ends the solve, and an LP that needs more iterations is left to HiGHS's
-      branch and bound. None: the branch and bound alone;
+      branch and bound (an LP by interior point,
+      :func:`~tmsim.planners.milp.chain.solve.lp_by_interior_point`, runs to its end, and the
+      limit holds for the simplex of the vertex near it). None: the branch and bound alone;
     - ``window``: kernels either side of a user where asynchronous copies may run (1 to
       :data:`MAX_WINDOW`);
     - ``lp_bound``: also solve the LP relaxation and report its bound;

@@ -132,15 +132,17 @@ def run_highs(
     With ``lp_iterations``, a mixed-integer problem of at most :data:`LP_FIRST_MAX_COLUMNS`
     columns is solved in up to four phases (a larger one goes to phase 4 at once):
 
-    1. its LP relaxation, within that many simplex iterations (where it needs more, the
-       solve goes on to phase 4 at once); the LP's optimum is a bound every later phase
-       keeps. With ``lp_presolve``, a problem of :data:`PRESOLVE_MIN_COLUMNS` columns or
-       more offered no basis goes through HiGHS's MIP presolve first, and the bound is then
+    1. its LP relaxation, within that many simplex iterations (where it needs more, or an
+       interior point run ends imprecise, the solve goes on to phase 4 at once); the LP's
+       optimum is a bound every later phase keeps. With ``lp_presolve``, a problem of
+       :data:`PRESOLVE_MIN_COLUMNS` columns or more offered no basis goes through HiGHS's
+       MIP presolve first, and the bound is then
        the reduced problem's LP optimum, a bound on the mixed-integer optimum often above
        the LP's (:mod:`~tmsim.planners.milp.solver.presolved`). With ``lp_interior`` and no
        basis offered, the LP goes by interior point without crossover, and the point phases
        2 and 3 fix columns by is a vertex near it, once there is an incumbent
-       (:mod:`~tmsim.planners.milp.solver.vertex`; before one, the interior point);
+       (:mod:`~tmsim.planners.milp.solver.vertex`; before one, the interior point, which RENS
+       may use; RINS runs only around a vertex);
     2. the MIP restricted to the binaries the LP leaves fractional, the rest fixed as the LP
        has them (RENS, Berthold, Math. Prog. Comp. 2014), where at most
        :data:`~tmsim.planners.milp.solver.neighbourhood.RENS_MAX_FREE` of them are fractional;
@@ -253,7 +255,9 @@ def run_highs(
             relaxed = relaxation_of(relax(lp, 0.0, offered))
         iterations += relaxed.iterations
         spent_s += relaxed.seconds
-        if relaxed.status not in ("kOptimal", "kIterationLimit"):
+        # an interior point run HiGHS finds imprecise ends ``kUnknown``: no bound, as a limit
+        unfinished = ("kIterationLimit", "kUnknown") if lp_interior else ("kIterationLimit",)
+        if relaxed.status != "kOptimal" and relaxed.status not in unfinished:
             return Outcome(_status(relaxed.status, 0, None), solved=False, iterations=iterations)
     if relaxed is not None and relaxed.status == "kOptimal":
         lp_bound = max(lp_bound, relaxed.objective)
@@ -268,17 +272,28 @@ def run_highs(
     # an interior point's vertex is sought once there is an incumbent to fix columns by
     interior = x_lp is not None and relaxed is not None and relaxed.interior
 
-    def to_vertex(point: FloatArray, incumbent: FloatArray) -> FloatArray:
+    def to_vertex(point: FloatArray, incumbent: FloatArray) -> tuple[FloatArray, bool]:
+        # the vertex near ``point``, or ``point`` where none was found, and whether it is still
+        # the interior point
         nonlocal iterations, spent_s
         found, work = vertex_near(
-            highspy, lp, compiled.matrix, point, incumbent, booleans, options, verbose, spent_s
+            highspy,
+            lp,
+            compiled.matrix,
+            point,
+            incumbent,
+            booleans,
+            options,
+            verbose,
+            spent_s,
+            lp_iterations,
         )
         iterations, spent_s = iterations + work[0], spent_s + work[1]
-        return point if found is None else found
+        return (point, True) if found is None else (found, False)
 
     if interior and best is not None and target is None:
         assert x_lp is not None
-        x_lp, interior = to_vertex(x_lp, best), False
+        x_lp, interior = to_vertex(x_lp, best)
     searched = False  # whether a RENS or RINS sub-MIP ran (not one whose neighbourhood is empty)
     first = False  # whether the best point comes from a point found without the objective
     if x_lp is not None and target is None:
@@ -309,10 +324,11 @@ def run_highs(
                 return Outcome(cp.INFEASIBLE, solved=False, iterations=iterations)
             first = True
         if interior and best is not None:
-            x_lp, interior = to_vertex(x_lp, best), False
+            x_lp, interior = to_vertex(x_lp, best)
         assert x_lp is not None
-        # RINS around the start (around RENS's point it would be RENS's neighbourhood again)
-        for _ in range(RINS_ROUNDS if best is not None else 0):
+        # RINS around the start (around RENS's point it would be RENS's neighbourhood again);
+        # not around an interior point, where almost every binary is free (vertex doc)
+        for _ in range(RINS_ROUNDS if best is not None and not interior else 0):
             assert best is not None
             fixed = fixed_bounds(x_lp, best, booleans, bounds)
             assert fixed is not None  # RINS always has a neighbourhood

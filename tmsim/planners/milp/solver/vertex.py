@@ -45,12 +45,14 @@ def vertex_near(
     options: Mapping[str, Any],
     verbose: bool,
     spent_s: float,
+    lp_iterations: int | None = None,
 ) -> tuple[FloatArray | None, tuple[int, float]]:
     """A vertex of the LP relaxation of ``lp`` (constraint ``matrix``, boolean columns
     ``booleans``) with every boolean fixed where the interior point ``interior`` lies within
     :data:`VERTEX_TOL` of the value the feasible point ``start`` gives it, and the (simplex
     iterations, seconds) it cost; None where that LP does not solve to its optimum (a limit in
-    ``options``, or rows the fixing breaks beyond HiGHS's tolerances). Its objective is no
+    ``options`` or of ``lp_iterations`` simplex iterations, or rows the fixing breaks beyond
+    HiGHS's tolerances). Its objective is no
     lower than the LP's optimum; ``start`` is a point of the restricted LP, so it has one."""
     fixed = fixed_bounds(interior, start, booleans, (lp.col_lower_, lp.col_upper_), tol=VERTEX_TOL)
     assert fixed is not None  # a neighbourhood of a start is never refused
@@ -59,7 +61,16 @@ def vertex_near(
         return None, (0, 0.0)
     if restricted.free.size == 0:  # every column fixed at a bound: a vertex already
         return restricted.fixed_x, (0, 0.0)
-    highs = run_model(highspy, restricted.lp, options, verbose, None, relax=True, spent_s=spent_s)
+    highs = run_model(
+        highspy,
+        restricted.lp,
+        options,
+        verbose,
+        None,
+        relax=True,
+        spent_s=spent_s,
+        lp_iterations=lp_iterations,
+    )
     work = (max(int(highs.getInfo().simplex_iteration_count), 0), float(highs.getRunTime()))
     if highs.getModelStatus().name != "kOptimal":
         return None, work
