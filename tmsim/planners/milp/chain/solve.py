@@ -323,7 +323,8 @@ def lp_by_interior_point(model: Model) -> bool:
     MIP presolve where :func:`presolves_lp`) written out and solved alone, seconds by dual
     simplex (from the zero point in parallel for the asynchronous models) / interior point
     without crossover: LLaMA-7B b1 on the GH200, async 271 / 22, sync 31.3 / 2.8; on
-    h100-host-nvme, async 24-28 / 28.4. On models without host kernels interior point lost:
+    h100-host-nvme, async 24-28 / 28.4; GPT-2 small b8 async on the GH200 at 2.5 GB (78k
+    columns) 24.6 / 13.2. On models without host kernels interior point lost:
     ResNet-200 b128 async on the RTX 2080 Ti 8.2 / 35.2, ResNet-200 b512 async on Optane at
     1:1 and 4:1 4.8 / 18.1 and 5.2 / 20.5, DenseNet-264 b512 at 8:1 3.0-3.7 / 4.4.
     """
