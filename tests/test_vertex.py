@@ -151,3 +151,27 @@ def test_a_step_where_moving_pays_takes_the_interior_path_to_the_optimum() -> No
         plan = plan_milp(graph, plat, opts, "async")
     assert spy.call_count >= 1
     assert plan.predicted_s == pytest.approx(best, rel=1e-6)
+
+
+@settings(max_examples=20, deadline=None)
+@given(tiny_graphs, st.floats(0.2, 1.2))
+def test_sync_solves_through_presolve_by_interior_point_give_the_exhaustive_searchs_optimum(
+    graph: Graph, share: float
+) -> None:
+    # the reduced problem's LP by interior point, its point mapped back by postsolve
+    plat = load_preset("cascadelake-optane")
+    cost = CostModel(graph, plat)
+    limit = max(1, int(graph.peak_live_bytes * share))
+    best = brute_force(cost, limit, "sync")
+    opts = PlanSettings(capacity=Capacity.of_bytes(limit), gap=1e-9, layout=False, window=1)
+    with (
+        mock.patch("tmsim.planners.milp.chain.solve.lp_by_interior_point", return_value=True),
+        mock.patch("tmsim.planners.milp.solver.driver.PRESOLVE_MIN_COLUMNS", 0),
+    ):
+        if best == math.inf:
+            with pytest.raises(InfeasibleError):
+                plan_milp(graph, plat, opts, "sync")
+            return
+        plan = plan_milp(graph, plat, opts, "sync")
+    assert plan.predicted_s == pytest.approx(best, rel=1e-6)
+    assert plan.stats is not None and plan.stats.bound <= best * (1 + 1e-6)
