@@ -52,10 +52,16 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
+from hwmodels.presets import load_preset
 from hwmodels.timing import MoveMode, Overlap
+from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
-from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES
+from tmsim.errors import InfeasibleError
+from tmsim.planners.milp.chain.plan import plan_milp
+from tmsim.planners.settings import PlanSettings
+from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES, Graph
 
 FloatArray = npt.NDArray[np.float64]
 State = frozenset[int]
@@ -372,3 +378,21 @@ def brute_force(cost: CostModel, limit_bytes: int, formulation: str, window: int
             undominated([h for h in hs if (h.bytes_by_tier <= limits[:, None]).all()])
         )
     return best(cost, per_tensor, limits)
+
+
+def check_against_search(graph: Graph, platform: str, share: float, formulation: str) -> None:
+    """Assert that the MILP of ``formulation`` (window 1, gap 1e-9, no layout) plans
+    ``graph`` on preset ``platform`` with ``share`` of its peak on the fastest tier in the
+    exhaustive search's optimum, its bound no higher, or refuses where the search finds
+    nothing that fits."""
+    plat = load_preset(platform)
+    limit = max(1, int(graph.peak_live_bytes * share))
+    best = brute_force(CostModel(graph, plat), limit, formulation)
+    opts = PlanSettings(capacity=Capacity.of_bytes(limit), gap=1e-9, layout=False, window=1)
+    if best == math.inf:
+        with pytest.raises(InfeasibleError):
+            plan_milp(graph, plat, opts, formulation)
+        return
+    plan = plan_milp(graph, plat, opts, formulation)
+    assert plan.predicted_s == pytest.approx(best, rel=1e-6)
+    assert plan.stats is not None and plan.stats.bound <= best * (1 + 1e-6)

@@ -25,7 +25,8 @@ from tmsim.cost import CostModel
 from tmsim.planners.milp.chain.nesting import cutoff_s
 from tmsim.planners.milp.chain.plan import plan_milp_chain
 from tmsim.planners.milp.formulation.gadgets import Formulation
-from tmsim.planners.milp.solver.driver import CUT_OFF, run_highs
+from tmsim.planners.milp.solver.driver import run_highs
+from tmsim.planners.milp.solver.outcome import CUT_OFF
 from tmsim.planners.settings import PlanSettings
 
 

@@ -20,7 +20,8 @@ from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
 from tmsim.planners.milp.formulation.build import build_model
 from tmsim.planners.milp.formulation.gadgets import Formulation
-from tmsim.planners.milp.solver.driver import NODE_LIMIT, TIME_LIMIT, _status, run_highs
+from tmsim.planners.milp.solver.driver import run_highs
+from tmsim.planners.milp.solver.outcome import NODE_LIMIT, TIME_LIMIT, status_of
 from tmsim.workload.graph import Graph
 
 
@@ -167,12 +168,12 @@ def test_infeasible_lp_and_refused_options() -> None:
 
 
 def test_statuses_tell_a_node_limit_from_other_work_limits() -> None:
-    assert _status("kSolutionLimit", 5, 5) == NODE_LIMIT
-    assert _status("kSolutionLimit", 4, 5).startswith("solver_error")
-    assert _status("kSolutionLimit", 5, None).startswith("solver_error")
-    assert _status("kTimeLimit", 0, None) == TIME_LIMIT
-    assert _status("kOptimal", 0, None) == cp.OPTIMAL
-    assert _status("kSomethingNew", 0, None) == "solver_error (kSomethingNew)"
+    assert status_of("kSolutionLimit", 5, 5) == NODE_LIMIT
+    assert status_of("kSolutionLimit", 4, 5).startswith("solver_error")
+    assert status_of("kSolutionLimit", 5, None).startswith("solver_error")
+    assert status_of("kTimeLimit", 0, None) == TIME_LIMIT
+    assert status_of("kOptimal", 0, None) == cp.OPTIMAL
+    assert status_of("kSomethingNew", 0, None) == "solver_error (kSomethingNew)"
 
 
 def test_a_milp_plan_carries_its_progress_and_keeps_it_through_json() -> None:

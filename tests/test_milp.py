@@ -482,11 +482,11 @@ def test_a_solve_again_under_lowered_limits_starts_from_the_last_lp_basis(
 def test_the_stop_a_plan_records_is_typed_and_survives_its_file(tmp_path: Path) -> None:
     """``stopped_on`` names the limit by the solver's own words, and a plan file keeps it; a
     fallback keeps the wall-clock stop of either solve it stands on."""
-    from tmsim.planners.milp.solver import driver
+    from tmsim.planners.milp.solver import outcome
     from tmsim.plans import load_plan, save_plan
     from tmsim.plans.values import NODE_LIMIT, TIME_LIMIT, first_stop, stop_of
 
-    assert (TIME_LIMIT, NODE_LIMIT) == (driver.TIME_LIMIT, driver.NODE_LIMIT)
+    assert (TIME_LIMIT, NODE_LIMIT) == (outcome.TIME_LIMIT, outcome.NODE_LIMIT)
     assert [stop_of(s) for s in ("optimal", "time_limit", "node_limit", "cut_off")] == [
         "",
         TIME_LIMIT,

@@ -5,7 +5,6 @@ giving the exhaustive search's optima."""
 from __future__ import annotations
 
 import itertools
-import math
 from typing import Any
 from unittest import mock
 
@@ -15,14 +14,13 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from milp_brute import brute_force
+from milp_brute import brute_force, check_against_search
 from tiny_graphs import MB, tiny_graphs, tiny_step
 
 import tmsim.planners.milp.solver.driver as highs_module
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
-from tmsim.errors import InfeasibleError
 from tmsim.planners.milp.chain.plan import plan_milp
 from tmsim.planners.milp.chain.solve import presolves_lp
 from tmsim.planners.milp.solver.compiled import compile_problem
@@ -128,24 +126,18 @@ def test_a_problem_presolve_proves_infeasible_says_so() -> None:
     assert outcome.status == cp.INFEASIBLE and not outcome.solved and x.value is None
 
 
-@settings(max_examples=30, deadline=None)
+@pytest.mark.parametrize("interior", [False, True])
+@settings(max_examples=25, deadline=None)
 @given(tiny_graphs, st.floats(0.2, 1.2), st.sampled_from(["cascadelake-optane", "rtx2080ti-pcie3"]))
 def test_sync_solves_through_presolve_give_the_exhaustive_searchs_optimum(
-    graph: Graph, share: float, platform: str
+    interior: bool, graph: Graph, share: float, platform: str
 ) -> None:
-    plat = load_preset(platform)
-    cost = CostModel(graph, plat)
-    limit = max(1, int(graph.peak_live_bytes * share))
-    best = brute_force(cost, limit, "sync")
-    opts = PlanSettings(capacity=Capacity.of_bytes(limit), gap=1e-9, layout=False, window=1)
-    with mock.patch.object(highs_module, "PRESOLVE_MIN_COLUMNS", 0):
-        if best == math.inf:
-            with pytest.raises(InfeasibleError):
-                plan_milp(graph, plat, opts, "sync")
-            return
-        plan = plan_milp(graph, plat, opts, "sync")
-    assert plan.predicted_s == pytest.approx(best, rel=1e-6)
-    assert plan.stats is not None and plan.stats.bound <= best * (1 + 1e-6)
+    # interior: the reduced problem's LP by interior point, its point mapped back by postsolve
+    with (
+        mock.patch.object(highs_module, "PRESOLVE_MIN_COLUMNS", 0),
+        mock.patch("tmsim.planners.milp.chain.solve.lp_by_interior_point", return_value=interior),
+    ):
+        check_against_search(graph, platform, share, "sync")
 
 
 def test_a_sync_solve_where_moving_pays_takes_the_presolve_path_to_the_optimum() -> None:

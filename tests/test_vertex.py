@@ -5,7 +5,6 @@ exhaustive search's optima."""
 
 from __future__ import annotations
 
-import math
 from unittest import mock
 
 import highspy
@@ -14,13 +13,12 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from milp_brute import brute_force
+from milp_brute import brute_force, check_against_search
 from tiny_graphs import MB, tiny_graphs, tiny_step
 
 from hwmodels.presets import load_preset
 from tmsim.capacity import Capacity
 from tmsim.cost import CostModel
-from tmsim.errors import InfeasibleError
 from tmsim.planners.milp.chain.plan import plan_milp
 from tmsim.planners.milp.solver.instance import run_model
 from tmsim.planners.milp.solver.presolved import lp_optimum, relaxation_of
@@ -124,19 +122,8 @@ def test_an_interior_run_reports_a_bound_below_its_objective() -> None:
 def test_solves_by_interior_point_give_the_exhaustive_searchs_optimum(
     graph: Graph, share: float, formulation: str
 ) -> None:
-    plat = load_preset("cascadelake-optane")
-    cost = CostModel(graph, plat)
-    limit = max(1, int(graph.peak_live_bytes * share))
-    best = brute_force(cost, limit, formulation)
-    opts = PlanSettings(capacity=Capacity.of_bytes(limit), gap=1e-9, layout=False, window=1)
     with mock.patch("tmsim.planners.milp.chain.solve.lp_by_interior_point", return_value=True):
-        if best == math.inf:
-            with pytest.raises(InfeasibleError):
-                plan_milp(graph, plat, opts, formulation)
-            return
-        plan = plan_milp(graph, plat, opts, formulation)
-    assert plan.predicted_s == pytest.approx(best, rel=1e-6)
-    assert plan.stats is not None and plan.stats.bound <= best * (1 + 1e-6)
+        check_against_search(graph, "cascadelake-optane", share, formulation)
 
 
 def test_a_step_where_moving_pays_takes_the_interior_path_to_the_optimum() -> None:
@@ -151,27 +138,3 @@ def test_a_step_where_moving_pays_takes_the_interior_path_to_the_optimum() -> No
         plan = plan_milp(graph, plat, opts, "async")
     assert spy.call_count >= 1
     assert plan.predicted_s == pytest.approx(best, rel=1e-6)
-
-
-@settings(max_examples=20, deadline=None)
-@given(tiny_graphs, st.floats(0.2, 1.2))
-def test_sync_solves_through_presolve_by_interior_point_give_the_exhaustive_searchs_optimum(
-    graph: Graph, share: float
-) -> None:
-    # the reduced problem's LP by interior point, its point mapped back by postsolve
-    plat = load_preset("cascadelake-optane")
-    cost = CostModel(graph, plat)
-    limit = max(1, int(graph.peak_live_bytes * share))
-    best = brute_force(cost, limit, "sync")
-    opts = PlanSettings(capacity=Capacity.of_bytes(limit), gap=1e-9, layout=False, window=1)
-    with (
-        mock.patch("tmsim.planners.milp.chain.solve.lp_by_interior_point", return_value=True),
-        mock.patch("tmsim.planners.milp.solver.driver.PRESOLVE_MIN_COLUMNS", 0),
-    ):
-        if best == math.inf:
-            with pytest.raises(InfeasibleError):
-                plan_milp(graph, plat, opts, "sync")
-            return
-        plan = plan_milp(graph, plat, opts, "sync")
-    assert plan.predicted_s == pytest.approx(best, rel=1e-6)
-    assert plan.stats is not None and plan.stats.bound <= best * (1 + 1e-6)

@@ -42,7 +42,7 @@ from tmsim.planners.milp.chain.stats import solve_stats, start_stats
 from tmsim.planners.milp.formulation.build import build_model
 from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.milp.formulation.readback import extract_plan
-from tmsim.planners.milp.solver.driver import CUT_OFF
+from tmsim.planners.milp.solver.outcome import CUT_OFF
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import SolverStats, stop_of
 from tmsim.sim.beside import beside_costs

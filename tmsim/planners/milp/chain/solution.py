@@ -11,7 +11,7 @@ import numpy as np
 
 from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.milp.formulation.model import Model
-from tmsim.planners.milp.solver.driver import LpBasis
+from tmsim.planners.milp.solver.outcome import LpBasis
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import Plan, SolverStats, first_stop
 

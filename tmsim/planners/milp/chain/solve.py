@@ -19,14 +19,8 @@ import numpy.typing as npt
 from tmsim.errors import InfeasibleError, TmsimError
 from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.milp.formulation.model import Model
-from tmsim.planners.milp.solver.driver import (
-    CUT_OFF,
-    NODE_LIMIT,
-    TIME_LIMIT,
-    LpBasis,
-    Outcome,
-    run_highs,
-)
+from tmsim.planners.milp.solver.driver import run_highs
+from tmsim.planners.milp.solver.outcome import CUT_OFF, NODE_LIMIT, TIME_LIMIT, LpBasis, Outcome
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import stop_of
 
@@ -233,7 +227,7 @@ def solve_within(
     ``deadline`` (a ``time.perf_counter()`` reading, None for none), and say how it ended;
     ``lp_basis``: an earlier round's, ``known_bound``: a bound of its optimum proven before,
     ``cutoff_s``: the step time of a plan outside the model, where the solve may stop with
-    status :data:`~tmsim.planners.milp.solver.driver.CUT_OFF` (:func:`solve`'s ``cutoff``).
+    status :data:`~tmsim.planners.milp.solver.outcome.CUT_OFF` (:func:`solve`'s ``cutoff``).
 
     Returns the outcome where it has a solution or was cut off (with or without one).
     Raises :class:`InfeasibleError` if the solver proves there is no plan (``limits``: the

@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tmsim.planners.milp.formulation.model import Model
-from tmsim.planners.milp.solver.driver import Outcome
+from tmsim.planners.milp.solver.outcome import Outcome
 from tmsim.plans.values import SolverStats, stop_of
 
 BoolArray = npt.NDArray[np.bool_]

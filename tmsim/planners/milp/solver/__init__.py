@@ -6,5 +6,6 @@ that runs the solve's phases (:mod:`.phases`): the LP relaxation after MIP preso
 (:mod:`.presolved`) or by interior point with a vertex near its optimum (:mod:`.vertex`), a
 first point where there is no start (:mod:`.feasibility`),
 large-neighbourhood search, RENS and RINS (:mod:`.neighbourhood`), and the branch and bound
-with cutoffs, each improving point and limit check kept as a trace.
+with cutoffs, each improving point and limit check kept as a trace; how the solve ended is
+:mod:`.outcome`'s.
 """

@@ -3,18 +3,18 @@
 cvxpy compiles the problem (``Problem.get_problem_data``); this module hands the matrices to
 ``highspy.Highs`` itself, so that a warm start goes in through ``Highs.setSolution`` and the
 solver's progress comes out through its callbacks: every improving solution and every limit
-check of the branch and bound adds a :data:`TracePoint` to the solve's trace (seconds since the
-run began, primal bound, dual bound), from which the time to any gap can be read after one
-run. The solution is written back into the problem's variables
-(:mod:`tmsim.planners.milp.solver.compiled` makes the model and moves values between the two).
-The settings of the solve's phases are :mod:`tmsim.planners.milp.solver.phases`'.
+check of the branch and bound adds a point to the solve's trace
+(:data:`~tmsim.planners.milp.solver.outcome.TracePoint`: seconds since the run began, primal
+bound, dual bound), from which the time to any gap can be read after one run. The solution
+is written back into the problem's variables (:mod:`tmsim.planners.milp.solver.compiled`
+makes the model and moves values between the two). The settings of the solve's phases are
+:mod:`tmsim.planners.milp.solver.phases`'.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import cvxpy as cp
@@ -36,6 +36,13 @@ from tmsim.planners.milp.solver.instance import (
     solution_value,
 )
 from tmsim.planners.milp.solver.neighbourhood import fixed_bounds, search
+from tmsim.planners.milp.solver.outcome import (
+    CUT_OFF,
+    LpBasis,
+    Outcome,
+    TracePoint,
+    status_of,
+)
 from tmsim.planners.milp.solver.phases import (
     AFTER_NEIGHBOURHOODS,
     LP_FIRST_MAX_COLUMNS,
@@ -46,65 +53,6 @@ from tmsim.planners.milp.solver.phases import (
 )
 from tmsim.planners.milp.solver.presolved import Relaxed, presolved_relaxation, relaxation_of
 from tmsim.planners.milp.solver.vertex import vertex_near
-
-#: Status of a solve the wall-clock limit stopped: where it stops depends on the machine's load.
-TIME_LIMIT = "time_limit"
-#: Status of a solve the node limit stopped: a limit on work, the same on any load.
-NODE_LIMIT = "node_limit"
-#: Status of a solve stopped where its bound proved a point held outside it (``cutoff``) better.
-CUT_OFF = "cut_off"
-
-
-#: A point of a solve's progress: (seconds since the run began, primal bound, dual bound);
-#: a bound not known yet is ``inf`` (primal) or ``-inf`` (dual).
-TracePoint = tuple[float, float, float]
-
-_STATUS = {
-    "kOptimal": cp.OPTIMAL,
-    "kInfeasible": cp.INFEASIBLE,
-    "kUnboundedOrInfeasible": "infeasible_or_unbounded",
-    "kUnbounded": cp.UNBOUNDED,
-    "kTimeLimit": TIME_LIMIT,
-    "kInterrupt": "interrupted",
-}
-
-
-@dataclass(frozen=True)
-class LpBasis:
-    """An optimal basis of a problem's LP relaxation (``basis``: a ``highspy.HighsBasis``)
-    and the key of the problem it belongs to
-    (:attr:`~tmsim.planners.milp.solver.compiled.Compiled.key`: its matrix's pattern and its costs).
-    It is offered only to a problem with the same key, such as the next layout round's (its capacity
-    rows scaled anew and their bounds lowered), where the simplex goes on from it. A basis is only a
-    start: the LP's optimum does not depend on it."""
-
-    key: str
-    basis: Any = field(repr=False, compare=False)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """How a solve ended.
-
-    ``status``: ``optimal`` (within the gap), ``infeasible``, ``infeasible_or_unbounded``,
-    ``unbounded``, :data:`TIME_LIMIT`, :data:`NODE_LIMIT`, or ``solver_error (...)``;
-    ``solved``: whether it ended with a feasible point, which the problem's variables then
-    hold; ``objective``: that point's objective (nan without); ``bound``: the solver's dual
-    bound in the problem's own sense (a bound from above for a maximisation; nan where it
-    gave none); ``nodes``: branch-and-bound nodes; ``iterations``: simplex iterations (of
-    every LP the solve ran); ``trace``: the progress points, in time order; ``lp_basis``:
-    the optimal basis of its LP relaxation where the solve ran one to its optimum (none
-    after HiGHS's MIP presolve, whose reduced problem's basis does not carry over).
-    """
-
-    status: str
-    solved: bool
-    objective: float = math.nan
-    bound: float = math.nan
-    nodes: int = 0
-    iterations: int = 0
-    trace: tuple[TracePoint, ...] = field(default_factory=tuple)
-    lp_basis: LpBasis | None = field(default=None, compare=False)
 
 
 def run_highs(
@@ -175,8 +123,9 @@ def run_highs(
     the gap of ``reached``, its optimum, a limit, or a point of its own below that bound,
     which the bound cannot pass (status ``interrupted``).
     ``cutoff``: the objective of a point the caller holds outside the problem (one of no
-    point of it): the solve stops with status :data:`CUT_OFF` once its bound (the LP's, or
-    the branch and bound's) proves no point of the problem better, unless it has one as good.
+    point of it): the solve stops with status
+    :data:`~tmsim.planners.milp.solver.outcome.CUT_OFF` once its bound (the LP's, or the branch
+    and bound's) proves no point of the problem better, unless it has one as good.
     Raises :class:`TmsimError` for an option HiGHS refuses or a problem that is not linear.
     """
     import highspy
@@ -258,7 +207,7 @@ def run_highs(
         # an interior point run HiGHS finds imprecise ends ``kUnknown``: no bound, as a limit
         unfinished = ("kIterationLimit", "kUnknown") if lp_interior else ("kIterationLimit",)
         if relaxed.status != "kOptimal" and relaxed.status not in unfinished:
-            return Outcome(_status(relaxed.status, 0, None), solved=False, iterations=iterations)
+            return Outcome(status_of(relaxed.status, 0, None), solved=False, iterations=iterations)
     if relaxed is not None and relaxed.status == "kOptimal":
         lp_bound = max(lp_bound, relaxed.objective)
         basis = None if relaxed.basis is None else LpBasis(key, relaxed.basis)
@@ -390,7 +339,7 @@ def run_highs(
     info = highs.getInfo()
     nodes = max(int(info.mip_node_count), 0)
     iterations += max(int(info.simplex_iteration_count), 0)
-    status = _status(highs.getModelStatus().name, nodes, options.get("mip_max_nodes"))
+    status = status_of(highs.getModelStatus().name, nodes, options.get("mip_max_nodes"))
     objective, shift = math.nan, 0.0
     solved = int(info.primal_solution_status) == 2  # kSolutionStatusFeasible
     dual = max(float(info.mip_dual_bound), lp_bound)
@@ -409,11 +358,3 @@ def run_highs(
         bound = objective  # an LP, or a MIP solved at presolve: the optimum is the bound
     points = tuple((t, sign * p + shift, sign * d + shift) for t, p, d in trace)
     return Outcome(status, solved, objective, bound, nodes, iterations, points, basis)
-
-
-def _status(name: str, nodes: int, node_limit: object) -> str:
-    """The outcome status of HiGHS's model status ``name`` (a node limit ends as
-    ``kSolutionLimit``, which HiGHS also uses for its other work limits)."""
-    if name == "kSolutionLimit" and isinstance(node_limit, int) and nodes >= node_limit:
-        return NODE_LIMIT
-    return str(_STATUS.get(name, f"solver_error ({name})"))

@@ -144,7 +144,7 @@ def lp_optimum(highs: Any) -> tuple[float, bool]:
     vertex's bound is the optimum."""
     info = highs.getInfo()
     value = float(info.objective_function_value)
-    if highs.getBasis().valid:
+    if int(info.basis_validity) == 1:  # kBasisValidityValid
         return value, False
     error = max(float(info.primal_dual_objective_error), 0.0)
     if not error < 1.0:  # unknown (HiGHS's infinity) or meaningless

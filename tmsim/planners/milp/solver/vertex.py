@@ -51,9 +51,10 @@ def vertex_near(
     ``booleans``) with every boolean fixed where the interior point ``interior`` lies within
     :data:`VERTEX_TOL` of the value the feasible point ``start`` gives it, and the (simplex
     iterations, seconds) it cost; None where that LP does not solve to its optimum (a limit in
-    ``options`` or of ``lp_iterations`` simplex iterations, or rows the fixing breaks beyond
-    HiGHS's tolerances). Its objective is no
-    lower than the LP's optimum; ``start`` is a point of the restricted LP, so it has one."""
+    ``options`` or of ``lp_iterations`` simplex iterations, or, for a ``start`` off its
+    binaries by more than HiGHS's tolerances, rows its rounded values break). Its objective
+    is no lower than the LP's optimum and no higher than ``start``'s, a point of the
+    restricted LP."""
     fixed = fixed_bounds(interior, start, booleans, (lp.col_lower_, lp.col_upper_), tol=VERTEX_TOL)
     assert fixed is not None  # a neighbourhood of a start is never refused
     restricted = restrict(highspy, lp, matrix, *fixed)
