@@ -332,6 +332,7 @@ def test_the_python_examples_of_a_page_run(path: Path) -> None:
     assert result.failed == 0, out.getvalue()
 
 
+@pytest.mark.slow
 def test_the_site_builds_without_warnings(tmp_path: Path) -> None:
     pytest.importorskip("sphinx")
     cmd = [sys.executable, "-m", "sphinx", "-q", "-W", "--keep-going", "-E", "-b", "html"]

@@ -36,6 +36,7 @@ def async_data(
     return path, frame, meta
 
 
+@pytest.mark.slow
 def test_async_sync_table(async_data: tuple[Path, pd.DataFrame, dict[str, Any]]) -> None:
     path, frame, meta = async_data
     assert path.name == "async_sync.parquet"
@@ -82,6 +83,7 @@ def test_async_sync_table(async_data: tuple[Path, pd.DataFrame, dict[str, Any]])
         )
 
 
+@pytest.mark.slow
 def test_async_sync_plot(
     async_data: tuple[Path, pd.DataFrame, dict[str, Any]], tmp_path: Path
 ) -> None:

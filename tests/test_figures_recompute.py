@@ -33,6 +33,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pd.DataFrame, 
     return path, frame, meta
 
 
+@pytest.mark.slow
 def test_recompute_table(data: tuple[Path, pd.DataFrame, dict[str, Any]]) -> None:
     path, frame, meta = data
     assert path.name == "recompute.parquet"
@@ -65,6 +66,7 @@ def test_recompute_table(data: tuple[Path, pd.DataFrame, dict[str, Any]]) -> Non
         assert by.at["sync-rc", "slowdown"] >= 1 - 1e-9
 
 
+@pytest.mark.slow
 def test_headline_compares_the_joint_plan_with_the_better_alone(
     data: tuple[Path, pd.DataFrame, dict[str, Any]],
 ) -> None:
@@ -94,6 +96,7 @@ def test_headline_compares_the_joint_plan_with_the_better_alone(
     assert math.isnan(row.recompute) and row.best_alone == 1.2
 
 
+@pytest.mark.slow
 def test_recompute_plot(data: tuple[Path, pd.DataFrame, dict[str, Any]], tmp_path: Path) -> None:
     path, _, _ = data
     check_plot(recompute, path, tmp_path)

@@ -49,6 +49,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pd.DataFrame, 
     return path, frame, meta
 
 
+@pytest.mark.slow
 def test_every_parameter_end_and_corner_has_a_row_per_strategy(
     data: tuple[Path, pd.DataFrame, dict[str, Any]],
 ) -> None:
@@ -68,6 +69,7 @@ def test_every_parameter_end_and_corner_has_a_row_per_strategy(
     np.testing.assert_allclose(frame["over_sync"], frame["simulated_s"] / frame["sync_simulated_s"])
 
 
+@pytest.mark.slow
 def test_the_async_plan_is_made_once_and_only_its_replay_moves(
     data: tuple[Path, pd.DataFrame, dict[str, Any]],
 ) -> None:
@@ -85,6 +87,7 @@ def test_the_async_plan_is_made_once_and_only_its_replay_moves(
         assert by[(path, "low")] <= by[(path, "high")] + 1e-12
 
 
+@pytest.mark.slow
 def test_the_aware_plan_stays_within_half_a_percent_of_sync_on_every_variant(
     data: tuple[Path, pd.DataFrame, dict[str, Any]],
 ) -> None:
@@ -116,6 +119,7 @@ def test_a_path_the_preset_lacks_is_one_line_naming_it() -> None:
         sensitivity.variant_platform("cascadelake-optane", [("copy_thread.straggler", -1.0)])
 
 
+@pytest.mark.slow
 def test_the_plot_is_written(
     data: tuple[Path, pd.DataFrame, dict[str, Any]], tmp_path: Path
 ) -> None:

@@ -16,6 +16,7 @@ sys.path.insert(0, str(ROOT / "docs"))
 from execute import execute  # noqa: E402
 
 
+@pytest.mark.slow
 def test_the_tutorial_runs_and_shows_what_it_says(tmp_path: Path) -> None:
     path = tmp_path / "tutorial.ipynb"
     shutil.copy(ROOT / "docs" / "tutorial.ipynb", path)

@@ -318,6 +318,7 @@ def test_a_killed_sweep_keeps_its_finished_points_and_resumes(tmp_path: Path) ->
     assert report.table is not None and len(read_table(report.table)[0]) == 7
 
 
+@pytest.mark.slow
 def test_the_dask_path_gives_the_local_table(tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
     sweep = load_sweep(write_spec(tmp_path, SMALL))

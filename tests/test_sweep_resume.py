@@ -289,6 +289,7 @@ def test_the_command_line_counts_points_stopped_on_the_time_limit(
 # --- workers die with the sweep, and a killed sweep resumes -----------------------------------
 
 
+@pytest.mark.slow
 def test_pool_workers_exit_when_the_sweep_is_killed(tmp_path: Path) -> None:
     spec = write_spec(tmp_path, MILP.replace('"static"', '"greedy"'))
     folder = tmp_path / "pids"
@@ -313,6 +314,7 @@ def test_pool_workers_exit_when_the_sweep_is_killed(tmp_path: Path) -> None:
         kill_all(workers)
 
 
+@pytest.mark.slow
 def test_pool_workers_exit_when_a_run_stops_early(tmp_path: Path) -> None:
     folder = tmp_path / "pids"
     folder.mkdir()
