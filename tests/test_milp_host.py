@@ -98,10 +98,16 @@ def test_at_zero_offloads_budget_only_host_kernels_make_a_plan() -> None:
 
 @pytest.mark.parametrize("formulation", ["sync", "sync-rc"])
 def test_the_objective_is_the_step_the_replay_times(formulation: str) -> None:
+    # the prediction is the two-stream timeline, which the uncontended replay reproduces, or
+    # the host memory's floor where that is higher (tmsim.plans.hostmem): here the floor,
+    # 0.3% above the timeline; the replay with shared tiers takes longer still (10%)
     plan = planned(formulation, ZERO_PEAK, host=True)
     assert plan.stats is not None and plan.host_kernels
-    assert plan.stats.objective == pytest.approx(uncontended_s(plan), rel=1e-3)
-    assert plan.predicted_s == pytest.approx(uncontended_s(plan), rel=1e-9)
+    assert plan.stats.objective == pytest.approx(plan.predicted_s, rel=1e-9)
+    alone = uncontended_s(plan)
+    shared = replay(plan, gpt2(), H100, level=InterferenceLevel.BANDWIDTH).simulated_s
+    assert alone < plan.predicted_s <= shared
+    assert plan.predicted_s == pytest.approx(alone, rel=1e-2)
 
 
 def test_the_plan_is_no_slower_than_zero_offload_in_the_model_both_are_timed_by() -> None:

@@ -34,7 +34,10 @@ positions; this module says when things run once some kernels run on the host.
 
 Without host kernels this is exactly :func:`tmsim.cost.step_time_s`, which
 :func:`plan_step_time_s` then returns; with them, the predicted time is the longest path
-through these waits (:func:`timeline`), which the replay without contention reproduces.
+through these waits (:func:`timeline`), which the replay without contention reproduces, or
+the host memory's floor where that is higher (:mod:`tmsim.plans.hostmem`: what the host's
+kernels and the copies must pass through its memory once it may start, which the timeline
+times as if each had the memory alone).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from tmsim.cost import BesideCosts, CostModel, IndexMove, IndexRecompute, step_t
 from tmsim.errors import TmsimError
 from tmsim.kernelwork import kernel_dtype
 from tmsim.plans.deps import StreamDeps, stream_deps
+from tmsim.plans.hostmem import plan_floor_s
 from tmsim.plans.waits import Waits
 
 FloatArray = npt.NDArray[np.float64]
@@ -117,12 +121,15 @@ class Timeline:
     detached copies),
     ``device_s`` and ``host_s`` (each stream's end), ``per_kernel_s`` [K + 1]: the device
     stream's advance at each position, the last entry also holding what the step waits past
-    its last position (pending copies, the host), so that the entries sum to ``total_s``."""
+    its last position (pending copies, the host), so that the entries sum to ``total_s``;
+    ``kernel_start_s`` [K]: when the device stream starts each kernel (after the synchronous
+    moves and recomputes issued there; at a host kernel's position, when it reaches it)."""
 
     total_s: float
     device_s: float
     host_s: float
     per_kernel_s: FloatArray
+    kernel_start_s: FloatArray
 
 
 def timeline(
@@ -170,6 +177,7 @@ def timeline(
 
     clock, pending, detached = -1, list[int](), list[int]()
     marks: list[int] = []  # the device clock after each position
+    gates: list[int] = []  # where each kernel starts
     for k in range(n_kernels + 1):
         for i in sync_at[k]:
             clock = action(n_kernels + i, move_s[i], [clock, *pending])
@@ -179,6 +187,7 @@ def timeline(
                 clock = action(n_kernels + n_m + i, recompute_s[i], [clock, *pending])
                 pending = []
             gate = graph.node(0.0, [clock, *pending]) if k not in host else clock
+            gates.append(gate)
             detached += [on_own(i, [gate]) for i in async_at[k] if i in deps.detached]
             held = [i for i in async_at[k] if i not in deps.detached]
             if k in host:  # copies on their own, not holding the device
@@ -209,7 +218,8 @@ def timeline(
     total = max(device_s, host_end, end[copies_end])
     per = np.diff(np.asarray([0.0, *at]))
     per[-1] += total - at[-1]
-    return Timeline(total, device_s, host_end, per)
+    starts = np.asarray([end[g] if g >= 0 else 0.0 for g in gates], dtype=np.float64)
+    return Timeline(total, device_s, host_end, per, starts)
 
 
 def copy_servers(platform: Platform, moves: Sequence[IndexMove]) -> list[int]:
@@ -240,7 +250,9 @@ def plan_step_time_s(
     """The predicted step time of a plan in indices and each position's share, as
     :func:`tmsim.cost.step_time_s` gives it; with ``host_kernels`` (in host order), by
     :func:`timeline`, kernels on the device at their cost-model times, host kernels at their
-    :func:`host_times`, moves and recomputes as the cost model times them; ``lasting``: as
+    :func:`host_times`, moves and recomputes as the cost model times them, and no less than
+    the host memory's floor (:func:`~tmsim.plans.hostmem.plan_floor_s`, what the last share
+    then holds beyond the timeline's end); ``lasting``: as
     :func:`~tmsim.plans.deps.stream_deps` takes it (the plan's copies resident to the end of
     the step).
 
@@ -280,7 +292,13 @@ def plan_step_time_s(
         deps,
         servers,
     )
-    return line.total_s, line.per_kernel_s
+    # the host memory's floor (tmsim.plans.hostmem): the step waits past its last position
+    floor = plan_floor_s(
+        cost, order, on_host.read_bytes, on_host.write_bytes, move_list, line.kernel_start_s
+    )
+    per = line.per_kernel_s.copy()
+    per[-1] += max(floor - line.total_s, 0.0)
+    return max(line.total_s, floor), per
 
 
 __all__ = [

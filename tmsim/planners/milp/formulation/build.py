@@ -54,6 +54,7 @@ from tmsim.planners.milp.formulation.host import (
     refresh_matrix,
 )
 from tmsim.planners.milp.formulation.host_clash import clash_rows
+from tmsim.planners.milp.formulation.host_memory import floor_matrices
 from tmsim.planners.milp.formulation.host_time import HostTerms, sync_at_kernels
 from tmsim.planners.milp.formulation.kernel_rows import (
     beside_costs,
@@ -240,15 +241,19 @@ def build_model(
         )
         refresh, stuck = refresh_matrix(cost, cat, gad, var, cand, reach)
         forbidden = stuck if forbidden is None else forbidden | stuck
+        host_columns = var.host_first + np.arange(cand.count)
+        floor_at = floor_matrices(cost, cat, gad, var, cand, copies, host_columns)
         host_terms = HostTerms(
             cand,
-            var.host_first + np.arange(cand.count),
+            host_columns,
             sp.csr_matrix((n_k, n)),  # set below, once the synchronous seconds are known
             refresh,
             cp.Variable(n_k),
             cp.Variable(cand.count),
             cp.Variable(cand.count + 1),
             cp.Variable(),
+            floor_at,
+            tuple(cp.Variable(n_k + 2) for _ in floor_at),
         )
     if flow.a_ub.shape[0]:
         constraints.append(flow.a_ub @ x <= flow.b_ub)
@@ -295,8 +300,9 @@ def build_model(
     n_z = measured.count if measured is not None else 0
     n_rows += measured.pairs + 3 * n_z if measured is not None else 0
     m_host = 0 if host_terms is None else host_terms.candidates.count
-    n_host = 0 if host_terms is None else n_k + 2 * m_host + 2
-    n_rows += 0 if host_terms is None else n_k + 2 + 6 * m_host
+    n_floor = 0 if host_terms is None else len(host_terms.floor_at)
+    n_host = 0 if host_terms is None else n_k + 2 * m_host + 2 + n_floor * (n_k + 2)
+    n_rows += 0 if host_terms is None else n_k + 2 + 6 * m_host + n_floor * (2 * n_k + 4)
     return Model(
         problem=problem,
         x=x,

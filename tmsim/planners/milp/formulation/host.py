@@ -62,6 +62,7 @@ from tmsim.planners.milp.formulation.measured import MeasuredTerms
 from tmsim.planners.milp.formulation.network import Variables
 from tmsim.planners.milp.formulation.segments import Segments
 from tmsim.planners.milp.formulation.states import Catalogue, Kind
+from tmsim.plans.hostmem import kernel_tier_s, ready_positions
 from tmsim.plans.streams import host_times
 from tmsim.workload.graph import Phase
 
@@ -75,12 +76,19 @@ class HostCandidates:
     """The kernels the host may run (ascending ``kernel``), each one's ``release`` (the
     kernel at whose start its inputs from the device are on a host tier; -1: none come from
     the device), ``seconds`` on the host, and ``waits``: per candidate, the operand tensors
-    some device kernel uses before it (those the release applies to)."""
+    some device kernel uses before it (those the release applies to); ``ready``: the kernel
+    after whose end it may start at the earliest
+    (:func:`~tmsim.plans.hostmem.ready_positions`), and ``tier_s`` [n, tiers]: the
+    device-seconds it costs each tier on the host (:func:`~tmsim.plans.hostmem.kernel_tier_s`),
+    which the host memory's floor counts (:mod:`~tmsim.planners.milp.formulation.host_memory`).
+    """
 
     kernel: IntArray
     release: IntArray
     seconds: FloatArray
     waits: tuple[tuple[int, ...], ...]
+    ready: IntArray
+    tier_s: FloatArray
 
     @property
     def count(self) -> int:
@@ -116,6 +124,7 @@ def find_candidates(cost: CostModel, window: int) -> HostCandidates | None:
 
     slowest = np.full(op_t.size, int(np.flatnonzero(host_reach(cost))[-1]), dtype=np.int64)
     chosen: dict[int, float] = {}
+    traffic: dict[int, tuple[FloatArray, FloatArray]] = {}  # bytes read, written per tier
     for k, kern in enumerate(graph.kernels):
         if kern.phase is not Phase.UPDATE:
             continue
@@ -129,6 +138,7 @@ def find_candidates(cost: CostModel, window: int) -> HostCandidates | None:
         seconds = float(times.time_s[0]) + times.launch_s
         if np.isfinite(seconds):
             chosen[k] = seconds
+            traffic[k] = (times.read_bytes[0], times.write_bytes[0])
     users: dict[int, list[int]] = {}
     for k in range(n_k):
         for t in operands(k):
@@ -156,11 +166,15 @@ def find_candidates(cost: CostModel, window: int) -> HostCandidates | None:
         waits.append(tuple(sorted(before)))
         last = max(before.values(), default=-1)
         release.append(min(last + max(window, 0) + 1, k) if last >= 0 else -1)
+    reads = np.array([traffic[k][0] for k in kernels.tolist()])
+    writes = np.array([traffic[k][1] for k in kernels.tolist()])
     return HostCandidates(
         kernels,
         np.array(release, dtype=np.int64),
         np.array([chosen[k] for k in kernels.tolist()]),
         tuple(waits),
+        ready_positions(cost, kernels.tolist()),
+        kernel_tier_s(cost, kernels.tolist(), reads, writes),
     )
 
 

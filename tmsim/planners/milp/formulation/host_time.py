@@ -27,6 +27,7 @@ class HostValues:
     f: FloatArray
     r: FloatArray
     t: float
+    s: tuple[FloatArray, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,9 @@ class HostTerms:
     candidate's edges; ``p``, ``f``, ``r`` and ``t`` (cvxpy variables): the device stream's
     time at the end of each kernel, the host stream's at the end of each candidate in host
     order (:attr:`order`; a candidate the device runs adds nothing), the refresh seconds of
-    the candidates before each (plan order; ``r[-1]`` all of them) and the step's time."""
+    the candidates before each (plan order; ``r[-1]`` all of them) and the step's time;
+    ``floor_at`` and ``s``: per tier the host reaches, the host memory's floor
+    (:mod:`~tmsim.planners.milp.formulation.host_memory`: its matrix and suffix variable)."""
 
     candidates: HostCandidates
     columns: IntArray
@@ -50,6 +53,8 @@ class HostTerms:
     f: cp.Variable
     r: cp.Variable
     t: cp.Variable
+    floor_at: tuple[sp.csr_matrix, ...] = ()
+    s: tuple[cp.Variable, ...] = ()
 
     @cached_property
     def order(self) -> IntArray:
@@ -97,6 +102,14 @@ class HostTerms:
                 # once the device reaches the candidate
                 self.t >= self._at @ self.p + self.r[m] - self.r[:m],
             ]
+        for at, s in zip(self.floor_at, self.s, strict=True):  # the host memory's floor
+            suffix = sp.csr_matrix(sp.eye(n_k + 1, n_k + 2) - sp.eye(n_k + 1, n_k + 2, k=1))
+            out += [
+                suffix @ s == at @ x,
+                s[n_k + 1] == 0,
+                self.t >= s[0],
+                self.t >= self.p - c + s[1 : n_k + 1],
+            ]
         return out
 
     @cached_property
@@ -124,7 +137,12 @@ class HostTerms:
         if self.refresh.nnz:
             m = self.candidates.count
             t = max(t, float(np.max(self._at @ p + r[m] - r[:m])))
-        return HostValues(p, f, r, t)
+        suffixes = []
+        for at in self.floor_at:
+            s = np.concatenate((np.cumsum((at @ x)[::-1])[::-1], [0.0]))
+            t = max(t, float(s[0]), float(np.max(p - c + s[1:-1], initial=0.0)))
+            suffixes.append(s)
+        return HostValues(p, f, r, t, tuple(suffixes))
 
     def on_host(self, x: npt.ArrayLike) -> IntArray:
         """The candidates ``x`` runs on the host, in the order the host runs them."""

@@ -130,7 +130,9 @@ class Model:
         xf = np.asarray(x, dtype=np.float64)
         v = self.host.values(self.complete(xf)[1], xf)
         h = self.host
-        return {h.p: v.p, h.f: v.f, h.r: v.r, h.t: np.asarray(v.t)}
+        out = {h.p: v.p, h.f: v.f, h.r: v.r, h.t: np.asarray(v.t)}
+        out.update(zip(h.s, v.s, strict=True))
+        return out
 
 
 def two_stream_bound_s(device_s: float, floor_s: np.ndarray, host_s: np.ndarray) -> float:

@@ -17,6 +17,14 @@ RINS neighbourhood of the chain's start leaving 90k of 175k free (the sub-MIP fo
 better than the start in 60 s); with this vertex (:data:`VERTEX_TOL` 0.1: 32k columns left,
 1.9 s, objective 0.26780 s against the LP's 0.26773 s), RINS left 12.6k free and found a plan
 0.59% above the LP's bound in 2.0 s. Fixing at 1e-3 left 70k columns, whose LP took 113 s.
+
+Once the step time also held the host memory's floor (a suffix of many small copy terms,
+:mod:`~tmsim.planners.milp.formulation.host_memory`), 0.1 fixed too much: on the H100
+(h100-host-nvme) the vertex's LP ended at 0.37642 s against the LP's 0.36474 s (each binary
+rounded to the start's value adds its share of the floor), and the sub-MIPs around it found
+0.37643 s, 3.1% above the bound at the 60 s cap. At 0.02 the vertex lies at the LP's optimum
+on both platforms, and RENS around it found plans within the gap at once: H100 0.36717 s
+(49.5 s into the chain), GH200 0.27200 s against 0.26991 s (54.7 s).
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ from tmsim.planners.milp.solver.neighbourhood import IntArray, fixed_bounds, res
 
 #: How far from the incumbent's 0 or 1 an interior point's binary may be and still be fixed
 #: there for the vertex's LP (module doc).
-VERTEX_TOL = 0.1
+VERTEX_TOL = 0.02
 
 
 def vertex_near(
