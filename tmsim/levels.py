@@ -1,7 +1,9 @@
 """Interference levels of the replay: how much of the machine's sharing it models.
 
 - ``none``: every kernel and copy at its own uncontended rate, the cost model's world (the
-  simulated step equals the plan's prediction);
+  simulated step equals the plan's prediction, but where the host memory's floor,
+  :mod:`tmsim.plans.hostmem`, holds a plan with host kernels above its two streams: a floor
+  of sharing, which this level leaves out);
 - ``bandwidth``: kernels and copies share tier device time, links and copy engines max-min
   fairly, with the tiers' read/write mix and write falloff (:mod:`tmsim.sim.fluid`);
 - ``controller``: ``bandwidth`` plus the platform's memory controller

@@ -32,7 +32,9 @@ runs as a flow; with a dedicated core every compute floor takes ``cores / (cores
 when the plan copies beside kernels). The level ``none`` runs the cost model's world: every kernel
 and copy at its own uncontended rate, and the asynchronous moves of one kernel one after another,
 whatever their engines (the cost model charges their sum). Then the simulated step time equals the
-plan's predicted time up to rounding, for any plan the planners make.
+plan's predicted time up to rounding, for any plan the planners make, except a plan with host
+kernels whose prediction the host memory's floor holds higher (:mod:`tmsim.plans.hostmem`): a
+floor of sharing, which this level leaves out.
 """
 
 from __future__ import annotations

@@ -51,10 +51,10 @@ from tmsim.planners.milp.formulation.host import (
     host_free,
     host_reach,
     link_rows,
-    refresh_matrix,
 )
 from tmsim.planners.milp.formulation.host_clash import clash_rows
 from tmsim.planners.milp.formulation.host_memory import floor_matrices
+from tmsim.planners.milp.formulation.host_refresh import refresh_matrix
 from tmsim.planners.milp.formulation.host_time import HostTerms, sync_at_kernels
 from tmsim.planners.milp.formulation.kernel_rows import (
     beside_costs,
@@ -302,7 +302,7 @@ def build_model(
     m_host = 0 if host_terms is None else host_terms.candidates.count
     n_floor = 0 if host_terms is None else len(host_terms.floor_at)
     n_host = 0 if host_terms is None else n_k + 2 * m_host + 2 + n_floor * (n_k + 2)
-    n_rows += 0 if host_terms is None else n_k + 2 + 6 * m_host + n_floor * (2 * n_k + 4)
+    n_rows += 0 if host_terms is None else n_k + 2 + 6 * m_host + n_floor * (2 * n_k + 3)
     return Model(
         problem=problem,
         x=x,

@@ -38,8 +38,10 @@ update kernel on the host). The rules, all linear in the binaries:
   :func:`~tmsim.planners.milp.formulation.host_time.refresh_position`), ``T >=`` the
   device's time at each candidate plus the refreshes of it and of every candidate after it
   (the link takes them one at a time, :mod:`tmsim.plans.streams`: these rows are lower
-  bounds on the plan's step, tight where the refreshes queue in plan order). The objective
-  is ``T`` instead of ``sum(c) + sync``, which it equals without host kernels
+  bounds on the plan's step, tight where the refreshes queue in plan order), and ``T`` is at
+  least the host memory's floor (:mod:`tmsim.plans.hostmem`, rows of
+  :mod:`~tmsim.planners.milp.formulation.host_memory`). The objective is ``T`` instead of
+  ``sum(c) + sync``, which it equals without host kernels
   (:mod:`~tmsim.planners.milp.formulation.host_time` writes these rows).
 
 A host kernel's seconds are its roofline on the host with every operand on the slowest tier
@@ -55,7 +57,6 @@ import numpy.typing as npt
 import scipy.sparse as sp
 
 from hwmodels.errors import HardwareModelError
-from hwmodels.timing import MoveMode
 from tmsim.cost import CostModel
 from tmsim.planners.milp.formulation.gadgets import Gadgets
 from tmsim.planners.milp.formulation.measured import MeasuredTerms
@@ -178,19 +179,6 @@ def find_candidates(cost: CostModel, window: int) -> HostCandidates | None:
     )
 
 
-def refresh_seconds(cost: CostModel, tensor: int, state: frozenset[int], reach: BoolArray) -> float:
-    """Seconds to copy ``tensor``, updated on the fastest tier of ``state`` the host reaches,
-    to every other tier of ``state`` (the copies taking turns); inf where a copy path is
-    missing."""
-    src = min(t for t in state if reach[t])
-    total = 0.0
-    for dst in sorted(state - {src}):
-        if not cost.has_path(src, dst):
-            return float("inf")
-        total += float(cost.move_s(src, dst, MoveMode.ASYNC)[tensor])
-    return total
-
-
 def link_rows(
     cost: CostModel,
     cat: Catalogue,
@@ -258,43 +246,6 @@ def link_rows(
     return sp.csr_matrix(sp.vstack(rows)), np.asarray(bounds)
 
 
-def refresh_matrix(
-    cost: CostModel,
-    cat: Catalogue,
-    gad: Gadgets,
-    var: Variables,
-    cand: HostCandidates,
-    reach: BoolArray,
-) -> tuple[sp.csr_matrix, BoolArray]:
-    """[n_candidates, n]: the refresh seconds of each candidate's several-tier during states
-    at its in-place updates, and the variables whose refresh cannot run (a copy path
-    missing: to be fixed at 0)."""
-    n = var.count
-    index = {int(k): i for i, k in enumerate(cand.kernel.tolist())}
-    forbidden = np.zeros(n, dtype=bool)
-    rows, cols, data = [], [], []
-    prefetch = cat.of_phase(True)
-    stays = [
-        int(e)
-        for e in prefetch
-        if cat.edge_kind[e] == Kind.STAY and len(cat.states[int(cat.edge_src[e])]) > 1
-    ]
-    for g in np.flatnonzero(gad.updates & np.isin(gad.kernel, cand.kernel)).tolist():
-        i, t = index[int(gad.kernel[g])], int(gad.tensor[g])
-        for e in stays:
-            v = int(var.edge_index[g, e])
-            if v < 0:
-                continue
-            seconds = refresh_seconds(cost, t, cat.states[int(cat.edge_src[e])], reach)
-            if np.isfinite(seconds):
-                rows.append(i)
-                cols.append(v)
-                data.append(seconds)
-            else:
-                forbidden[v] = True
-    return sp.csr_matrix((data, (rows, cols)), shape=(cand.count, n)), forbidden
-
-
 def host_free(
     rows: list[tuple[np.ndarray, sp.csr_matrix | None]],
     floor_s: np.ndarray,
@@ -345,6 +296,4 @@ __all__ = [
     "host_free",
     "host_reach",
     "link_rows",
-    "refresh_matrix",
-    "refresh_seconds",
 ]

@@ -11,8 +11,11 @@ starts kernel ``L`` (:class:`~tmsim.planners.milp.formulation.host_time.HostTerm
 
 hold the step to the floor at every ``L`` (``K + 2`` equalities and ``K + 1`` rows per tier;
 the suffix keeps each copy's binary in one row rather than in every row after it). At
-binary points they equal the plan's floor (:func:`~tmsim.plans.hostmem.plan_floor_s`) as
-the plan is timed.
+binary points of the synchronous formulations they equal the plan's floor
+(:func:`~tmsim.plans.hostmem.plan_floor_s`) as the plan is timed; in the asynchronous ones
+the model's device stream holds a host kernel's position for the copies beside it, which the
+timeline lets run on their own, so ``S_L`` after such a position may differ a little (1.3e-6
+relative in ``tests/test_hostmem.py``).
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ import scipy.sparse as sp
 from tmsim.cost import CostModel
 from tmsim.planners.milp.formulation.copies import Copies
 from tmsim.planners.milp.formulation.gadgets import Gadgets
-from tmsim.planners.milp.formulation.host import HostCandidates, host_access
+from tmsim.planners.milp.formulation.host import HostCandidates
+from tmsim.planners.milp.formulation.host_refresh import refreshes
 from tmsim.planners.milp.formulation.host_time import refresh_position
 from tmsim.planners.milp.formulation.network import Variables
-from tmsim.planners.milp.formulation.states import Catalogue, Kind
+from tmsim.planners.milp.formulation.states import Catalogue
 from tmsim.plans.hostmem import copy_tier_s, reached_tiers
 
 IntArray = npt.NDArray[np.int64]
@@ -46,7 +50,8 @@ def floor_matrices(
     """Per tier the host reaches, ``at`` [K + 1, n]: at row ``i``, the device-seconds on that
     tier of each binary counted from position ``i`` on (see the module documentation):
     candidate ``j`` (its binary ``columns[j]``) at ``ready_j + 1``, a copy at the position
-    it is issued at, a refresh of a host kernel at the position after it."""
+    it is issued at, a refresh of a host kernel at the position after it
+    (:func:`~tmsim.planners.milp.formulation.host.refreshes`, on its eviction edge)."""
     platform = cost.platform
     n_k, n = len(cost.graph.kernels), var.count
     tiers = reached_tiers(platform)
@@ -68,35 +73,27 @@ def floor_matrices(
         rows.append(np.asarray(copies.kernel[copying], dtype=np.int64))
         cols.append(copying)
         each.append(copy_tier_s(platform, nbytes, src, dst))
-    # refreshes: from the host's tier of a several-tier during state to its other tiers, at
-    # the position after the host kernel (refresh_matrix's edges)
-    access = host_access(cat.states, np.isin(np.arange(len(platform.tiers)), tiers))
-    stays = [
-        int(e)
-        for e in cat.of_phase(True)
-        if cat.edge_kind[e] == Kind.STAY and len(cat.states[int(cat.edge_src[e])]) > 1
-    ]
-    picked = np.flatnonzero(gad.updates & np.isin(gad.kernel, cand.kernel))
-    r_rows, r_cols, r_each = [], [], []
-    for g in picked.tolist():
-        for e in stays:
-            v = int(var.edge_index[g, e])
-            state = int(cat.edge_src[e])
-            tier = int(access[state])
-            if v < 0 or tier < 0:
-                continue
-            others = sorted(cat.states[state] - {tier})
-            size = np.full(len(others), sizes[int(gad.tensor[g])])
-            share = copy_tier_s(
-                platform, size, np.full(len(others), tier, dtype=np.int64), np.array(others)
+    # refreshes: from the tier the host updated to those the eviction edge keeps, at the
+    # position after the host kernel (what the readback issues)
+    reach = np.isin(np.arange(len(platform.tiers)), tiers)
+    made = refreshes(cat, gad, var, cand, reach)
+    if made:
+        each.append(
+            np.array(
+                [
+                    copy_tier_s(
+                        platform,
+                        np.full(len(r.targets), sizes[r.tensor]),
+                        np.full(len(r.targets), r.source, dtype=np.int64),
+                        np.asarray(r.targets, dtype=np.int64),
+                    ).sum(axis=0)
+                    for r in made
+                ]
             )
-            r_rows.append(min(refresh_position(int(gad.kernel[g])), n_k))
-            r_cols.append(v)
-            r_each.append(share.sum(axis=0))
-    if r_rows:
-        rows.append(np.asarray(r_rows, dtype=np.int64))
-        cols.append(np.asarray(r_cols, dtype=np.int64))
-        each.append(np.asarray(r_each, dtype=np.float64))
+        )
+        at = [min(refresh_position(int(cand.kernel[r.candidate])), n_k) for r in made]
+        rows.append(np.asarray(at, dtype=np.int64))
+        cols.append(np.asarray([r.column for r in made], dtype=np.int64))
     row, col = np.concatenate(rows), np.concatenate(cols)
     values = np.concatenate(each, axis=0)
     out = []

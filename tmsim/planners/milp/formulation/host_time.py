@@ -81,7 +81,8 @@ class HostTerms:
         return release, own, work
 
     def constraints(self, c: cp.Variable, x: cp.Variable) -> list[cp.Constraint]:
-        """The rows defining ``p`` and ``r`` and bounding ``f`` and ``t``."""
+        """The rows defining ``p``, ``r`` and the floor's suffixes ``s`` and bounding ``f``
+        and ``t``."""
         n_k, m = self.sync_at.shape[0], self.candidates.count
         step = sp.csr_matrix(sp.eye(n_k) - sp.eye(n_k, k=-1))
         release, _, work = self._picks
@@ -121,8 +122,8 @@ class HostTerms:
         return sp.csr_matrix((np.ones(m), (np.arange(m), cand.kernel)), shape=(m, n_k))
 
     def values(self, c: FloatArray, x: FloatArray) -> HostValues:
-        """``p``, ``f``, ``r`` and ``t`` at kernel costs ``c`` and binaries ``x`` (their least
-        values)."""
+        """``p``, ``f``, ``r``, ``t`` and the floor's suffixes ``s`` at kernel costs ``c`` and
+        binaries ``x`` (their least values)."""
         p = np.cumsum(c + self.sync_at @ x)
         release, _, work = self._picks
         start = release @ (p - c)

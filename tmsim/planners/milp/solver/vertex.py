@@ -22,9 +22,11 @@ Once the step time also held the host memory's floor (a suffix of many small cop
 :mod:`~tmsim.planners.milp.formulation.host_memory`), 0.1 fixed too much: on the H100
 (h100-host-nvme) the vertex's LP ended at 0.37642 s against the LP's 0.36474 s (each binary
 rounded to the start's value adds its share of the floor), and the sub-MIPs around it found
-0.37643 s, 3.1% above the bound at the 60 s cap. At 0.02 the vertex lies at the LP's optimum
+0.37643 s, 3.1% above the bound at the 60 s cap. At 0.02 the vertex lay at the LP's optimum
 on both platforms, and RENS around it found plans within the gap at once: H100 0.36717 s
-(49.5 s into the chain), GH200 0.27200 s against 0.26991 s (54.7 s).
+(49.5 s into the chain), GH200 0.27200 s against 0.26991 s (54.7 s; both measured before the
+refreshes were charged to the tiers an eviction keeps alone). The bench's rows since: H100
+async 0.3650 s at 0.08% in 41 s, GH200 0.2719 s at 0.75% in 50 s (``bench/README.md``).
 """
 
 from __future__ import annotations
