@@ -48,7 +48,10 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
+from typing import Any
+from unittest import mock
 
 import numpy as np
 import numpy.typing as npt
@@ -396,3 +399,21 @@ def check_against_search(graph: Graph, platform: str, share: float, formulation:
     plan = plan_milp(graph, plat, opts, formulation)
     assert plan.predicted_s == pytest.approx(best, rel=1e-6)
     assert plan.stats is not None and plan.stats.bound <= best * (1 + 1e-6)
+
+
+def check_path_to_optimum(
+    graph: Graph, formulation: str, limit_bytes: int, spy: mock.Mock, patches: Sequence[Any]
+) -> None:
+    """Assert that the MILP of ``formulation`` (window 1, gap 1e-9) plans ``graph`` on the
+    Optane preset at ``limit_bytes`` of the fastest tier in the exhaustive search's optimum
+    under ``patches`` (context managers, such as ``mock.patch`` of a path's switch), and that
+    it called ``spy`` (a wrapping mock the patches put on that path's function)."""
+    plat = load_preset("cascadelake-optane")
+    best = brute_force(CostModel(graph, plat), limit_bytes, formulation, window=1)
+    opts = PlanSettings(capacity=Capacity.of_bytes(limit_bytes), gap=1e-9, window=1)
+    with ExitStack() as stack:
+        for patch in patches:
+            stack.enter_context(patch)
+        plan = plan_milp(graph, plat, opts, formulation)
+    assert spy.call_count >= 1
+    assert plan.predicted_s == pytest.approx(best, rel=1e-6)

@@ -14,20 +14,15 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from milp_brute import brute_force, check_against_search
+from milp_brute import check_against_search, check_path_to_optimum
 from tiny_graphs import MB, tiny_graphs, tiny_step
 
 import tmsim.planners.milp.solver.driver as highs_module
-from hwmodels.presets import load_preset
-from tmsim.capacity import Capacity
-from tmsim.cost import CostModel
-from tmsim.planners.milp.chain.plan import plan_milp
 from tmsim.planners.milp.chain.solve import presolves_lp
 from tmsim.planners.milp.solver.compiled import compile_problem
 from tmsim.planners.milp.solver.driver import run_highs
 from tmsim.planners.milp.solver.instance import configured, run_model
 from tmsim.planners.milp.solver.presolved import presolved_relaxation
-from tmsim.planners.settings import PlanSettings
 from tmsim.workload.graph import Graph
 
 
@@ -141,17 +136,12 @@ def test_sync_solves_through_presolve_give_the_exhaustive_searchs_optimum(
 
 
 def test_a_sync_solve_where_moving_pays_takes_the_presolve_path_to_the_optimum() -> None:
-    graph, plat = tiny_step(), load_preset("cascadelake-optane")
-    best = brute_force(CostModel(graph, plat), 60 * MB, "sync", window=1)
-    opts = PlanSettings(capacity=Capacity.of_bytes(60 * MB), gap=1e-9, window=1)
     spy = mock.Mock(wraps=presolved_relaxation)
-    with (
+    patches = [
         mock.patch.object(highs_module, "PRESOLVE_MIN_COLUMNS", 0),
         mock.patch.object(highs_module, "presolved_relaxation", spy),
-    ):
-        plan = plan_milp(graph, plat, opts, "sync")
-    assert spy.call_count >= 1
-    assert plan.predicted_s == pytest.approx(best, rel=1e-6)
+    ]
+    check_path_to_optimum(tiny_step(), "sync", 60 * MB, spy, patches)
 
 
 def test_only_the_synchronous_formulations_presolve_their_lp() -> None:

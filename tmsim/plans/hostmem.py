@@ -21,7 +21,8 @@ outside the update phase that writes one of its operands (:func:`ready_positions
 cannot start before that kernel ends. A move issued at position ``k`` starts once the device
 stream has reached it, after kernel ``k - 1``. So everything counted starts at ``S_L`` or later and
 must pass through ``τ`` before the step ends. Each term is the flow's
-cost alone (the least the replay charges it: efficiency 1 for copies, nominal bandwidths), so
+cost alone (the least the replay charges it: a host kernel's roofline time per tier, a copy's
+bytes over nominal bandwidths at efficiency 1), so
 the floor is below the replay's step at its ``bandwidth`` level wherever no action starts
 earlier there than in the timeline. Sharing can reorder the copies queued on a path, so that
 one does: on ZeRO-Infinity's GPT-2 small step (two layers, h100-host-nvme) its first Adam
@@ -37,12 +38,12 @@ formulations (60 s; before the MILP knew this floor), predicted step before / wi
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from hwmodels.opclass import op_class
 from hwmodels.platform import Platform
 from tmsim.cost import CostModel, IndexMove
 from tmsim.workload.graph import Phase
@@ -57,20 +58,18 @@ def ready_positions(cost: CostModel, kernels: Sequence[int]) -> IntArray:
     kernel wrote (a gradient, copied to the host once made), so it starts after that kernel
     ends. A device kernel that only reads an operand (a weight) does not hold it back: the
     host updates its own copy."""
-    graph = cost.graph
+    outside = np.array([k.phase is not Phase.UPDATE for k in cost.graph.kernels], dtype=bool)
+    writes = (cost.op_write_bytes > 0) & outside[cost.op_kernel]
+    writers: dict[int, list[int]] = {}  # per tensor, its writers in plan order
+    for k, t in zip(cost.op_kernel[writes].tolist(), cost.op_tensor[writes].tolist(), strict=True):
+        writers.setdefault(t, []).append(k)
     out = np.full(len(kernels), -1, dtype=np.int64)
-    if not len(kernels):
-        return out
-    index = {t.name: i for i, t in enumerate(graph.tensors)}
-    writers: dict[int, list[int]] = {}
-    for k, kern in enumerate(graph.kernels):
-        if kern.phase is not Phase.UPDATE:
-            for name in {*kern.outputs, *kern.updates}:
-                writers.setdefault(index[name], []).append(k)
     for i, k in enumerate(int(k) for k in kernels):
-        kern = graph.kernels[k]
-        ops = {index[name] for name in (*kern.inputs, *kern.outputs, *kern.updates)}
-        out[i] = max((w for t in ops for w in writers.get(t, ()) if w < k), default=-1)
+        for t in cost.op_tensor[int(cost.op_ptr[k]) : int(cost.op_ptr[k + 1])].tolist():
+            before = writers.get(t, [])
+            j = bisect_left(before, k)
+            if j:
+                out[i] = max(out[i], before[j - 1])
     return out
 
 
@@ -79,26 +78,6 @@ def reached_tiers(platform: Platform) -> IntArray:
     if platform.host_compute is None:
         return np.zeros(0, dtype=np.int64)
     return np.flatnonzero(np.array(platform.host_kernel_tier_mask(), dtype=bool))
-
-
-def kernel_tier_s(
-    cost: CostModel, kernels: Sequence[int], read_bytes: FloatArray, write_bytes: FloatArray
-) -> FloatArray:
-    """[len(kernels), tiers]: the device-seconds host kernels ``kernels`` cost each tier
-    alone, from the bytes each reads and writes there [len(kernels), tiers]: nominal
-    bandwidths over the host compute's memory efficiency for the kernel's class."""
-    platform = cost.platform
-    host = platform.host_compute
-    n_t = len(platform.tiers)
-    if host is None or not len(kernels):
-        return np.zeros((len(kernels), n_t))
-    eff = np.array(
-        [host.compute.efficiency(op_class(cost.graph.kernels[int(k)].op)).memory for k in kernels]
-    )
-    read_bw = np.array([t.read_bw_bytes_per_s for t in platform.tiers], dtype=np.float64)
-    write_bw = np.array([t.write_bw_bytes_per_s for t in platform.tiers], dtype=np.float64)
-    each = np.asarray(read_bytes) / read_bw + np.asarray(write_bytes) / write_bw
-    return np.asarray(each / eff[:, None], dtype=np.float64)
 
 
 def copy_tier_s(platform: Platform, nbytes: FloatArray, src: IntArray, dst: IntArray) -> FloatArray:
@@ -140,21 +119,21 @@ def floor_s(
 def plan_floor_s(
     cost: CostModel,
     host_order: Sequence[int],
-    read_bytes: FloatArray,
-    write_bytes: FloatArray,
+    host_tier_s: FloatArray,
     moves: Sequence[IndexMove],
     kernel_start_s: FloatArray,
 ) -> float:
-    """The floor of a plan whose host runs ``host_order`` (reading and writing the bytes given
-    per tier [len(host_order), tiers]), issuing ``moves``, with the device stream starting each
-    kernel at ``kernel_start_s``: the largest over the tiers the host reaches (0 with none)."""
+    """The floor of a plan whose host runs ``host_order`` (costing each tier the device-seconds
+    ``host_tier_s`` [len(host_order), tiers], :attr:`~tmsim.plans.streams.HostTimes.tier_s`),
+    issuing ``moves``, with the device stream starting each kernel at ``kernel_start_s``: the
+    largest over the tiers the host reaches (0 with none)."""
     platform = cost.platform
     n_k = len(cost.graph.kernels)
     tiers = reached_tiers(platform)
     if not tiers.size or not len(host_order):
         return 0.0
     ready = ready_positions(cost, host_order)
-    on_host = kernel_tier_s(cost, host_order, read_bytes, write_bytes)
+    on_host = np.asarray(host_tier_s, dtype=np.float64)
     sizes = cost.graph.sizes_bytes
     if moves:
         nbytes = np.array([sizes[m.tensor] for m in moves], dtype=np.float64)
@@ -173,7 +152,6 @@ def plan_floor_s(
 __all__ = [
     "copy_tier_s",
     "floor_s",
-    "kernel_tier_s",
     "plan_floor_s",
     "reached_tiers",
     "ready_positions",

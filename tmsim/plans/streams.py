@@ -70,7 +70,9 @@ class StreamDeadlock(TmsimError):
 class HostTimes:
     """Kernels on the host compute (:func:`host_times`), indexed like ``kernels``: ``time_s``
     (``inf`` where an operand is on a tier the host does not reach), ``compute_s``,
-    ``memory_s``, and the bytes each reads and writes per tier [n, tiers]."""
+    ``memory_s``, the bytes each reads and writes per tier [n, tiers], and ``tier_s`` [n,
+    tiers]: the device-seconds each costs a tier alone (the roofline's, which the replay
+    charges a flow alone there)."""
 
     kernels: tuple[int, ...]
     time_s: FloatArray
@@ -79,6 +81,7 @@ class HostTimes:
     read_bytes: FloatArray
     write_bytes: FloatArray
     launch_s: float
+    tier_s: FloatArray
 
 
 def host_times(cost: CostModel, kernels: Sequence[int], op_tiers: npt.ArrayLike) -> HostTimes:
@@ -111,7 +114,14 @@ def host_times(cost: CostModel, kernels: Sequence[int], op_tiers: npt.ArrayLike)
     )
     time_s = np.where(bad, np.inf, times.time_s)
     return HostTimes(
-        ks, time_s, times.compute_s, times.memory_s, reads, writes, float(times.launch_s)
+        ks,
+        time_s,
+        times.compute_s,
+        times.memory_s,
+        reads,
+        writes,
+        float(times.launch_s),
+        np.asarray(times.memory_by_tier_s, dtype=np.float64),
     )
 
 
@@ -293,9 +303,7 @@ def plan_step_time_s(
         servers,
     )
     # the host memory's floor (tmsim.plans.hostmem): the step waits past its last position
-    floor = plan_floor_s(
-        cost, order, on_host.read_bytes, on_host.write_bytes, move_list, line.kernel_start_s
-    )
+    floor = plan_floor_s(cost, order, on_host.tier_s, move_list, line.kernel_start_s)
     per = line.per_kernel_s.copy()
     per[-1] += max(floor - line.total_s, 0.0)
     return max(line.total_s, floor), per

@@ -64,7 +64,7 @@ from tmsim.planners.milp.formulation.measured import MeasuredTerms
 from tmsim.planners.milp.formulation.network import Variables
 from tmsim.planners.milp.formulation.segments import Segments
 from tmsim.planners.milp.formulation.states import Catalogue, Kind
-from tmsim.plans.hostmem import kernel_tier_s, ready_positions
+from tmsim.plans.hostmem import ready_positions
 from tmsim.plans.streams import host_times
 from tmsim.workload.graph import Phase
 
@@ -81,7 +81,7 @@ class HostCandidates:
     some device kernel uses before it (those the release applies to); ``ready``: the kernel
     after whose end it may start at the earliest
     (:func:`~tmsim.plans.hostmem.ready_positions`), and ``tier_s`` [n, tiers]: the
-    device-seconds it costs each tier on the host (:func:`~tmsim.plans.hostmem.kernel_tier_s`),
+    device-seconds it costs each tier on the host (:attr:`~tmsim.plans.streams.HostTimes.tier_s`),
     which the host memory's floor counts (:mod:`~tmsim.planners.milp.formulation.host_memory`).
     """
 
@@ -126,7 +126,7 @@ def find_candidates(cost: CostModel, window: int) -> HostCandidates | None:
 
     slowest = np.full(op_t.size, int(np.flatnonzero(host_reach(cost))[-1]), dtype=np.int64)
     chosen: dict[int, float] = {}
-    traffic: dict[int, tuple[FloatArray, FloatArray]] = {}  # bytes read, written per tier
+    tier_s: dict[int, FloatArray] = {}  # device-seconds on each tier
     for k, kern in enumerate(graph.kernels):
         if kern.phase is not Phase.UPDATE:
             continue
@@ -140,7 +140,7 @@ def find_candidates(cost: CostModel, window: int) -> HostCandidates | None:
         seconds = float(times.time_s[0])  # the roofline holds the launch
         if np.isfinite(seconds):
             chosen[k] = seconds
-            traffic[k] = (times.read_bytes[0], times.write_bytes[0])
+            tier_s[k] = times.tier_s[0]
     users: dict[int, list[int]] = {}
     for k in range(n_k):
         for t in operands(k):
@@ -168,15 +168,13 @@ def find_candidates(cost: CostModel, window: int) -> HostCandidates | None:
         waits.append(tuple(sorted(before)))
         last = max(before.values(), default=-1)
         release.append(min(last + max(window, 0) + 1, k) if last >= 0 else -1)
-    reads = np.array([traffic[k][0] for k in kernels.tolist()])
-    writes = np.array([traffic[k][1] for k in kernels.tolist()])
     return HostCandidates(
         kernels,
         np.array(release, dtype=np.int64),
         np.array([chosen[k] for k in kernels.tolist()]),
         tuple(waits),
         ready_positions(cost, kernels.tolist()),
-        kernel_tier_s(cost, kernels.tolist(), reads, writes),
+        np.array([tier_s[k] for k in kernels.tolist()]),
     )
 
 

@@ -27,7 +27,7 @@ import scipy.sparse as sp
 from tmsim.cost import CostModel
 from tmsim.planners.milp.formulation.copies import Copies
 from tmsim.planners.milp.formulation.gadgets import Gadgets
-from tmsim.planners.milp.formulation.host import HostCandidates
+from tmsim.planners.milp.formulation.host import HostCandidates, host_reach
 from tmsim.planners.milp.formulation.host_refresh import refreshes
 from tmsim.planners.milp.formulation.host_time import refresh_position
 from tmsim.planners.milp.formulation.network import Variables
@@ -75,8 +75,7 @@ def floor_matrices(
         each.append(copy_tier_s(platform, nbytes, src, dst))
     # refreshes: from the tier the host updated to those the eviction edge keeps, at the
     # position after the host kernel (what the readback issues)
-    reach = np.isin(np.arange(len(platform.tiers)), tiers)
-    made = refreshes(cat, gad, var, cand, reach)
+    made = refreshes(cat, gad, var, cand, host_reach(cost))
     if made:
         each.append(
             np.array(
