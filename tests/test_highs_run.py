@@ -21,7 +21,7 @@ from tmsim.errors import TmsimError
 from tmsim.planners.milp.formulation.build import build_model
 from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.milp.solver.driver import run_highs
-from tmsim.planners.milp.solver.outcome import NODE_LIMIT, TIME_LIMIT, status_of
+from tmsim.planners.milp.solver.outcome import CUT_OFF, NODE_LIMIT, TIME_LIMIT, status_of
 from tmsim.workload.graph import Graph
 
 
@@ -507,6 +507,7 @@ def test_phase_4_runs_without_highs_own_searches_near_the_bound_and_the_caller_w
     where it is farther (every point above the bound in the second). The knapsack's optimum
     is an integer of four digits, so both gaps prove it."""
     import tmsim.planners.milp.solver.driver as highs_module
+    import tmsim.planners.milp.solver.first_lp as first_lp_module
     import tmsim.planners.milp.solver.neighbourhood as neighbourhood_module
     from tmsim.planners.milp.solver.phases import AFTER_NEIGHBOURHOODS
 
@@ -526,6 +527,7 @@ def test_phase_4_runs_without_highs_own_searches_near_the_bound_and_the_caller_w
         return real(highspy, lp, options, *args, **kw)
 
     monkeypatch.setattr(highs_module, "run_model", spy)
+    monkeypatch.setattr(first_lp_module, "run_model", spy)  # the LP first
     monkeypatch.setattr(neighbourhood_module, "run_model", spy)  # RENS's and RINS's sub-MIPs
     exact = run_highs(problem, {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0}, False)
     assert len(seen) == 1 and not seen[0][0]  # no LP first: HiGHS's defaults
@@ -560,3 +562,29 @@ def test_vgg19_b8_async_at_1_to_1_finds_a_point_its_bound_proves() -> None:
     assert plan.stats is not None
     assert plan.stats.status == "optimal" and plan.stats.gap <= 0.01
     assert plan.predicted_s < 0.6182
+
+
+@pytest.mark.parametrize("maximise", [False, True])
+def test_a_held_point_the_lp_proves_within_the_gap_ends_the_solve(maximise: bool) -> None:
+    """``held``: a point the caller holds outside the start; once the LP's bound shows it within
+    the gap the solve stops (cut off, that bound) and leaves its variables unset; a held point
+    the LP cannot prove runs the solve to its own point."""
+    rng = np.random.default_rng(3)
+    weights = rng.integers(10, 60, 60)
+    values = weights + rng.integers(0, 9, 60)
+    x = cp.Variable(60, boolean=True)
+    sign = 1.0 if maximise else -1.0
+    objective = (cp.Maximize if maximise else cp.Minimize)(sign * (values @ x) + 7)
+    problem = cp.Problem(objective, [weights @ x <= int(0.4 * weights.sum())])
+    exact = run_highs(problem, {"mip_rel_gap": 0.0, "mip_abs_gap": 0.0}, False)
+    x.value = None
+    options = {"mip_rel_gap": 0.05}
+    cut = run_highs(problem, options, False, None, 10**6, held=exact.objective)
+    assert cut.status == CUT_OFF and not cut.solved and x.value is None
+    assert sign * (cut.bound - exact.objective) >= -1e-9  # a valid bound of the optimum
+    assert abs(exact.objective - cut.bound) <= 0.05 * abs(exact.objective) + 1e-9
+    empty = 7.0  # nothing picked: far from the bound in either sense
+    own = run_highs(problem, options, False, None, 10**6, held=empty)
+    assert own.status == cp.OPTIMAL and own.solved
+    assert sign * (own.objective - empty) > 0  # its own point, better than the held one
+    assert abs(own.objective - own.bound) <= 0.05 * abs(own.objective) + 1e-9

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from milp_brute import check_against_search, check_path_to_optimum
 from tiny_graphs import MB, tiny_graphs, tiny_step
 
-import tmsim.planners.milp.solver.driver as highs_module
+import tmsim.planners.milp.solver.first_lp as first_lp_module
 from tmsim.planners.milp.chain.solve import presolves_lp
 from tmsim.planners.milp.solver.compiled import compile_problem
 from tmsim.planners.milp.solver.driver import run_highs
@@ -116,7 +116,7 @@ def test_a_problem_presolve_proves_infeasible_says_so() -> None:
     problem = cp.Problem(cp.Minimize(cp.sum(x)), [cp.sum(x) >= 4])
     out, _ = _relaxed(problem)
     assert out is not None and out.status == "kInfeasible" and out.point is None
-    with mock.patch.object(highs_module, "PRESOLVE_MIN_COLUMNS", 0):
+    with mock.patch.object(first_lp_module, "PRESOLVE_MIN_COLUMNS", 0):
         outcome = run_highs(problem, {}, False, lp_iterations=10**6, lp_presolve=True)
     assert outcome.status == cp.INFEASIBLE and not outcome.solved and x.value is None
 
@@ -129,7 +129,7 @@ def test_sync_solves_through_presolve_give_the_exhaustive_searchs_optimum(
 ) -> None:
     # interior: the reduced problem's LP by interior point, its point mapped back by postsolve
     with (
-        mock.patch.object(highs_module, "PRESOLVE_MIN_COLUMNS", 0),
+        mock.patch.object(first_lp_module, "PRESOLVE_MIN_COLUMNS", 0),
         mock.patch("tmsim.planners.milp.chain.solve.lp_by_interior_point", return_value=interior),
     ):
         check_against_search(graph, platform, share, "sync")
@@ -138,8 +138,8 @@ def test_sync_solves_through_presolve_give_the_exhaustive_searchs_optimum(
 def test_a_sync_solve_where_moving_pays_takes_the_presolve_path_to_the_optimum() -> None:
     spy = mock.Mock(wraps=presolved_relaxation)
     patches = [
-        mock.patch.object(highs_module, "PRESOLVE_MIN_COLUMNS", 0),
-        mock.patch.object(highs_module, "presolved_relaxation", spy),
+        mock.patch.object(first_lp_module, "PRESOLVE_MIN_COLUMNS", 0),
+        mock.patch.object(first_lp_module, "presolved_relaxation", spy),
     ]
     check_path_to_optimum(tiny_step(), "sync", 60 * MB, spy, patches)
 

@@ -210,7 +210,7 @@ def test_making_highs_instances_on_two_threads_leaves_stdout_where_it_was() -> N
 
     import highspy
 
-    from tmsim.planners.milp.solver.compiled import new_highs
+    from tmsim.planners.milp.solver.instance import new_highs
 
     before = os.fstat(1)
 

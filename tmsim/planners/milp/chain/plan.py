@@ -20,6 +20,8 @@ from dataclasses import replace
 from hwmodels.platform import Platform
 from tmsim.cost import BesideCosts
 from tmsim.errors import TmsimError
+from tmsim.planners.milp.chain.ahead import Ahead
+from tmsim.planners.milp.chain.nesting import chain_of
 from tmsim.planners.milp.chain.preflight import first_memo, formulation_of, setup
 from tmsim.planners.milp.chain.rounds import solved_formulation
 from tmsim.planners.milp.chain.schedule import CHAIN_WORKERS, Memo, solve_chains
@@ -114,7 +116,9 @@ def plan_milp_at_depth(
     if isinstance(known, TmsimError):
         raise known  # before the cost model is built: nothing to plan
     cost = cost_model(graph, platform, opts.profile)
-    solved = solved_formulation(cost, opts, top, limit, gpu, deadline, memo)
+    with Ahead(cost, opts, limit, deadline) as ahead:
+        ahead.start(f for f in chain_of(top) if f not in memo)
+        solved = solved_formulation(cost, opts, top, limit, gpu, deadline, memo, ahead=ahead)
     plan = solved.plan
     if opts.lp_bound and plan.stats is not None:
         relaxed = build_model(
@@ -218,15 +222,19 @@ def _chain(
     memo = first_memo(graph, limit, gpu, platform, tops)
     cost = cost_model(graph, platform, opts.profile)
 
-    def task(f: Formulation, ends: float | None, seen: Memo) -> None:
-        with contextlib.suppress(TmsimError):  # an error is recorded in seen
-            solved_formulation(cost, opts, f, limit, gpu, ends, seen, beside)
-
     def done(f: Formulation, v: Solved | TmsimError) -> None:
         if solved is not None:
             solved(f, v if isinstance(v, TmsimError) else v.plan)
 
-    solve_chains(tops, memo, task, deadline, opts.time_limit_s, workers, done)
+    with Ahead(cost, opts, limit, deadline) as ahead:
+        # the first top's formulations: those of later tops have later deadlines
+        ahead.start(f for f in chain_of(tops[0]) if f not in memo)
+
+        def task(f: Formulation, ends: float | None, seen: Memo) -> None:
+            with contextlib.suppress(TmsimError):  # an error is recorded in seen
+                solved_formulation(cost, opts, f, limit, gpu, ends, seen, beside, ahead)
+
+        solve_chains(tops, memo, task, deadline, opts.time_limit_s, workers, done)
     return {f: (v if isinstance(v, TmsimError) else v.plan) for f, v in memo.items()}
 
 

@@ -9,7 +9,11 @@ also takes back the few millionths of the limit the solver's tolerance lets a ro
 overshoot). A later round's plan is measured against the first round's bound, raised where it
 must be by :mod:`~tmsim.planners.milp.chain.rebound`; where the smaller formulation's plan or
 a heuristic's beats what the loop ends with, that plan is returned under this formulation's
-name (a fallback, its own solve's end in its status).
+name (a fallback, its own solve's end in its status). A plan of a formulation it contains but
+cannot start from (async's, for async-rc) that the first round's LP proves within the gap
+ends the solve there (``held``: status ``optimal (within the gap of its LP bound: ...)``).
+The first round takes its model and LP from :mod:`~tmsim.planners.milp.chain.ahead` where
+they were made there.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import numpy as np
 from tmsim.cost import BesideCosts, CostModel
 from tmsim.errors import NoPlanError, TmsimError
 from tmsim.layout.fast_tier import laid_out_overflow_bytes, resident_bytes, resident_overflow_bytes
+from tmsim.planners.milp.chain.ahead import Ahead
 from tmsim.planners.milp.chain.gpu import offload_plan_start
 from tmsim.planners.milp.chain.handover import lifted_start, lowered_start, retire_extended
 from tmsim.planners.milp.chain.nesting import (
@@ -64,10 +69,13 @@ def solved_formulation(
     deadline: float | None,
     memo: dict[Formulation, Solved | TmsimError],
     beside: BesideCosts | Callable[[], BesideCosts] | None = None,
+    ahead: Ahead | None = None,
 ) -> Solved:
     """Solve ``formulation`` with AutoTM's layout loop, warm-started from the formulation it
     contains (solved first, the same way). ``memo`` holds what each formulation already gave
-    (its solution or its error) and receives this one's.
+    (its solution or its error) and receives this one's; ``ahead``: where it holds this
+    formulation's first-round model and LP (:mod:`~tmsim.planners.milp.chain.ahead`), the
+    first round takes them from there.
 
     That smaller solution is also a solution of ``formulation``; when it is better than what
     the loop ends with (the loop lowers limits where layouts overflow, and a time limit can
@@ -81,7 +89,9 @@ def solved_formulation(
     if known is not None:
         return known
     try:
-        solved = _solve_formulation(cost, opts, formulation, limit, gpu, deadline, memo, beside)
+        solved = _solve_formulation(
+            cost, opts, formulation, limit, gpu, deadline, memo, beside, ahead
+        )
     except TmsimError as exc:
         memo[formulation] = exc
         raise
@@ -98,14 +108,15 @@ def _solve_formulation(
     deadline: float | None,
     memo: dict[Formulation, Solved | TmsimError],
     measured: BesideCosts | Callable[[], BesideCosts] | None = None,
+    ahead: Ahead | None = None,
 ) -> Solved:
-    """:func:`_plan` without the memo lookup (``measured``: its ``beside``)."""
+    """:func:`solved_formulation` without the memo lookup (``measured``: its ``beside``)."""
     smaller: list[Solved] = []
     if opts.warm_start:
         for f in CONTAINS.get(formulation, ()):
             with contextlib.suppress(TmsimError):  # e.g. nothing fits statically on a GPU
                 smaller.append(
-                    solved_formulation(cost, opts, f, limit, gpu, deadline, memo, measured)
+                    solved_formulation(cost, opts, f, limit, gpu, deadline, memo, measured, ahead)
                 )
     # the best plan this formulation contains, and the best it can start from
     base = min(smaller, key=lambda s: s.plan.predicted_s, default=None)
@@ -135,6 +146,13 @@ def _solve_formulation(
     if base is not None and not base.lifts:
         outside_s.append(base.plan.predicted_s)
     cutoff = cutoff_s(formulation, opts, outside_s)
+    # the best plan of a formulation this one contains but cannot start from (async's, for
+    # async-rc): a point of this model whose objective the first round's LP may prove within
+    # the gap, which then ends the solve (its plan is returned, with that bound)
+    held_s = None
+    if base is not None and base.lifts and base is not start_from and base.plan.stats:
+        held_s = base.plan.stats.objective
+    held_bound: float | None = None  # the LP's bound, where it proved ``held_s`` so
     build_total += time.perf_counter() - started
     limits = np.full(len(cost.graph.kernels), limit, dtype=np.int64)
     overflowed = False  # whether a round's plan did not lay out
@@ -150,18 +168,24 @@ def _solve_formulation(
     # the first
     first: FirstRound | None = None
     for rounds in range(1, opts.max_rounds + 1):
+        # the first round's model and LP, where they were made ahead (the wait is not work)
+        made = ahead.take(formulation) if ahead is not None and rounds == 1 else None
         started = time.perf_counter()
-        model = build_model(
-            cost,
-            opts.window,
-            formulation,
-            limits,
-            relax=False,
-            beside=beside,
-            depth=opts.recompute_depth,
-            energy_weight_s_per_j=opts.energy_weight_s_per_j,
-            host_kernels=opts.host_kernels,
-        )
+        if made is not None:
+            model = made.model
+            build_total, solve_total = build_total + made.build_s, solve_total + made.solve_s
+        else:
+            model = build_model(
+                cost,
+                opts.window,
+                formulation,
+                limits,
+                relax=False,
+                beside=beside,
+                depth=opts.recompute_depth,
+                energy_weight_s_per_j=opts.energy_weight_s_per_j,
+                host_kernels=opts.host_kernels,
+            )
         build_total += time.perf_counter() - started
         if start_from is not None:
             started = time.perf_counter()
@@ -189,7 +213,17 @@ def _solve_formulation(
             # aim at a point within the gap of that bound (GPU ResNet-200 b64 async, window 3:
             # 1.2604 s at 1.02% in 141 s with a raise, then 1.2546 s at 0.62% in 9-10 s)
             outcome = solve_within(
-                model, opts, formulation, limits, deadline, start, basis, bound_of(first), cutoff
+                model,
+                opts,
+                formulation,
+                limits,
+                deadline,
+                start,
+                basis,
+                bound_of(first),
+                cutoff,
+                None if made is None else made.prepared,
+                held_s if first is None else None,
             )
         except SolveStopped as exc:
             stopped = exc  # without a solution of its own: its start is the plan, if any
@@ -202,6 +236,8 @@ def _solve_formulation(
         seconds = (build_total, solve_total)
         own = outcome.status
         if own == CUT_OFF:
+            if first is None and held_s is not None and cutoff is None:
+                held_bound = outcome.bound  # base's plan within the gap of this bound
             break  # nor does a later round's plan (under lower limits) beat that plan
         basis = outcome.lp_basis or basis
         if stopped is None:
@@ -261,16 +297,19 @@ def _solve_formulation(
     if base is not None and (result is None or base.plan.predicted_s < result.plan.predicted_s):
         assert base.plan.stats is not None
         status = f"fallback to {base.plan.planner} ({base.plan.stats.status}); own solve: {own}"
+        if held_bound is not None:  # proven within the gap, as the at-floor case above
+            status = f"optimal (within the gap of its LP bound: {base.plan.planner}'s plan)"
         seconds = (build_total, solve_total)
         # a heuristic's plan may lie outside this formulation's space, below its bound: its
         # gap is against the kernel-time bound, which holds for every plan
+        own_bound = held_bound if first is None else bound_of(first)
         return relabel(
             base,
             opts,
             formulation,
             seconds,
             status,
-            bound_of(first) if base.lifts else None,
+            own_bound if base.lifts else None,
             stop_of(own),
         )
     if result is not None:

@@ -20,6 +20,7 @@ from tmsim.errors import InfeasibleError, TmsimError
 from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.milp.formulation.model import Model
 from tmsim.planners.milp.solver.driver import run_highs
+from tmsim.planners.milp.solver.first_lp import Prepared
 from tmsim.planners.milp.solver.outcome import CUT_OFF, NODE_LIMIT, TIME_LIMIT, LpBasis, Outcome
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import stop_of
@@ -79,6 +80,8 @@ def solve(
     reached: float | None = None,
     cutoff: float | None = None,
     lp_interior: bool = False,
+    prepared: Prepared | None = None,
+    held: float | None = None,
 ) -> Outcome:
     """Solve ``model.problem`` in place (its variables hold the solution), from incumbent
     ``start`` when the solver is HiGHS, and say how it ended.
@@ -86,8 +89,8 @@ def solve(
     ``options`` are :func:`solver_options`'. With a ``deadline`` (a ``time.perf_counter()``
     reading) HiGHS gets what is left of it once cvxpy has compiled the problem (seconds on a
     million variables) as its time limit; ``lp_iterations``, ``lp_basis`` and
-    ``known_bound``, ``lp_from_zero``, ``lp_presolve``, ``reached``, ``cutoff`` and
-    ``lp_interior`` are
+    ``known_bound``, ``lp_from_zero``, ``lp_presolve``, ``reached``, ``cutoff``,
+    ``lp_interior``, ``prepared`` and ``held`` are
     :func:`~tmsim.planners.milp.solver.driver.run_highs`' (HiGHS only). A
     warm-started solve HiGHS calls optimal whose solution is not within the gap of its
     bound is not trusted (HiGHS 1.16 can score a start wrongly in its presolved space and
@@ -107,7 +110,7 @@ def solve(
     problem = model.problem
     outcome = run_highs(
         problem,
-        _until(options, deadline),
+        until_deadline(options, deadline),
         verbose,
         values,
         lp_iterations,
@@ -118,13 +121,15 @@ def solve(
         reached,
         cutoff,
         lp_interior,
+        prepared,
+        held,
     )
     gap = float(options.get("mip_rel_gap", 0.0))
     if start is not None and outcome.status == cp.OPTIMAL and not _gap_holds(outcome, gap):
         basis = outcome.lp_basis or lp_basis
         outcome = run_highs(
             problem,
-            _until(options, deadline),
+            until_deadline(options, deadline),
             verbose,
             None,
             lp_iterations,
@@ -135,6 +140,8 @@ def solve(
             reached,
             cutoff,
             lp_interior,
+            prepared,
+            held,
         )
     return outcome
 
@@ -187,7 +194,7 @@ def _solve_cvxpy(
 MIN_TIME_LIMIT_S = 1e-3
 
 
-def _until(options: dict[str, Any], deadline: float | None) -> dict[str, Any]:
+def until_deadline(options: dict[str, Any], deadline: float | None) -> dict[str, Any]:
     """``options`` with HiGHS's time limit set to what is left until ``deadline``."""
     if deadline is None:
         return options
@@ -222,12 +229,18 @@ def solve_within(
     lp_basis: LpBasis | None = None,
     known_bound: float | None = None,
     cutoff_s: float | None = None,
+    prepared: Prepared | None = None,
+    held_s: float | None = None,
 ) -> Outcome:
     """Solve ``model`` in place from ``start`` with ``opts``, within what is left until
     ``deadline`` (a ``time.perf_counter()`` reading, None for none), and say how it ended;
     ``lp_basis``: an earlier round's, ``known_bound``: a bound of its optimum proven before,
     ``cutoff_s``: the step time of a plan outside the model, where the solve may stop with
-    status :data:`~tmsim.planners.milp.solver.outcome.CUT_OFF` (:func:`solve`'s ``cutoff``).
+    status :data:`~tmsim.planners.milp.solver.outcome.CUT_OFF` (:func:`solve`'s ``cutoff``),
+    ``prepared``: ``model`` compiled and its LP first solved ahead
+    (:mod:`~tmsim.planners.milp.chain.ahead`), ``held_s``: the objective of a plan of a
+    formulation the model contains, which the solve's LP may prove within the gap (status
+    :data:`~tmsim.planners.milp.solver.outcome.CUT_OFF`: :func:`solve`'s ``held``).
 
     Returns the outcome where it has a solution or was cut off (with or without one).
     Raises :class:`InfeasibleError` if the solver proves there is no plan (``limits``: the
@@ -256,6 +269,8 @@ def solve_within(
         presolves_lp(formulation),
         cutoff=cutoff_s,
         lp_interior=lp_by_interior_point(model),
+        prepared=prepared,
+        held=held_s,
     )
     if outcome.solved or outcome.status == CUT_OFF:
         return outcome

@@ -15,9 +15,6 @@ solve does (the public setter rejects values of an empty boolean variable in cvx
 from __future__ import annotations
 
 import hashlib
-import os
-import sys
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -173,31 +170,3 @@ def _lp(
             kinds[i] = highspy.HighsVarType.kInteger
         lp.integrality_ = kinds
     return lp
-
-
-#: Held while the process's standard output points at the null device (:func:`new_highs`):
-#: two threads that each saved and restored it without it could leave it pointing there.
-_STDOUT_SWAP = threading.Lock()
-
-
-def new_highs(highspy: Any, verbose: bool) -> Any:
-    """A fresh ``highspy.Highs`` with its log on stdout only when ``verbose``. HiGHS prints
-    its banner from C++ as the first instance is made, before any option can turn it off, so
-    without ``verbose`` the process's standard output is pointed at the null device while the
-    instance is made (output a caller prints, such as ``--json``, stays clean), one thread at
-    a time (what another thread writes to it in that instant is lost)."""
-    if verbose:
-        highs = highspy.Highs()
-    else:
-        with _STDOUT_SWAP:
-            sys.stdout.flush()
-            saved = os.dup(1)
-            try:
-                with open(os.devnull, "w", encoding="utf-8") as null:
-                    os.dup2(null.fileno(), 1)
-                    highs = highspy.Highs()
-            finally:
-                os.dup2(saved, 1)
-                os.close(saved)
-    highs.setOptionValue("output_flag", bool(verbose))
-    return highs

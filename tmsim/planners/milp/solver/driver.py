@@ -29,8 +29,8 @@ from tmsim.planners.milp.solver.compiled import (
     write_values,
 )
 from tmsim.planners.milp.solver.feasibility import first_point
+from tmsim.planners.milp.solver.first_lp import Prepared, first_relaxation
 from tmsim.planners.milp.solver.instance import (
-    configured,
     lost_its_point,
     run_model,
     solution_value,
@@ -45,13 +45,10 @@ from tmsim.planners.milp.solver.outcome import (
 )
 from tmsim.planners.milp.solver.phases import (
     AFTER_NEIGHBOURHOODS,
-    LP_FIRST_MAX_COLUMNS,
     NEAR_GAPS,
-    PRESOLVE_MIN_COLUMNS,
     RINS_GAP_SHARE,
     RINS_ROUNDS,
 )
-from tmsim.planners.milp.solver.presolved import Relaxed, presolved_relaxation, relaxation_of
 from tmsim.planners.milp.solver.vertex import vertex_near
 
 
@@ -68,6 +65,8 @@ def run_highs(
     reached: float | None = None,
     cutoff: float | None = None,
     lp_interior: bool = False,
+    prepared: Prepared | None = None,
+    held: float | None = None,
 ) -> Outcome:
     """Solve the linear (mixed-integer) ``problem`` with HiGHS and write its solution into
     the problem's variables (left unset without one).
@@ -77,14 +76,15 @@ def run_highs(
     ``time_limit`` covers them all); ``start`` maps variables to values of a feasible point,
     handed to HiGHS as its first incumbent (variables it does not name start at 0).
 
-    With ``lp_iterations``, a mixed-integer problem of at most :data:`LP_FIRST_MAX_COLUMNS`
-    columns is solved in up to four phases (a larger one goes to phase 4 at once):
+    With ``lp_iterations``, a mixed-integer problem of at most
+    :data:`~tmsim.planners.milp.solver.phases.LP_FIRST_MAX_COLUMNS` columns is solved in up to
+    four phases (a larger one goes to phase 4 at once):
 
     1. its LP relaxation, within that many simplex iterations (where it needs more, or an
        interior point run ends imprecise, the solve goes on to phase 4 at once); the LP's
        optimum is a bound every later phase keeps. With ``lp_presolve``, a problem of
-       :data:`PRESOLVE_MIN_COLUMNS` columns or more offered no basis goes through HiGHS's
-       MIP presolve first, and the bound is then
+       :data:`~tmsim.planners.milp.solver.phases.PRESOLVE_MIN_COLUMNS` columns or more
+       offered no basis goes through HiGHS's MIP presolve first, and the bound is then
        the reduced problem's LP optimum, a bound on the mixed-integer optimum often above
        the LP's (:mod:`~tmsim.planners.milp.solver.presolved`). With ``lp_interior`` and no
        basis offered, the LP goes by interior point without crossover, and the point phases
@@ -126,11 +126,18 @@ def run_highs(
     point of it): the solve stops with status
     :data:`~tmsim.planners.milp.solver.outcome.CUT_OFF` once its bound (the LP's, or the branch
     and bound's) proves no point of the problem better, unless it has one as good.
+    ``prepared``: ``problem`` compiled and its phase 1 solved ahead with these arguments and
+    no basis (:mod:`~tmsim.planners.milp.solver.first_lp`), which the solve takes instead of
+    compiling and solving them again. ``held``: the objective of a point of the problem the
+    caller holds but cannot hand over as ``start`` (a plan of a smaller problem whose points
+    are all this one's, in other variables): where phase 1 leaves no own point within the gap
+    and its bound proves ``held`` within the gap of the optimum, the solve stops there with
+    status :data:`~tmsim.planners.milp.solver.outcome.CUT_OFF` and that bound.
     Raises :class:`TmsimError` for an option HiGHS refuses or a problem that is not linear.
     """
     import highspy
 
-    compiled = compile_problem(highspy, problem)
+    compiled = prepared.compiled if prepared is not None else compile_problem(highspy, problem)
     data, columns, lp = compiled.data, compiled.columns, compiled.lp
     mip = bool(data[cps.BOOL_IDX] or data[cps.INT_IDX])
     cost = np.asarray(data[cps.C], dtype=np.float64)
@@ -176,46 +183,39 @@ def run_highs(
     def near(x: FloatArray) -> bool:
         return within_gaps(float(cost @ x), NEAR_GAPS)
 
-    relaxed: Relaxed | None = None
-    if lp_iterations is not None and mip and lp.num_col_ <= LP_FIRST_MAX_COLUMNS:
-        key = compiled.key
-        offered = lp_basis.basis if lp_basis is not None and lp_basis.key == key else None
-
-        def relax(model: Any, used: float, start_basis: Any = None) -> Any:
-            return run_model(
-                highspy,
-                model,
-                options,
-                verbose,
-                None,
-                True,
-                spent_s=spent_s + used,
-                lp_iterations=lp_iterations,
-                basis=start_basis,
-                from_zero=lp_from_zero,
-                interior=lp_interior,
-            )
-
-        if offered is None and lp_presolve and lp.num_col_ >= PRESOLVE_MIN_COLUMNS:
-            relaxed = presolved_relaxation(
-                highspy, lp, lambda: configured(highspy, options, verbose, spent_s), relax
-            )
-        if relaxed is None:
-            relaxed = relaxation_of(relax(lp, 0.0, offered))
+    if prepared is not None:
+        relaxed = prepared.relaxed  # solved ahead: its seconds were spent before this call
+    else:
+        relaxed = first_relaxation(
+            highspy,
+            compiled,
+            options,
+            verbose,
+            lp_iterations,
+            lp_basis,
+            lp_from_zero,
+            lp_presolve,
+            lp_interior,
+        )
+        spent_s += 0.0 if relaxed is None else relaxed.seconds
+    if relaxed is not None:
         iterations += relaxed.iterations
-        spent_s += relaxed.seconds
         # an interior point run HiGHS finds imprecise ends ``kUnknown``: no bound, as a limit
         unfinished = ("kIterationLimit", "kUnknown") if lp_interior else ("kIterationLimit",)
         if relaxed.status != "kOptimal" and relaxed.status not in unfinished:
             return Outcome(status_of(relaxed.status, 0, None), solved=False, iterations=iterations)
     if relaxed is not None and relaxed.status == "kOptimal":
         lp_bound = max(lp_bound, relaxed.objective)
-        basis = None if relaxed.basis is None else LpBasis(key, relaxed.basis)
+        basis = None if relaxed.basis is None else LpBasis(compiled.key, relaxed.basis)
         if lp_bound >= beaten and (best is None or float(cost @ best) > beaten):
             bound = sign * lp_bound + (shift or 0.0)
             return Outcome(CUT_OFF, False, bound=bound, iterations=iterations, lp_basis=basis)
         if best is not None and within(best):
             return done(best, lp_bound)
+        kept = None if held is None or shift is None else sign * (held - shift)
+        if kept is not None and kept - goal(lp_bound) <= gap * abs(kept) + 1e-12:
+            bound = sign * lp_bound + (shift or 0.0)
+            return Outcome(CUT_OFF, False, bound=bound, iterations=iterations, lp_basis=basis)
     x_lp = None if relaxed is None else relaxed.point
     booleans = np.asarray(data[cps.BOOL_IDX], dtype=np.int64)
     # an interior point's vertex is sought once there is an incumbent to fix columns by

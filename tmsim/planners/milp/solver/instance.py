@@ -4,13 +4,46 @@ a basis, the progress callbacks (:mod:`tmsim.planners.milp.solver.driver` runs i
 from __future__ import annotations
 
 import math
+import os
+import sys
+import threading
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from tmsim.errors import TmsimError
-from tmsim.planners.milp.solver.compiled import FloatArray, new_highs
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Held while the process's standard output points at the null device (:func:`new_highs`):
+#: two threads that each saved and restored it without it could leave it pointing there.
+_STDOUT_SWAP = threading.Lock()
+
+
+def new_highs(highspy: Any, verbose: bool) -> Any:
+    """A fresh ``highspy.Highs`` with its log on stdout only when ``verbose``. HiGHS prints
+    its banner from C++ as the first instance is made, before any option can turn it off, so
+    without ``verbose`` the process's standard output is pointed at the null device while the
+    instance is made (output a caller prints, such as ``--json``, stays clean), one thread at
+    a time (what another thread writes to it in that instant is lost)."""
+    if verbose:
+        highs = highspy.Highs()
+    else:
+        with _STDOUT_SWAP:
+            sys.stdout.flush()
+            saved = os.dup(1)
+            try:
+                with open(os.devnull, "w", encoding="utf-8") as null:
+                    os.dup2(null.fileno(), 1)
+                    highs = highspy.Highs()
+            finally:
+                os.dup2(saved, 1)
+                os.close(saved)
+    highs.setOptionValue("output_flag", bool(verbose))
+    return highs
+
 
 #: Smallest MIP (columns) whose branch-and-bound root LP HiGHS solves by interior point: its
 #: dual simplex did not end the root of the asynchronous model of ResNet-200 b64 on the RTX
@@ -147,6 +180,7 @@ __all__ = [
     "ZERO_POINT_PERTURBATION",
     "configured",
     "lost_its_point",
+    "new_highs",
     "run_model",
     "solution_value",
 ]

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from tmsim.planners.milp.solver.compiled import FloatArray
+FloatArray = npt.NDArray[np.float64]
 
 #: HiGHS's presolve statuses and the model status each stands for here.
 _PRESOLVE_STATUS = {

@@ -1,0 +1,235 @@
+"""The asynchronous formulations' LP solved ahead, beside the formulations they contain
+(:mod:`tmsim.planners.milp.chain.ahead`), in a process of its own
+(:mod:`tmsim.planners.milp.solver.remote`): the same plans as without it, the first round
+taking the model made ahead, a solve from the LP made ahead ending as one that makes it, and
+an LP that is no longer wanted stopped."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from functools import cache
+from typing import Any
+
+import numpy as np
+import pytest
+from tiny_graphs import MB, tiny_step
+
+import tmsim
+from hwmodels.presets import load_preset
+from tmsim.capacity import Capacity
+from tmsim.errors import TmsimError
+from tmsim.levels import InterferenceLevel
+from tmsim.planners.milp.chain import ahead as ahead_module
+from tmsim.planners.milp.chain import rounds
+from tmsim.planners.milp.chain.ahead import Ahead, prepares
+from tmsim.planners.milp.chain.plan import plan_milp, plan_milp_chain
+from tmsim.planners.milp.chain.preflight import setup
+from tmsim.planners.milp.chain.solve import solve_within, solver_options
+from tmsim.planners.milp.formulation.build import build_model
+from tmsim.planners.milp.formulation.gadgets import Formulation, GadgetKind
+from tmsim.planners.milp.solver.compiled import compile_problem
+from tmsim.planners.milp.solver.first_lp import Prepared
+from tmsim.planners.milp.solver.remote import LpData, RemoteLp
+from tmsim.planners.settings import PlanSettings
+from tmsim.plans.values import Plan
+from tmsim.profiles import cost_model
+from tmsim.sim import replay
+from tmsim.workload.graph import Graph
+
+F = Formulation
+CPU = load_preset("cascadelake-optane")
+H100 = load_preset("h100-host-nvme")
+
+
+@cache
+def gpt1() -> Graph:
+    """GPT-2 small cut to one block of 64 tokens (57 kernels): the MILP plans it with the
+    host running Adam's kernels at ZeRO-Offload's device peak."""
+    return tmsim.graph("gpt2_small", batch=1, seq_len=64, layers=1)
+
+
+@cache
+def zero_peak() -> Capacity:
+    """ZeRO-Offload's device peak on :func:`gpt1`, by its replay."""
+    plan = tmsim.plan(gpt1(), H100, "zero-offload")
+    peak = replay(plan, gpt1(), H100, level=InterferenceLevel.NONE).fast_peak_bytes
+    return Capacity.of_bytes(int(peak))
+
+
+def settings() -> PlanSettings:
+    return PlanSettings(capacity=zero_peak(), time_limit_s=None)
+
+
+def async_model() -> tuple[Any, np.ndarray]:
+    """:func:`gpt1`'s first-round async model at :func:`zero_peak`, and its limits."""
+    opts = settings()
+    limit, _, _ = setup(gpt1(), H100, opts, F.ASYNC)
+    cost = cost_model(gpt1(), H100, None)
+    limits = np.full(len(gpt1().kernels), limit, dtype=np.int64)
+    model = build_model(cost, opts.window, F.ASYNC, limits, relax=False, host_kernels=True)
+    assert model.host is not None
+    return model, limits
+
+
+def decisions(plan: Plan) -> tuple[Any, ...]:
+    """What a plan decides, and the step time it is predicted at."""
+    return (
+        plan.operand_tiers,
+        dict(plan.initial_tiers),
+        plan.moves,
+        plan.recomputes,
+        plan.host_kernels,
+        plan.predicted_s,
+    )
+
+
+def without_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ahead_module, "prepares", lambda formulation, opts, platform: False)
+
+
+@pytest.mark.parametrize(
+    ("graph", "platform", "capacity", "formulation"),
+    [
+        (gpt1, H100, zero_peak, "async"),
+        pytest.param(gpt1, H100, zero_peak, "async-rc", marks=pytest.mark.slow),
+        (tiny_step, CPU, lambda: Capacity.of_bytes(60 * MB), "async"),  # nothing ahead
+    ],
+)
+def test_the_plans_are_those_of_the_chain_without_the_lp_ahead(
+    monkeypatch: pytest.MonkeyPatch,
+    graph: Any,
+    platform: Any,
+    capacity: Any,
+    formulation: str,
+) -> None:
+    opts = PlanSettings(capacity=capacity(), time_limit_s=None)
+    ahead = plan_milp(graph(), platform, opts, formulation)
+    chained = plan_milp_chain(graph(), platform, opts, formulation)
+    with monkeypatch.context() as patch:
+        without_ahead(patch)
+        alone = plan_milp(graph(), platform, opts, formulation)
+        chained_alone = plan_milp_chain(graph(), platform, opts, formulation)
+    assert decisions(ahead) == decisions(alone)
+    assert chained.keys() == chained_alone.keys()
+    for f, plan in chained.items():
+        other = chained_alone[f]
+        assert isinstance(plan, Plan) == isinstance(other, Plan), f
+        if isinstance(plan, Plan) and isinstance(other, Plan):
+            assert decisions(plan) == decisions(other), f
+    if platform is H100:
+        assert ahead.host_kernels  # the interior point path
+
+
+def test_the_first_round_takes_the_model_made_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chain builds the async model once, ahead; without the LP ahead its first round
+    builds it."""
+    built: list[Formulation] = []
+    real = rounds.build_model
+
+    def spy(cost: Any, window: int, formulation: Formulation, *args: Any, **kw: Any) -> Any:
+        built.append(formulation)
+        return real(cost, window, formulation, *args, **kw)
+
+    monkeypatch.setattr(rounds, "build_model", spy)
+    plan = plan_milp(gpt1(), H100, settings(), "async")
+    assert plan.stats is not None and plan.stats.rounds == 1
+    assert F.ASYNC not in built and F.SYNC in built
+    without_ahead(monkeypatch)
+    built.clear()
+    plan_milp(gpt1(), H100, settings(), "async")
+    assert built.count(F.ASYNC) == 1
+
+
+def remote_lp(model: Any, opts: PlanSettings) -> tuple[Any, RemoteLp]:
+    """``model`` compiled, and its LP first started in a process of its own."""
+    import highspy
+
+    compiled = compile_problem(highspy, model.problem)
+    options = solver_options(opts.solver, opts.gap, None, opts.node_limit)
+    return compiled, RemoteLp(compiled.lp, options, False, opts.lp_iterations)
+
+
+def test_a_solve_from_the_lp_made_ahead_ends_as_one_that_makes_it() -> None:
+    opts = settings()
+    made, limits = async_model()
+    plain, _ = async_model()
+    compiled, remote = remote_lp(made, opts)
+    prepared = Prepared(compiled, remote.result())
+    assert prepared.relaxed is not None and prepared.relaxed.status == "kOptimal"
+    assert prepared.relaxed.interior and prepared.relaxed.point is not None
+    ahead = solve_within(made, opts, "async", limits, None, None, prepared=prepared)
+    own = solve_within(plain, opts, "async", limits, None, None)
+    assert ahead.status == own.status == "optimal"
+    assert (ahead.objective, ahead.bound, ahead.iterations) == (
+        own.objective,
+        own.bound,
+        own.iterations,
+    )
+    assert np.array_equal(np.asarray(made.x.value), np.asarray(plain.x.value))
+
+
+def test_an_lp_stopped_answers_with_an_error_and_its_process_ends() -> None:
+    model, _ = async_model()
+    _, remote = remote_lp(model, settings())
+    remote.stop()
+    with pytest.raises(TmsimError, match=r"stopped|ended"):
+        remote.result()
+    remote.stop()  # again: nothing to end
+
+
+def test_a_process_that_fails_says_why() -> None:
+    import highspy
+
+    lp = highspy.HighsLp()  # an empty model HiGHS takes; a refused option fails it
+    remote = RemoteLp(lp, {"no_such_option": 1}, False, None)
+    with pytest.raises(TmsimError, match="failed: TmsimError: HiGHS refused option"):
+        remote.result()
+
+
+def test_the_lp_data_round_trips() -> None:
+    import highspy
+
+    model, _ = async_model()
+    lp = compile_problem(highspy, model.problem).lp
+    data = LpData.of(lp)
+    again = LpData.of(data.model(highspy))
+    for name in ("cost", "col_lower", "col_upper", "row_lower", "row_upper", "start", "index"):
+        assert np.array_equal(getattr(data, name), getattr(again, name)), name
+    assert np.array_equal(data.value, again.value) and data.offset == again.offset
+    assert data.cost.size == lp.num_col_ and data.row_lower.size == lp.num_row_
+
+
+def test_what_is_solved_ahead_and_handed_over_once() -> None:
+    opts = PlanSettings()
+    assert prepares(F.ASYNC, opts, H100) and prepares(F.ASYNC_RC, opts, H100)
+    for f in (F.STATIC, F.SYNC, F.SYNC_RC, F.REMAT, F.STATIC_RC, F.ASYNC_AWARE):
+        assert not prepares(f, opts, H100), f
+    assert not prepares(F.ASYNC, opts, CPU)  # no host compute: its LP goes by simplex
+    for other in (
+        replace(opts, solver="SCIP"),
+        replace(opts, lp_iterations=None),
+        replace(opts, warm_start=False),
+        replace(opts, host_kernels=False),
+        replace(opts, energy_weight_s_per_j=1e-3),
+    ):
+        assert not prepares(F.ASYNC, other, H100)
+    cost = cost_model(gpt1(), H100, None)
+    limit, _, _ = setup(gpt1(), H100, settings(), F.ASYNC)
+    with Ahead(cost, settings(), limit, None) as ahead:
+        ahead.start([F.SYNC, F.ASYNC, F.ASYNC_AWARE])
+        assert ahead.take(F.SYNC) is None and ahead.take(F.ASYNC_AWARE) is None
+        made = ahead.take(F.ASYNC)
+        assert made is not None and (made.model.gadgets.kind == GadgetKind.WINDOW).any()
+        assert made.prepared is not None and made.prepared.relaxed is not None
+        assert made.prepared.relaxed.status == "kOptimal"
+        assert made.build_s > 0 and made.solve_s > 0
+        assert ahead.take(F.ASYNC) is None  # once
+
+
+def test_leaving_stops_the_lps_and_their_threads() -> None:
+    cost = cost_model(gpt1(), H100, None)
+    limit, _, _ = setup(gpt1(), H100, settings(), F.ASYNC)
+    with Ahead(cost, settings(), limit, None) as ahead:
+        ahead.start([F.ASYNC, F.ASYNC_RC])
+    assert not [t for t in threading.enumerate() if t.name.startswith("tmsim-lp")]
