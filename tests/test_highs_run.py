@@ -21,7 +21,7 @@ from tmsim.errors import TmsimError
 from tmsim.planners.milp.formulation.build import build_model
 from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.milp.solver.driver import run_highs
-from tmsim.planners.milp.solver.outcome import CUT_OFF, NODE_LIMIT, TIME_LIMIT, status_of
+from tmsim.planners.milp.solver.outcome import HELD, NODE_LIMIT, TIME_LIMIT, status_of
 from tmsim.workload.graph import Graph
 
 
@@ -567,8 +567,9 @@ def test_vgg19_b8_async_at_1_to_1_finds_a_point_its_bound_proves() -> None:
 @pytest.mark.parametrize("maximise", [False, True])
 def test_a_held_point_the_lp_proves_within_the_gap_ends_the_solve(maximise: bool) -> None:
     """``held``: a point the caller holds outside the start; once the LP's bound shows it within
-    the gap the solve stops (cut off, that bound) and leaves its variables unset; a held point
-    the LP cannot prove runs the solve to its own point."""
+    the gap the solve stops (status held, that bound) and leaves its variables unset; a held
+    value better than the optimum (no point of the problem) is ignored, and a held point the LP
+    cannot prove runs the solve to its own point."""
     rng = np.random.default_rng(3)
     weights = rng.integers(10, 60, 60)
     values = weights + rng.integers(0, 9, 60)
@@ -580,9 +581,13 @@ def test_a_held_point_the_lp_proves_within_the_gap_ends_the_solve(maximise: bool
     x.value = None
     options = {"mip_rel_gap": 0.05}
     cut = run_highs(problem, options, False, None, 10**6, held=exact.objective)
-    assert cut.status == CUT_OFF and not cut.solved and x.value is None
+    assert cut.status == HELD and not cut.solved and x.value is None
     assert sign * (cut.bound - exact.objective) >= -1e-9  # a valid bound of the optimum
     assert abs(exact.objective - cut.bound) <= 0.05 * abs(exact.objective) + 1e-9
+    beyond = exact.objective + sign * 0.5 * abs(exact.objective)  # better than any point
+    ignored = run_highs(problem, options, False, None, 10**6, held=beyond)
+    assert ignored.status == cp.OPTIMAL and ignored.solved
+    assert abs(ignored.objective - ignored.bound) <= 0.05 * abs(ignored.objective) + 1e-9
     empty = 7.0  # nothing picked: far from the bound in either sense
     own = run_highs(problem, options, False, None, 10**6, held=empty)
     assert own.status == cp.OPTIMAL and own.solved

@@ -7,6 +7,7 @@ an LP that is no longer wanted stopped."""
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import replace
 from functools import cache
 from typing import Any
@@ -21,7 +22,7 @@ from tmsim.capacity import Capacity
 from tmsim.errors import TmsimError
 from tmsim.levels import InterferenceLevel
 from tmsim.planners.milp.chain import ahead as ahead_module
-from tmsim.planners.milp.chain import rounds
+from tmsim.planners.milp.chain import nesting, rounds
 from tmsim.planners.milp.chain.ahead import Ahead, prepares
 from tmsim.planners.milp.chain.plan import plan_milp, plan_milp_chain
 from tmsim.planners.milp.chain.preflight import setup
@@ -175,7 +176,54 @@ def test_an_lp_stopped_answers_with_an_error_and_its_process_ends() -> None:
     remote.stop()
     with pytest.raises(TmsimError, match=r"stopped|ended"):
         remote.result()
+    assert remote._process.returncode is not None  # ended and reaped
     remote.stop()  # again: nothing to end
+
+
+def test_an_lp_that_does_not_answer_in_time_is_ended() -> None:
+    model, _ = async_model()
+    compiled, _ = remote_lp(model, settings())
+    slow = RemoteLp(compiled.lp, {}, False, None, wait_s=1e-3)
+    with pytest.raises(TmsimError, match="had not answered"):
+        slow.result()
+    assert slow._process.returncode is not None
+
+
+def test_a_process_that_cannot_start_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import highspy
+
+    monkeypatch.setattr("sys.executable", "/nonexistent/python")
+    with pytest.raises(TmsimError, match="did not start"):
+        RemoteLp(highspy.HighsLp(), {}, False, None)
+    monkeypatch.setattr("sys.executable", "")
+    with pytest.raises(TmsimError, match="no Python interpreter"):
+        RemoteLp(highspy.HighsLp(), {}, False, None)
+
+
+def test_a_contained_plan_the_lp_proves_within_the_gap_ends_the_solve(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """async-rc starting from no plan of its own: its LP (made ahead) proves sync-rc's plan,
+    a point of its model, within the gap, and the solve ends there with that plan and the
+    LP's bound. At 1% the LP does not (its bound lies 14% below that plan: the sub-MIPs find
+    the optimum); at a 20% gap it does."""
+    monkeypatch.setitem(nesting.STARTS, F.ASYNC_RC, ())
+    opts = replace(settings(), gap=0.2)
+    out = plan_milp_chain(gpt1(), H100, opts, "async-rc")
+    rc, held = out[F.ASYNC_RC], out[F.SYNC_RC]
+    assert isinstance(rc, Plan) and isinstance(held, Plan)
+    assert rc.stats is not None and held.stats is not None
+    assert rc.stats.status == "optimal (within the gap of its LP bound: milp-sync-rc's plan)"
+    assert decisions(rc) == decisions(held)
+    assert rc.stats.bound <= held.stats.objective + 1e-12
+    assert rc.stats.gap == pytest.approx(
+        (held.stats.objective - rc.stats.bound) / held.stats.objective
+    )
+    assert 0.01 < rc.stats.gap <= opts.gap
+    # async-rc's own bound, not sync-rc's: async's plan is a point of async-rc too
+    other = out[F.ASYNC]
+    assert isinstance(other, Plan) and other.stats is not None
+    assert rc.stats.bound <= other.stats.objective + 1e-9
 
 
 def test_a_process_that_fails_says_why() -> None:
@@ -232,4 +280,10 @@ def test_leaving_stops_the_lps_and_their_threads() -> None:
     limit, _, _ = setup(gpt1(), H100, settings(), F.ASYNC)
     with Ahead(cost, settings(), limit, None) as ahead:
         ahead.start([F.ASYNC, F.ASYNC_RC])
+        waited = 0.0
+        while not ahead._running and waited < 60.0:  # an LP under way in its process
+            time.sleep(0.01)
+            waited += 0.01
+        assert ahead._running
     assert not [t for t in threading.enumerate() if t.name.startswith("tmsim-lp")]
+    assert all(remote._process.returncode is not None for remote in ahead._running)

@@ -53,8 +53,8 @@ from tmsim.planners.milp.chain.solve import lp_by_interior_point, solver_options
 from tmsim.planners.milp.formulation.build import build_model
 from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.milp.formulation.model import Model
-from tmsim.planners.milp.solver.first_lp import Prepared
-from tmsim.planners.milp.solver.remote import RemoteLp, launch
+from tmsim.planners.milp.solver.first_lp import Prepared, has_first_lp
+from tmsim.planners.milp.solver.remote import RemoteLp, compiled_for_highs
 from tmsim.planners.settings import PlanSettings
 
 #: Threads :class:`Ahead` builds models and runs LPs on: ``async-rc``'s chain has two LPs
@@ -62,6 +62,9 @@ from tmsim.planners.settings import PlanSettings
 #: h100-host-nvme ``async-rc`` then ended at 71 s, the chain's own threads idle from 38 s)
 #: and two at once (52 s, beside the chain: module doc).
 AHEAD_WORKERS = 2
+#: Seconds past the chain's deadline that the LP's process, whose time limit ends it at the
+#: deadline, may take to answer before it is ended (its start and its answer's transfer).
+ANSWER_SLACK_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -163,23 +166,25 @@ class Ahead:
         built = time.perf_counter()
         if not lp_by_interior_point(model):  # no host kernel: its LP goes by simplex
             return Made(model, None, built - started, 0.0)
+        compiled = compiled_for_highs(model.problem)
+        if not has_first_lp(compiled, opts.lp_iterations):
+            return Made(model, Prepared(compiled, None), built - started, 0.0)
         remaining = None if self._deadline is None else self._deadline - time.perf_counter()
-        options = solver_options(opts.solver, opts.gap, remaining, opts.node_limit)
+        options = until_deadline(
+            solver_options(opts.solver, opts.gap, remaining, opts.node_limit), self._deadline
+        )
+        # the process's own time limit ends it; a process that does not answer by then and
+        # a slack more is ended here
+        wait_s = None if remaining is None else max(remaining, 0.0) + ANSWER_SLACK_S
         with self._lock:
             if self._stop.is_set():
                 raise TmsimError("stopped")
-            compiled, remote = launch(
-                model.problem,
-                until_deadline(options, self._deadline),
-                opts.verbose,
-                opts.lp_iterations,
-            )
-            if remote is not None:
-                self._running.append(remote)
-        relaxed = None if remote is None else remote.result()
+            remote = RemoteLp(compiled.lp, options, opts.verbose, opts.lp_iterations, wait_s)
+            self._running.append(remote)
+        relaxed = remote.result()
         return Made(
             model, Prepared(compiled, relaxed), built - started, time.perf_counter() - built
         )
 
 
-__all__ = ["AHEAD_WORKERS", "Ahead", "Made", "prepares"]
+__all__ = ["AHEAD_WORKERS", "ANSWER_SLACK_S", "Ahead", "Made", "prepares"]

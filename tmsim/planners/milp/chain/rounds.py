@@ -47,7 +47,7 @@ from tmsim.planners.milp.chain.stats import solve_stats, start_stats
 from tmsim.planners.milp.formulation.build import build_model
 from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.milp.formulation.readback import extract_plan
-from tmsim.planners.milp.solver.outcome import CUT_OFF
+from tmsim.planners.milp.solver.outcome import CUT_OFF, HELD
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import SolverStats, stop_of
 from tmsim.sim.beside import beside_costs
@@ -153,6 +153,7 @@ def _solve_formulation(
     if base is not None and base.lifts and base is not start_from and base.plan.stats:
         held_s = base.plan.stats.objective
     held_bound: float | None = None  # the LP's bound, where it proved ``held_s`` so
+    held_base: Solved | None = None
     build_total += time.perf_counter() - started
     limits = np.full(len(cost.graph.kernels), limit, dtype=np.int64)
     overflowed = False  # whether a round's plan did not lay out
@@ -235,9 +236,10 @@ def _solve_formulation(
             solve_total += time.perf_counter() - started
         seconds = (build_total, solve_total)
         own = outcome.status
+        if own == HELD:
+            held_bound, held_base = outcome.bound, base  # base's plan within the gap of it
+            break
         if own == CUT_OFF:
-            if first is None and held_s is not None and cutoff is None:
-                held_bound = outcome.bound  # base's plan within the gap of this bound
             break  # nor does a later round's plan (under lower limits) beat that plan
         basis = outcome.lp_basis or basis
         if stopped is None:
@@ -297,12 +299,14 @@ def _solve_formulation(
     if base is not None and (result is None or base.plan.predicted_s < result.plan.predicted_s):
         assert base.plan.stats is not None
         status = f"fallback to {base.plan.planner} ({base.plan.stats.status}); own solve: {own}"
-        if held_bound is not None:  # proven within the gap, as the at-floor case above
+        if held_bound is not None and base is held_base:  # proven within the gap
             status = f"optimal (within the gap of its LP bound: {base.plan.planner}'s plan)"
         seconds = (build_total, solve_total)
         # a heuristic's plan may lie outside this formulation's space, below its bound: its
         # gap is against the kernel-time bound, which holds for every plan
-        own_bound = held_bound if first is None else bound_of(first)
+        own_bound = (
+            (held_bound if base is held_base else None) if first is None else bound_of(first)
+        )
         return relabel(
             base,
             opts,

@@ -21,7 +21,14 @@ from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.milp.formulation.model import Model
 from tmsim.planners.milp.solver.driver import run_highs
 from tmsim.planners.milp.solver.first_lp import Prepared
-from tmsim.planners.milp.solver.outcome import CUT_OFF, NODE_LIMIT, TIME_LIMIT, LpBasis, Outcome
+from tmsim.planners.milp.solver.outcome import (
+    CUT_OFF,
+    HELD,
+    NODE_LIMIT,
+    TIME_LIMIT,
+    LpBasis,
+    Outcome,
+)
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import stop_of
 
@@ -242,7 +249,8 @@ def solve_within(
     formulation the model contains, which the solve's LP may prove within the gap (status
     :data:`~tmsim.planners.milp.solver.outcome.CUT_OFF`: :func:`solve`'s ``held``).
 
-    Returns the outcome where it has a solution or was cut off (with or without one).
+    Returns the outcome where it has a solution or was cut off or stopped on ``held_s``
+    (with or without one).
     Raises :class:`InfeasibleError` if the solver proves there is no plan (``limits``: the
     fastest tier's per-kernel limits, for the message), :class:`SolveStopped` if a limit
     stops it (or the deadline has passed) before it has a solution, and :class:`TmsimError`
@@ -272,7 +280,7 @@ def solve_within(
         prepared=prepared,
         held=held_s,
     )
-    if outcome.solved or outcome.status == CUT_OFF:
+    if outcome.solved or outcome.status in (CUT_OFF, HELD):
         return outcome
     if outcome.status in (cp.INFEASIBLE, "infeasible_or_unbounded"):
         raise ModelInfeasible(infeasible_message(model, formulation, limits))

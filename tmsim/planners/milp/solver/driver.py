@@ -38,6 +38,7 @@ from tmsim.planners.milp.solver.instance import (
 from tmsim.planners.milp.solver.neighbourhood import fixed_bounds, search
 from tmsim.planners.milp.solver.outcome import (
     CUT_OFF,
+    HELD,
     LpBasis,
     Outcome,
     TracePoint,
@@ -50,6 +51,11 @@ from tmsim.planners.milp.solver.phases import (
     RINS_ROUNDS,
 )
 from tmsim.planners.milp.solver.vertex import vertex_near
+
+#: Relative slack (of ``1 + |held|``) by which ``held`` may lie below the LP's bound and
+#: still be taken for a point of the problem: the interior point's bound tolerance
+#: (:data:`~tmsim.planners.milp.solver.presolved.INTERIOR_BOUND_TOL`) ten times over.
+HELD_TOL = 1e-6
 
 
 def run_highs(
@@ -132,7 +138,12 @@ def run_highs(
     caller holds but cannot hand over as ``start`` (a plan of a smaller problem whose points
     are all this one's, in other variables): where phase 1 leaves no own point within the gap
     and its bound proves ``held`` within the gap of the optimum, the solve stops there with
-    status :data:`~tmsim.planners.milp.solver.outcome.CUT_OFF` and that bound.
+    status :data:`~tmsim.planners.milp.solver.outcome.HELD` and that bound (a ``held`` more
+    than :data:`HELD_TOL` below the bound, which no point of the problem can have, is
+    ignored). ``prepared`` and ``held`` are for a first solve: with ``prepared`` the
+    arguments that shape phase 1 (``lp_basis``, ``lp_presolve``, ``lp_from_zero``,
+    ``lp_interior``) are those it was solved with, and the time it took is not counted in
+    ``options``' time limit.
     Raises :class:`TmsimError` for an option HiGHS refuses or a problem that is not linear.
     """
     import highspy
@@ -213,9 +224,11 @@ def run_highs(
         if best is not None and within(best):
             return done(best, lp_bound)
         kept = None if held is None or shift is None else sign * (held - shift)
-        if kept is not None and kept - goal(lp_bound) <= gap * abs(kept) + 1e-12:
+        # a held value below the LP's bound is no point of this problem: it is ignored
+        sane = kept is not None and kept >= lp_bound - HELD_TOL * (1.0 + abs(kept))
+        if kept is not None and sane and kept - goal(lp_bound) <= gap * abs(kept) + 1e-12:
             bound = sign * lp_bound + (shift or 0.0)
-            return Outcome(CUT_OFF, False, bound=bound, iterations=iterations, lp_basis=basis)
+            return Outcome(HELD, False, bound=bound, iterations=iterations, lp_basis=basis)
     x_lp = None if relaxed is None else relaxed.point
     booleans = np.asarray(data[cps.BOOL_IDX], dtype=np.int64)
     # an interior point's vertex is sought once there is an incumbent to fix columns by

@@ -3,7 +3,8 @@ relaxation of a mixed-integer problem, which every later phase keeps as its boun
 columns by.
 
 Where it starts from nothing the caller holds (no basis: from the zero point, by interior
-point, or after presolve) it depends on the problem alone, so a caller may solve it *ahead*,
+point, or after presolve) it depends on the problem and the solve's settings alone (its time
+limit, ``lp_iterations``), so a caller may solve it *ahead*,
 beside other work, and hand it in (:class:`Prepared`): the solve then goes on from phase 2
 exactly as if it had solved phase 1 itself
 (:mod:`tmsim.planners.milp.chain.ahead` does so for the asynchronous formulations while the

@@ -16,6 +16,10 @@ TIME_LIMIT = "time_limit"
 NODE_LIMIT = "node_limit"
 #: Status of a solve stopped where its bound proved a point held outside it (``cutoff``) better.
 CUT_OFF = "cut_off"
+#: Status of a solve whose LP's bound proved a point the caller holds outside the start
+#: within the gap (:func:`~tmsim.planners.milp.solver.driver.run_highs`' ``held``): no point
+#: of its own, its bound the LP's.
+HELD = "held"
 
 
 #: A point of a solve's progress: (seconds since the run began, primal bound, dual bound);
@@ -81,6 +85,7 @@ def status_of(name: str, nodes: int, node_limit: object) -> str:
 
 __all__ = [
     "CUT_OFF",
+    "HELD",
     "NODE_LIMIT",
     "TIME_LIMIT",
     "LpBasis",

@@ -123,29 +123,50 @@ def solve_request(request: Request) -> Relaxed:
 
 class RemoteLp:
     """An interior point run of ``lp`` (a ``highspy.HighsLp``; its integrality is left out)
-    with :class:`Request`'s settings in a process started now. :meth:`result` waits for it;
+    with :class:`Request`'s settings in a process started now (:class:`TmsimError` where it
+    cannot start). :meth:`result` waits for it, up to ``wait_s`` seconds (None: no limit);
     :meth:`stop`, from any thread, ends it."""
 
     def __init__(
-        self, lp: Any, options: Mapping[str, Any], verbose: bool, lp_iterations: int | None
+        self,
+        lp: Any,
+        options: Mapping[str, Any],
+        verbose: bool,
+        lp_iterations: int | None,
+        wait_s: float | None = None,
     ) -> None:
         request = Request(LpData.of(lp), dict(options), verbose, lp_iterations)
         self._payload = pickle.dumps(request)
+        self._wait_s = wait_s
         self._lock = threading.Lock()
         self._stopped = False
-        self._process = subprocess.Popen(
-            [sys.executable, "-c", f"from {__name__} import main; main()"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
+        if not sys.executable:
+            raise TmsimError("no Python interpreter to start the LP's process with")
+        # the child finds this package where this process does (a path the caller added too)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-c", f"from {__name__} import main; main()"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=env,
+            )
+        except OSError as exc:
+            raise TmsimError(f"the LP's process did not start: {exc}") from None
 
     def result(self) -> Relaxed:
-        """The LP's outcome. Raises :class:`TmsimError` where the process was stopped or
-        ended without one."""
+        """The LP's outcome. Raises :class:`TmsimError` where the process was stopped, ended
+        without one, or had not answered ``wait_s`` seconds after this call (it is then
+        ended)."""
         try:
-            out, _ = self._process.communicate(self._payload)
-        except (BrokenPipeError, OSError) as exc:
+            out, _ = self._process.communicate(self._payload, timeout=self._wait_s)
+        except subprocess.TimeoutExpired:
             self.stop()
+            self._process.communicate()
+            raise TmsimError(f"the LP's process had not answered in {self._wait_s} s") from None
+        except OSError as exc:
+            self.stop()
+            self._process.communicate()
             raise TmsimError(f"the LP's process ended early: {exc}") from None
         finally:
             self._payload = b""
@@ -171,22 +192,14 @@ class RemoteLp:
                 self._process.kill()
 
 
-def launch(
-    problem: Any, options: Mapping[str, Any], verbose: bool, lp_iterations: int | None
-) -> tuple[Compiled, RemoteLp | None]:
-    """cvxpy ``problem`` compiled for HiGHS, and, where its solve starts with an LP
-    relaxation (:func:`~tmsim.planners.milp.solver.first_lp.has_first_lp`), that LP by
-    interior point started in a process of its own with these settings (None where it has
-    none)."""
+def compiled_for_highs(problem: Any) -> Compiled:
+    """cvxpy ``problem`` compiled for HiGHS
+    (:func:`~tmsim.planners.milp.solver.compiled.compile_problem`)."""
     import highspy
 
     from tmsim.planners.milp.solver.compiled import compile_problem
-    from tmsim.planners.milp.solver.first_lp import has_first_lp
 
-    compiled = compile_problem(highspy, problem)
-    if not has_first_lp(compiled, lp_iterations):
-        return compiled, None
-    return compiled, RemoteLp(compiled.lp, options, verbose, lp_iterations)
+    return compile_problem(highspy, problem)
 
 
 def main() -> None:
@@ -204,4 +217,4 @@ def main() -> None:
         answer.write(pickle.dumps(reply))
 
 
-__all__ = ["LpData", "RemoteLp", "Request", "launch", "main", "solve_request"]
+__all__ = ["LpData", "RemoteLp", "Request", "compiled_for_highs", "main", "solve_request"]
