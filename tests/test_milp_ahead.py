@@ -105,6 +105,16 @@ def test_the_plans_are_those_of_the_chain_without_the_lp_ahead(
     formulation: str,
 ) -> None:
     opts = PlanSettings(capacity=capacity(), time_limit_s=None)
+    taken: list[Formulation] = []  # the LPs the first rounds took from the Ahead
+    real_take = Ahead.take
+
+    def take(self: Ahead, f: Formulation) -> Any:
+        made = real_take(self, f)
+        if made is not None and made.prepared is not None and made.prepared.relaxed is not None:
+            taken.append(f)
+        return made
+
+    monkeypatch.setattr(Ahead, "take", take)
     ahead = plan_milp(graph(), platform, opts, formulation)
     chained = plan_milp_chain(graph(), platform, opts, formulation)
     with monkeypatch.context() as patch:
@@ -118,8 +128,11 @@ def test_the_plans_are_those_of_the_chain_without_the_lp_ahead(
         assert isinstance(plan, Plan) == isinstance(other, Plan), f
         if isinstance(plan, Plan) and isinstance(other, Plan):
             assert decisions(plan) == decisions(other), f
-    if platform is H100:
-        assert ahead.host_kernels  # the interior point path
+    if platform is H100:  # the interior point path, taken by both entry points
+        assert ahead.host_kernels
+        assert taken.count(Formulation(formulation)) == 2
+    else:
+        assert not taken
 
 
 def test_the_first_round_takes_the_model_made_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
