@@ -58,9 +58,10 @@ from tmsim.planners.milp.solver.remote import RemoteLp, compiled_for_highs
 from tmsim.planners.settings import PlanSettings
 
 #: Threads :class:`Ahead` builds models and runs LPs on: ``async-rc``'s chain has two LPs
-#: (``async``'s and its own), which one thread runs one after the other (on LLaMA-7B b1 on
-#: h100-host-nvme ``async-rc`` then ended at 71 s, the chain's own threads idle from 38 s)
-#: and two at once (52 s, beside the chain: module doc).
+#: (``async``'s and its own), which one thread runs one after the other and two at once.
+#: Measured on LLaMA-7B b1 on h100-host-nvme with an earlier draft that ran the LPs on the
+#: threads themselves: ``async-rc`` ended at 71 s with one (the chain's own threads idle from
+#: 38 s), 52 s with two; with the LPs in their own processes and two threads, 44.5-45.1 s.
 AHEAD_WORKERS = 2
 #: Seconds past the chain's deadline that the LP's process, whose time limit ends it at the
 #: deadline, may take to answer before it is ended (its start and its answer's transfer).

@@ -150,8 +150,9 @@ def _solve_formulation(
     # async-rc): a point of this model whose objective the first round's LP may prove within
     # the gap, which then ends the solve (its plan is returned, with that bound)
     held_s = None
-    if base is not None and base.lifts and base is not start_from and base.plan.stats:
-        held_s = base.plan.stats.objective
+    base_stats = None if base is None else base.plan.stats
+    if base is not None and base.lifts and base is not start_from and base_stats is not None:
+        held_s = base_stats.objective
     held_bound: float | None = None  # the LP's bound, where it proved ``held_s`` so
     held_base: Solved | None = None
     build_total += time.perf_counter() - started
