@@ -39,6 +39,7 @@ from tmsim.planners.milp.chain.nesting import (
     outside_names,
     planners_of,
 )
+from tmsim.planners.milp.chain.outside import outside_start
 from tmsim.planners.milp.chain.rebound import FirstRound, bound_of, rebound
 from tmsim.planners.milp.chain.solution import Solved, against, at_floor, relabel
 from tmsim.planners.milp.chain.solve import SolveStopped, fits, solve_within
@@ -208,6 +209,10 @@ def _solve_formulation(
         if start is not None and not fits(model, start):
             start = None  # e.g. a smaller formulation's plan above a lowered limit
         started = time.perf_counter()
+        # a runtime's or heuristic's plan that is a point of this model and beats the start
+        start, origin = outside_start(cost, model, outside, start)
+        build_total += time.perf_counter() - started
+        started = time.perf_counter()
         stopped: SolveStopped | None = None
         try:
             # a round solves under lower limits than the first: its plans are the first's
@@ -248,7 +253,7 @@ def _solve_formulation(
         elif (
             start := start if start is not None else offload_plan_start(cost, model, gpu)
         ) is not None:
-            stats = start_stats(model, start, opts.solver, outcome, seconds)
+            stats = start_stats(model, start, opts.solver, outcome, seconds, origin)
         else:
             failure = stopped
             break

@@ -35,14 +35,17 @@ def start_stats(
     solver: str,
     outcome: Outcome,
     seconds: tuple[float, float],
+    origin: str = "",
 ) -> SolverStats:
     """Set ``model``'s binaries to ``start`` and return its statistics: for a solve that a
     limit (``outcome``'s status) stopped before it had a solution of its own, so that its warm
-    start is the plan; the bound is :func:`proven_bound`'s."""
+    start is the plan; the bound is :func:`proven_bound`'s. ``origin``: the planner whose
+    plan the start is a point of, where it came from outside the MILP (the status names
+    it)."""
     # as a solver's values are stored (the public setter rejects a value of an empty boolean
     # variable: a graph without tensors)
     model.x.save_value(start.astype(np.float64))
-    status = outcome.status + FROM_START
+    status = outcome.status + (FROM_START if not origin else f" (its warm start: {origin}'s plan)")
     return _stats(model, solver, status, model.objective(start), outcome, seconds)
 
 

@@ -67,11 +67,12 @@ def dominator(cost: CostModel, b: int, excluded: frozenset[int] = frozenset()) -
     return -1
 
 
-def usable_tiers(cost: CostModel) -> tuple[bool, ...]:
-    """Per tier (fastest first), whether the MILP's states may hold it: every tier but those
-    dominated (slowest first, each by a tier not itself left out)."""
+def twin_tiers(cost: CostModel) -> tuple[int, ...]:
+    """Per tier (fastest first), the tier the MILP's states hold its copies on: the tier
+    itself, or for a tier left out, the tier that dominates it (slowest first, each by a
+    tier not itself left out): the twin of the module documentation."""
     n = len(cost.platform.tiers)
-    use = [True] * n
+    twin = list(range(n))
     gone: set[int] = set()
     needed: set[int] = set()
     for b in range(n - 1, 0, -1):
@@ -79,10 +80,16 @@ def usable_tiers(cost: CostModel) -> tuple[bool, ...]:
             continue
         a = dominator(cost, b, frozenset(gone))
         if a >= 0:
-            use[b] = False
+            twin[b] = a
             gone.add(b)
             needed.add(a)
-    return tuple(use)
+    return tuple(twin)
 
 
-__all__ = ["dominator", "usable_tiers"]
+def usable_tiers(cost: CostModel) -> tuple[bool, ...]:
+    """Per tier (fastest first), whether the MILP's states may hold it: every tier but those
+    dominated (:func:`twin_tiers`)."""
+    return tuple(a == b for b, a in enumerate(twin_tiers(cost)))
+
+
+__all__ = ["dominator", "twin_tiers", "usable_tiers"]

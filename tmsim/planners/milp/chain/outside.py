@@ -1,0 +1,54 @@
+"""Plans made outside the MILP (the host runtimes', the recomputation heuristics') handed to a
+formulation as its warm start, where they are points of it and beat the start it has.
+
+Each plan is projected onto the formulation's binaries
+(:func:`~tmsim.planners.milp.formulation.projection.project`: the plan itself where its
+copies run at gadgets of the formulation, its nearest point where not). A point that fits the
+model's limits and whose objective is below the start's replaces it: the solve then never
+ends above that plan's point (ZeRO-Offload's plan of LLaMA-7B b1 is index for index a point
+of every formulation on ``h100-host-nvme`` and ``gh200``, at its own step time).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from tmsim.cost import CostModel
+from tmsim.planners.milp.chain.solve import fits
+from tmsim.planners.milp.formulation.model import Model
+from tmsim.planners.milp.formulation.projection import NotAPoint, project
+from tmsim.plans.values import Plan
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+def outside_start(
+    cost: CostModel, model: Model, plans: Sequence[Plan], start: BoolArray | None
+) -> tuple[BoolArray | None, str]:
+    """The better of ``start`` and the points of ``plans`` (by ``model``'s objective), and
+    the planner whose plan it is (``""``: ``start``). A plan is projected only where its step
+    time is below the best objective so far (projecting a large model's plan takes a fraction
+    of a second); one that is no point of ``model``, or does not fit its limits, is passed
+    over."""
+    best = math.inf if start is None else model.objective(start)
+    chosen, origin = start, ""
+    for plan in sorted(plans, key=lambda p: p.predicted_s):
+        if not plan.predicted_s < best:
+            continue
+        try:
+            x = project(cost, model, plan)
+        except NotAPoint:
+            continue
+        if not fits(model, x):
+            continue
+        value = model.objective(x)
+        if value < best:
+            chosen, origin, best = x, plan.planner, value
+    return chosen, origin
+
+
+__all__ = ["outside_start"]
