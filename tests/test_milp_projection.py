@@ -25,7 +25,9 @@ import tmsim
 from hwmodels.platform import Platform
 from hwmodels.timing import MoveMode
 from tmsim import Capacity, PlanSettings
+from tmsim.cost import CostModel
 from tmsim.errors import TmsimError
+from tmsim.planners.milp.chain import outside
 from tmsim.planners.milp.chain.outside import outside_start
 from tmsim.planners.milp.chain.solve import fits
 from tmsim.planners.milp.formulation.build import build_model
@@ -33,7 +35,7 @@ from tmsim.planners.milp.formulation.gadgets import Formulation
 from tmsim.planners.milp.formulation.model import Model
 from tmsim.planners.milp.formulation.projection import NotAPoint, project
 from tmsim.planners.milp.formulation.readback import extract_plan
-from tmsim.plans.values import Plan, SolverStats
+from tmsim.plans.values import Plan, Recompute, SolverStats
 from tmsim.profiles import cost_model
 from tmsim.workload.graph import Graph
 
@@ -161,26 +163,35 @@ def test_host_kernels_and_their_refreshes_project_back(formulation: str) -> None
 
 
 @pytest.mark.parametrize("formulation", ["sync", "async", "sync-rc", "async-rc"])
-def test_zero_offloads_plan_is_a_point_of_every_formulation_it_can_be(formulation: str) -> None:
-    """At ZeRO-Offload's own device peak: the projection fits; its copies beside kernels out of
-    the window (window 2) move to the nearest gadget, and in the synchronous formulations
-    every copy is synchronous, so the point's time is within 1% of ZeRO's own (measured:
-    +0.3% async, +1.0% sync), its placement, its kernels on the host, its copies' count."""
-    zero = tmsim.plan(gpt2(), H100, "zero-offload")
-    model = model_of(gpt2(), H100, formulation, ZERO_PEAK, window=2)
-    x = project(cost_model(gpt2(), H100), model, zero)
+@pytest.mark.parametrize(
+    ("platform", "peak_bytes", "slower"),
+    [("h100-host-nvme", ZERO_PEAK, (0.0099, 0.0081)), ("gh200", 263_383_552, (0.0175, 0.0016))],
+)
+def test_zero_offloads_plan_is_a_point_of_every_formulation_that_moves(
+    formulation: str, platform: str, peak_bytes: int, slower: tuple[float, float]
+) -> None:
+    """At ZeRO-Offload's own device peak (window 2): the point fits, with ZeRO-Offload's
+    placement, its kernels on the host and its copies (tensor, source, destination). Its copies
+    beside kernels out of the window move to the window's edge, and in the synchronous
+    formulations every gradient's copy is synchronous (the refreshes of the weights stay
+    beside the next kernel), so the plan read back from the point is slower than
+    ZeRO-Offload's by what was measured (sync, async): +0.99%, +0.81% on the H100, +1.75%,
+    +0.16% on the GH200."""
+    plat = tmsim.platform(platform)
+    zero = tmsim.plan(gpt2(), plat, "zero-offload")
+    model = model_of(gpt2(), plat, formulation, peak_bytes, window=2)
+    x = project(cost_model(gpt2(), plat), model, zero)
     assert fits(model, x)
-    back = read_back(gpt2(), H100, model, x, ZERO_PEAK)
+    back = read_back(gpt2(), plat, model, x, peak_bytes)
     assert back.operand_tiers == zero.operand_tiers
     assert sorted(back.host_kernels) == sorted(zero.host_kernels)
-    assert len(back.moves) == len(zero.moves)
-    assert {(m.tensor, m.src, m.dst) for m in back.moves} == {
+    assert sorted((m.tensor, m.src, m.dst) for m in back.moves) == sorted(
         (m.tensor, m.src, m.dst) for m in zero.moves
-    }
-    if formulation.startswith("async"):
-        modes = {m.mode for m in back.moves}
-        assert MoveMode.ASYNC in modes
-    assert back.predicted_s == pytest.approx(zero.predicted_s, rel=0.011)
+    )
+    down = {m.mode for m in back.moves if m.src == "device"}  # the gradients' copies
+    assert (MoveMode.ASYNC in down) == formulation.startswith("async")
+    expected = slower[formulation.startswith("async")]
+    assert back.predicted_s / zero.predicted_s - 1 == pytest.approx(expected, abs=5e-5)
 
 
 def test_zero_offloads_copies_inside_the_window_are_its_own() -> None:
@@ -189,7 +200,9 @@ def test_zero_offloads_copies_inside_the_window_are_its_own() -> None:
     order is the model's (by release)."""
     zero = tmsim.plan(gpt2(), H100, "zero-offload")
     model = model_of(gpt2(), H100, "async", ZERO_PEAK, window=25)
-    back = read_back(gpt2(), H100, model, project(cost_model(gpt2(), H100), model, zero), ZERO_PEAK)
+    x = project(cost_model(gpt2(), H100), model, zero)
+    assert fits(model, x)
+    back = read_back(gpt2(), H100, model, x, ZERO_PEAK)
     assert set(back.moves) == set(zero.moves)
     assert set(back.residency) == set(zero.residency)
     assert back.operand_tiers == zero.operand_tiers
@@ -222,55 +235,90 @@ def test_plans_no_binaries_express_are_refused_in_one_line() -> None:
 @settings(max_examples=40, deadline=None)
 @given(data=st.data())
 def test_a_changed_plan_projects_or_is_refused_never_a_traceback(data: st.DataObject) -> None:
-    """Moves shifted, re-moded or dropped, residencies cut short, tiers swapped: the projection
-    returns binaries (fitting or not) or raises NotAPoint."""
-    zero = tmsim.plan(gpt2(), H100, "zero-offload")
-    model = _gpt2_async()
+    """ZeRO-Offload's plan on the H100 (three tiers, the general form) or the GH200 (two, the
+    compact form), changed: moves shifted, re-moded, dropped or sent elsewhere, a residency
+    cut short or kept to the end, a recompute and a host kernel added (known or not). The
+    projection returns binaries or raises NotAPoint in one line; binaries that fit the model
+    read back as a plan the validator accepts."""
+    name = data.draw(st.sampled_from(("h100-host-nvme", "gh200")))
+    plat, model = _gpt2_async(name)
+    zero = tmsim.plan(gpt2(), plat, "zero-offload")
+    n_k = len(gpt2().kernels)
     moves = list(zero.moves)
-    names = H100.tier_names
-    for _ in range(data.draw(st.integers(1, 4))):
+    for _ in range(data.draw(st.integers(0, 4))):
         i = data.draw(st.integers(0, len(moves) - 1))
         m = moves[i]
         change = data.draw(st.sampled_from(("kernel", "mode", "drop", "tier")))
         if change == "kernel":
-            moves[i] = replace(m, kernel=data.draw(st.integers(0, len(gpt2().kernels))))
+            moves[i] = replace(m, kernel=data.draw(st.integers(0, n_k)))
         elif change == "mode":
             moves[i] = replace(
                 m, mode=MoveMode.SYNC if m.mode is MoveMode.ASYNC else MoveMode.ASYNC
             )
         elif change == "tier":
-            moves[i] = replace(m, dst=data.draw(st.sampled_from(names)))
+            moves[i] = replace(m, dst=data.draw(st.sampled_from(plat.tier_names)))
         elif len(moves) > 1:
             moves.pop(i)
     residency = list(zero.residency)
     j = data.draw(st.integers(0, len(residency) - 1))
     r = residency[j]
-    residency[j] = replace(r, last=data.draw(st.integers(r.first, max(r.first, r.last))))
-    changed = replace(zero, moves=tuple(moves), residency=tuple(residency))
+    residency[j] = replace(r, last=data.draw(st.integers(r.first, n_k - 1)))
+    tensors = [t.name for t in gpt2().tensors]
+    recomputes = tuple(
+        Recompute(
+            data.draw(st.sampled_from([*tensors, "nope"])),
+            data.draw(st.integers(0, 10 * n_k)),
+            tuple(data.draw(st.lists(st.sampled_from(plat.tier_names), max_size=4))),
+        )
+        for _ in range(data.draw(st.integers(0, 1)))
+    )
+    host = zero.host_kernels + tuple(data.draw(st.lists(st.integers(0, 2 * n_k), max_size=1)))
+    changed = replace(
+        zero,
+        moves=tuple(moves),
+        residency=tuple(residency),
+        recomputes=recomputes,
+        host_kernels=host,
+    )
     try:
-        x = project(cost_model(gpt2(), H100), model, changed)
+        x = project(cost_model(gpt2(), plat), model, changed)
     except NotAPoint as exc:
         assert "\n" not in str(exc)
         return
     assert x.dtype == np.bool_ and x.size == model.vars.count
+    if fits(model, x):
+        back = read_back(gpt2(), plat, model, x, ZERO_PEAK)
+        check = tmsim.validate(back, gpt2(), plat)
+        assert check.ok, check.errors[:3]
 
 
 @cache
-def _gpt2_async() -> Model:
-    return model_of(gpt2(), H100, "async", ZERO_PEAK, window=2)
+def _gpt2_async(platform: str) -> tuple[Platform, Model]:
+    plat = tmsim.platform(platform)
+    return plat, model_of(gpt2(), plat, "async", ZERO_PEAK, window=2)
 
 
-def test_the_better_of_a_start_and_the_outside_plans_is_the_start() -> None:
+def test_the_better_of_a_start_and_the_outside_plans_is_the_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     cost = cost_model(gpt2(), H100)
     model = model_of(gpt2(), H100, "sync", ZERO_PEAK, window=1)
     zero = tmsim.plan(gpt2(), H100, "zero-offload")
     point = project(cost, model, zero)
+    calls: list[str] = []
+
+    def spy(cost: CostModel, model: Model, plan: Plan) -> np.ndarray:
+        calls.append(plan.planner)
+        return project(cost, model, plan)
+
+    monkeypatch.setattr(outside, "project", spy)
     # no start: ZeRO-Offload's point, named
     x, origin = outside_start(cost, model, [zero], None)
     assert origin == "zero-offload" and x is not None and np.array_equal(x, point)
-    # a start at least as good is kept, and a plan no better is not projected at all
+    assert calls == ["zero-offload"]
+    # a plan no faster than the start is not projected at all, and the start is kept
     x, origin = outside_start(cost, model, [replace(zero, predicted_s=math.inf)], point)
-    assert origin == "" and x is point
+    assert origin == "" and x is point and calls == ["zero-offload"]
     # a plan that is no point of the model is passed over
     remat = model_of(gpt2(), H100, "remat", ZERO_PEAK, window=1)
     assert outside_start(cost, remat, [zero], None) == (None, "")

@@ -208,10 +208,12 @@ def _solve_formulation(
             start = None
         if start is not None and not fits(model, start):
             start = None  # e.g. a smaller formulation's plan above a lowered limit
-        started = time.perf_counter()
-        # a runtime's or heuristic's plan that is a point of this model and beats the start
-        start, origin = outside_start(cost, model, outside, start)
-        build_total += time.perf_counter() - started
+        origin = ""  # the planner whose plan the start is a point of, if not the MILP
+        if opts.warm_start and outside:
+            started = time.perf_counter()
+            # a runtime's or heuristic's plan that is a point of this model and beats the start
+            start, origin = outside_start(cost, model, outside, start)
+            build_total += time.perf_counter() - started
         started = time.perf_counter()
         stopped: SolveStopped | None = None
         try:

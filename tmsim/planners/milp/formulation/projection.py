@@ -12,17 +12,26 @@ model's gadgets (:mod:`~tmsim.planners.milp.formulation.gadgets`):
 - what the evict phase does (a copy towards a slower tier, a copy freed) goes to the last
   gadget at or before the kernel it happens after: made sooner, freed sooner (nothing uses the
   tensor in between, and a slower copy stays valid until the next in-place update, a gadget);
+  in the compact form (:mod:`~tmsim.planners.milp.formulation.windows`) a gadget of events
+  only frees nothing but what its write-drop frees, so a free goes back to the gadget before
+  it with layers or a write;
 - an in-place update on the device keeps only the copy it updates (``inval``); on the host, the
-  copies the host's refreshes bring up to date (:func:`refresh_position`) are left to the model,
-  which adds those refreshes itself;
-- a copy freed on a tier whose capacity cannot bind is kept (the model never frees those).
+  copies from the host's tier to tiers the tensor holds, where :func:`refresh_position` puts
+  them, are left to the model, which makes those refreshes itself;
+- a copy freed on a tier whose capacity cannot bind is kept (the model never frees those); a
+  weight's or optimizer state's copy on a tier it did not start on, kept to the end of the
+  step, is freed after the last kernel (the model's persistent tensors end as they began);
+- a tier the model leaves out (dominated, :mod:`~tmsim.planners.milp.formulation.dominance`)
+  is read as the tier that dominates it: the plan's twin.
 
 A copy keeps the model's source tier and the mode of its gadget (synchronous at users and
 producers, asynchronous beside window kernels), and the host the kernels the plan gives it in
 the model's order: where a plan's copy lands on a gadget that makes it otherwise, the point
 is the plan's nearest one, not the plan itself. :func:`project` says which: it raises
 :class:`NotAPoint` (one line: the tensor, the kernel and why) where the plan cannot be
-expressed at all, and the caller checks that the point fits the model's limits.
+expressed at all (a recompute onto another tier than the fastest, or deeper than the model's
+chains; a kernel on the host the model keeps on the device), and the caller checks that the
+point fits the model's limits.
 """
 
 from __future__ import annotations
@@ -42,11 +51,10 @@ from tmsim.planners.milp.formulation.host_time import refresh_position
 from tmsim.planners.milp.formulation.model import Model
 from tmsim.planners.milp.formulation.states import Catalogue, Kind, is_prefetch
 from tmsim.plans.parse import Errors, Parsed, parse_plan
-from tmsim.plans.values import Plan
+from tmsim.plans.values import Plan, Recompute
 from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES
 
 BoolArray = npt.NDArray[np.bool_]
-IntArray = npt.NDArray[np.int64]
 
 
 class NotAPoint(TmsimError):
@@ -56,12 +64,17 @@ class NotAPoint(TmsimError):
 @dataclass
 class _Changes:
     """One tensor's changes per gadget (indices into its gadgets): tiers fetched, whether it
-    is recomputed (prefetch phase); tiers written and freed (evict phase)."""
+    is recomputed (prefetch phase); tiers written and freed (evict phase); the copies that may
+    refresh what the host updated (the model's own where they go to a tier the tensor holds)."""
 
     fetch: dict[int, set[int]] = field(default_factory=lambda: defaultdict(set))
     recompute: set[int] = field(default_factory=set)
     write: dict[int, set[int]] = field(default_factory=lambda: defaultdict(set))
     free: dict[int, set[int]] = field(default_factory=lambda: defaultdict(set))
+    #: at a host kernel's in-place update, the copies from the host's tier where
+    #: :func:`refresh_position` puts them: (destination, the gadget a write to it goes to, the
+    #: gadget a fetch of it goes to, -1 for none)
+    refresh: dict[int, set[tuple[int, int, int]]] = field(default_factory=lambda: defaultdict(set))
 
 
 def project(cost: CostModel, model: Model, plan: Plan) -> BoolArray:
@@ -79,6 +92,11 @@ def project(cost: CostModel, model: Model, plan: Plan) -> BoolArray:
     parsed = _twinned(cost, model.catalogue, parsed)
     x = np.zeros(var.count, dtype=bool)
     host = frozenset(plan.host_kernels)
+    strange = sorted(k for k in host if not 0 <= k < len(graph.kernels))
+    if strange:
+        raise NotAPoint(
+            f"{plan.planner}'s plan runs kernel {strange[0]} on the host: no such kernel"
+        )
     on_host = np.array(sorted(host), dtype=np.int64)
     where = np.minimum(np.searchsorted(var.host_kernel, on_host), max(var.host_kernel.size - 1, 0))
     offered = var.host_kernel[where] == on_host if var.host_kernel.size else on_host < 0
@@ -135,18 +153,25 @@ def _changes(cost: CostModel, model: Model, plan: Plan, p: Parsed) -> dict[int, 
     n_k = len(graph.kernels)
     constrained = model.catalogue.constrained
     kernels: dict[int, list[int]] = defaultdict(list)  # tensor -> its gadgets' kernels
-    for t, k in zip(gad.tensor.tolist(), gad.kernel.tolist(), strict=True):
+    core: dict[int, list[bool]] = defaultdict(list)  # tensor -> whether each has layers
+    for t, k, c in zip(
+        gad.tensor.tolist(), gad.kernel.tolist(), model.gaps.core.tolist(), strict=True
+    ):
         kernels[t].append(k)
+        core[t].append(c)
     out: dict[int, _Changes] = defaultdict(_Changes)
-    refreshed = _refreshes(cost, plan, p)
+    refreshing = _refreshing(cost, plan, p)
+    initial: dict[int, set[int]] = defaultdict(set)
+    for t, tier in zip(p.init_tensor.tolist(), p.init_tier.tolist(), strict=True):
+        initial[t].add(tier)
 
     def name(t: int) -> str:
         return graph.tensors[t].name
 
-    def at_or_after(t: int, k: int) -> int:
+    def at_or_after(t: int, k: int, what: str) -> int:
         i = bisect_left(kernels[t], k)
         if i == len(kernels[t]):
-            raise NotAPoint(f"tensor {name(t)!r}: a copy at kernel {k}, after its last gadget")
+            raise NotAPoint(f"tensor {name(t)!r}: {what} at kernel {k}, after its last gadget")
         return i
 
     def at_or_before(t: int, k: int) -> int:
@@ -158,42 +183,80 @@ def _changes(cost: CostModel, model: Model, plan: Plan, p: Parsed) -> dict[int, 
     for i in range(p.mv_tensor.size):
         t, src, dst = int(p.mv_tensor[i]), int(p.mv_src[i]), int(p.mv_dst[i])
         k, asynchronous = int(p.mv_kernel[i]), bool(p.mv_async[i])
-        if src == dst or (t, src, dst, k) in refreshed or t not in kernels:
+        if src == dst or t not in kernels:
             continue
-        if dst < src:  # towards a faster tier: the prefetch phase at or after its kernel
-            out[t].fetch[at_or_after(t, k)].add(dst)
-        else:  # beside kernel k, or (synchronous) after kernel k - 1
-            out[t].write[at_or_before(t, k if asynchronous else k - 1)].add(dst)
+        if dst < src and (t, src, k) not in refreshing:
+            # towards a faster tier: the prefetch phase at or after its kernel
+            out[t].fetch[at_or_after(t, k, "a copy")].add(dst)
+            continue
+        # beside kernel k, or (synchronous) after kernel k - 1
+        j = at_or_before(t, k if asynchronous else k - 1)
+        if (t, src, k) in refreshing:
+            later = bisect_left(kernels[t], k)
+            fetch = later if later < len(kernels[t]) else -1
+            out[t].refresh[at_or_after(t, refreshing[t, src, k], "a refresh")].add((dst, j, fetch))
+        else:
+            out[t].write[j].add(dst)
     for i in range(p.rs_tensor.size):
         t, tier, last = int(p.rs_tensor[i]), int(p.rs_tier[i]), int(p.rs_last[i])
         if t not in kernels or not constrained[tier]:
             continue
-        # a copy lasts to the end of the step, or of the tensor's life, or of a network that
-        # support gadgets extend past it
+        # a copy lasts to the end of the step (where a weight or optimizer state ends as it
+        # began: a copy elsewhere is freed after the last kernel), or of the tensor's life, or
+        # of a network that support gadgets extend past it
         persistent = graph.tensors[t].role in PERSISTENT_ROLES
         end = n_k - 1 if persistent else max(int(graph.live_last[t]), kernels[t][-1])
-        if last < end:
-            out[t].free[at_or_before(t, last)].add(tier)
+        if last < end or (persistent and tier not in initial[t]):
+            j = at_or_before(t, last)
+            # an events-only gadget frees nothing but the copy its write-drop makes
+            while j > 0 and not core[t][j] and not out[t].write.get(j):
+                j -= 1
+            out[t].free[j].add(tier)
     for r in plan.recomputes:
-        t = graph.tensor_index(r.tensor)
-        out[t].recompute.add(at_or_after(t, r.kernel))
+        t = _remade(cost, r)
+        out[t].recompute.add(at_or_after(t, r.kernel, "a recompute"))
     return out
 
 
-def _refreshes(cost: CostModel, plan: Plan, p: Parsed) -> set[tuple[int, int, int, int]]:
-    """The plan's copies that refresh what a host kernel updated in place (tensor, source,
-    destination, kernel), from the tier the host updated it on, where
-    :func:`refresh_position` puts them: the model makes these itself."""
+def _remade(cost: CostModel, r: Recompute) -> int:
+    """The tensor recompute ``r`` makes again, which the model makes on the fastest tier only
+    (raises :class:`NotAPoint` for a tensor it does not know or another tier)."""
+    graph = cost.graph
+    if r.tensor not in {t.name for t in graph.tensors}:
+        raise NotAPoint(f"a recompute of tensor {r.tensor!r}, which the graph does not hold")
+    t = graph.tensor_index(r.tensor)
+    p = int(graph.producers[t])
+    if p < 0:
+        raise NotAPoint(
+            f"tensor {r.tensor!r}: a recompute at kernel {r.kernel}; no kernel makes it"
+        )
+    ops = cost.op_tensor[int(cost.op_ptr[p]) : int(cost.op_ptr[p + 1])]
+    if len(r.tiers) != ops.size:
+        raise NotAPoint(
+            f"tensor {r.tensor!r}: a recompute at kernel {r.kernel} with {len(r.tiers)} tiers "
+            f"for its producer's {ops.size} operands"
+        )
+    tier = r.tiers[int(np.flatnonzero(ops == t)[0])]
+    if tier != cost.platform.tier_names[0]:
+        raise NotAPoint(
+            f"tensor {r.tensor!r}: a recompute at kernel {r.kernel} onto {tier!r}; the model "
+            "makes it again on the fastest tier only"
+        )
+    return t
+
+
+def _refreshing(cost: CostModel, plan: Plan, p: Parsed) -> dict[tuple[int, int, int], int]:
+    """(tensor, source tier, kernel) of each copy that may refresh what a host kernel updated
+    in place: from the tier the host updated it on, where :func:`refresh_position` puts it;
+    to the kernel that updated it."""
     n_k = len(cost.graph.kernels)
     ptr = cost.op_ptr
-    tiers = range(len(cost.platform.tiers))
-    out: set[tuple[int, int, int, int]] = set()
+    out: dict[tuple[int, int, int], int] = {}
     for k in plan.host_kernels:
         at = min(refresh_position(k), n_k)
         for j in range(int(ptr[k]), int(ptr[k + 1])):
             if cost.op_read_bytes[j] > 0 and cost.op_write_bytes[j] > 0:
-                t, tier = int(cost.op_tensor[j]), int(p.op_tier[j])
-                out.update((t, tier, dst, at) for dst in tiers)
+                out[int(cost.op_tensor[j]), int(p.op_tier[j]), at] = k
     return out
 
 
@@ -215,9 +278,6 @@ def _tensor(
     state: frozenset[int] = frozenset()
     if cost.graph.tensors[t].role in PREEXISTING_ROLES:
         state = frozenset(p.init_tier[p.init_tensor == t].tolist())
-    # the model's weights and optimizer state end the step as they began (a copy elsewhere
-    # is freed after the last kernel: the end of its residency)
-    end = state if cost.graph.tensors[t].role in PERSISTENT_ROLES else None
     for i, g in enumerate(gadgets):
         k = int(gad.kernel[g])
         created = int(gad.kind[g]) == GadgetKind.CREATE
@@ -228,9 +288,17 @@ def _tensor(
         recomputed = i in ch.recompute
         if recomputed:
             during.add(0)
+        for dst, j, later in ch.refresh.get(i, set()):
+            if dst in during:
+                continue  # the model refreshes the copy itself
+            # a copy to a tier the tensor did not hold: a write, or a fetch at the next gadget
+            if during and dst > min(during):
+                ch.write[j].add(dst)
+            elif later >= 0:
+                ch.fetch[later].add(dst)
+            else:
+                raise NotAPoint(f"tensor {name!r}: a copy after kernel {k}, after its last gadget")
         after = (during | ch.write.get(i, set())) - ch.free.get(i, set())
-        if end is not None and g == gadgets[-1] and after >= end:
-            after = set(end)
         before = frozenset(during) if created else state
         kind = Kind.RECOMPUTE if recomputed else None
         _edge(model, g, (before, frozenset(during)), True, kind, f"{name!r} at kernel {k}", x)
@@ -250,22 +318,23 @@ def _start(model: Model, p: Parsed, t: int, name: str) -> int:
     """The variable of pre-existing tensor ``t``'s state at the start."""
     cat = model.catalogue
     tiers = frozenset(p.init_tier[p.init_tensor == t].tolist())
-    col = int(model.vars.init_index[t, _state(cat, tiers, repr(name), "at the start")])
+    col = int(model.vars.init_index[t, _state(cat, tiers, f"{name!r} at the start")])
     if col < 0:
         raise NotAPoint(f"tensor {name!r}: the model cannot start it on {_names(cat, tiers)}")
     return col
 
 
-def _state(cat: Catalogue, tiers: frozenset[int], name: str, where: str) -> int:
-    """The index of the state holding ``tiers`` (none: ``gone``)."""
+def _state(cat: Catalogue, tiers: frozenset[int], where: str) -> int:
+    """The index of the state holding ``tiers`` (none: ``gone``); ``where``: the tensor's
+    name and the point, for the message."""
     if not tiers:
         if cat.gone < 0:
-            raise NotAPoint(f"tensor {name} {where}: no copy is left")
+            raise NotAPoint(f"tensor {where}: no copy is left")
         return cat.gone
     try:
         return cat.state(sorted(tiers))
     except KeyError:
-        raise NotAPoint(f"tensor {name} {where}: no state {_names(cat, tiers)}") from None
+        raise NotAPoint(f"tensor {where}: the model has no state {_names(cat, tiers)}") from None
 
 
 def _names(cat: Catalogue, tiers: frozenset[int]) -> str:
@@ -287,7 +356,7 @@ def _edge(
     src, dst = states
     if src == dst and kind is None and not model.gaps.core[g]:
         return  # an events-only gadget (the compact form) where nothing happens
-    a, b = _state(cat, src, where, ""), _state(cat, dst, where, "")
+    a, b = _state(cat, src, where), _state(cat, dst, where)
     row = model.vars.edge_index[g]
     phase = is_prefetch(cat.edge_kind) == prefetch
     hit = np.flatnonzero(phase & (cat.edge_src == a) & (cat.edge_dst == b) & (row >= 0))
