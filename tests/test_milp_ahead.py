@@ -6,6 +6,9 @@ an LP that is no longer wanted stopped."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from dataclasses import replace
@@ -29,6 +32,7 @@ from tmsim.planners.milp.chain.preflight import setup
 from tmsim.planners.milp.chain.solve import solve_within, solver_options
 from tmsim.planners.milp.formulation.build import build_model
 from tmsim.planners.milp.formulation.gadgets import Formulation, GadgetKind
+from tmsim.planners.milp.solver import remote as remote_module
 from tmsim.planners.milp.solver.compiled import compile_problem
 from tmsim.planners.milp.solver.first_lp import Prepared
 from tmsim.planners.milp.solver.remote import LpData, RemoteLp
@@ -304,3 +308,70 @@ def test_leaving_stops_the_lps_and_their_threads() -> None:
         assert ahead._running
     assert not [t for t in threading.enumerate() if t.name.startswith("tmsim-lp")]
     assert all(remote._process.returncode is not None for remote in ahead._running)
+
+
+def test_the_lp_process_ends_once_the_process_that_started_it_has() -> None:
+    """A process that starts an LP (20 s of interior point alone) and is then killed outright
+    leaves no LP running: the LP's process ends within a few of its checks."""
+    script = textwrap.dedent(
+        """
+        import numpy as np, scipy.sparse as sp, highspy
+        from tmsim.planners.milp.solver.remote import RemoteLp
+        rng = np.random.default_rng(0)
+        m, n = 60000, 80000
+        a = sp.csc_matrix(
+            (rng.random(8 * n), (rng.integers(0, m, 8 * n), np.repeat(np.arange(n), 8))),
+            shape=(m, n),
+        )
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = n, m
+        lp.col_cost_ = rng.random(n) - 0.3
+        lp.col_lower_, lp.col_upper_ = np.zeros(n), np.ones(n)
+        lp.row_lower_, lp.row_upper_ = np.full(m, -highspy.kHighsInf), np.ones(m)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_, lp.a_matrix_.index_ = a.indptr, a.indices
+        lp.a_matrix_.value_ = a.data
+        remote = RemoteLp(lp, {"time_limit": 120.0}, False, None)
+        print(remote._process.pid, flush=True)
+        remote.result()
+        """
+    )
+    starter = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert starter.stdout is not None
+        child = int(starter.stdout.readline())
+        time.sleep(2.0)  # the LP's process has its request and solves
+        assert _running(child)
+    finally:
+        starter.kill()
+        starter.wait()
+    deadline = time.monotonic() + 10 * remote_module.WATCH_S
+    while _running(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _running(child)
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not ended (a zombie has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_the_watch_ends_a_process_whose_parent_is_another() -> None:
+    run = [sys.executable, "-c"]
+    code = "from tmsim.planners.milp.solver.remote import watch_parent; watch_parent({}, 0.01)"
+    orphan = subprocess.run([*run, code.format(-1)], timeout=30)
+    assert orphan.returncode == remote_module.ORPHANED
+    kept = subprocess.run(
+        [
+            *run,
+            "import os, threading, time; from tmsim.planners.milp.solver.remote import "
+            "watch_parent; threading.Thread(target=watch_parent, args=(os.getppid(), 0.01), "
+            "daemon=True).start(); time.sleep(0.3)",
+        ],
+        timeout=30,
+    )
+    assert kept.returncode == 0

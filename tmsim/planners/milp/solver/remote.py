@@ -10,7 +10,10 @@ input and the :class:`~tmsim.planners.milp.solver.presolved.Relaxed` out, pickle
 of its standard output; HiGHS's own output goes to standard error) the LP needs no callback
 and no GIL, and :meth:`RemoteLp.stop` ends it by ending the process. A new interpreter is
 started rather than a fork of this one (whose HiGHS and solver threads a fork would copy
-half-way) or a ``multiprocessing`` spawn (which runs the caller's main script again).
+half-way) or a ``multiprocessing`` spawn (which runs the caller's main script again). The
+process watches the one that started it and ends once that one has (killed outright, it stops
+nothing itself): HiGHS lets other threads run while it solves, so a thread checks every
+:data:`WATCH_S` seconds.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import pickle
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -36,6 +40,11 @@ if TYPE_CHECKING:
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+
+#: Seconds between the LP process's checks that the process that started it still runs.
+WATCH_S = 1.0
+#: The exit status of an LP process that ended because the one that started it had.
+ORPHANED = 3
 
 
 @dataclass(frozen=True)
@@ -146,7 +155,7 @@ class RemoteLp:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-c", f"from {__name__} import main; main()"],
+                [sys.executable, "-c", f"from {__name__} import main; main({os.getpid()})"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 env=env,
@@ -202,10 +211,13 @@ def compiled_for_highs(problem: Any) -> Compiled:
     return compile_problem(highspy, problem)
 
 
-def main() -> None:
+def main(parent: int | None = None) -> None:
     """The process's side: a :class:`Request` in on standard input, ``("ok", Relaxed)`` or
     ``("error", message)`` out on the standard output it was started with; HiGHS writes to
-    standard error."""
+    standard error. With ``parent`` (the process id of the one that started it), it ends
+    with exit status :data:`ORPHANED` once that process is no longer its parent."""
+    if parent is not None:
+        threading.Thread(target=watch_parent, args=(parent, WATCH_S), daemon=True).start()
     answer = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     try:
@@ -217,4 +229,23 @@ def main() -> None:
         answer.write(pickle.dumps(reply))
 
 
-__all__ = ["LpData", "RemoteLp", "Request", "compiled_for_highs", "main", "solve_request"]
+def watch_parent(parent: int, every_s: float) -> None:
+    """Check every ``every_s`` seconds that process ``parent`` is still this one's parent;
+    once it is not (it ended, and this process was handed to another), end this process at
+    once with exit status :data:`ORPHANED`."""
+    while os.getppid() == parent:
+        time.sleep(every_s)
+    os._exit(ORPHANED)
+
+
+__all__ = [
+    "ORPHANED",
+    "WATCH_S",
+    "LpData",
+    "RemoteLp",
+    "Request",
+    "compiled_for_highs",
+    "main",
+    "solve_request",
+    "watch_parent",
+]
