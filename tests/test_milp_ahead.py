@@ -223,12 +223,8 @@ def test_a_contained_plan_the_lp_proves_within_the_gap_ends_the_solve(
     """async-rc starting from no plan of its own: its LP (made ahead) proves sync-rc's plan,
     a point of its model, within the gap, and the solve ends there with that plan and the
     LP's bound. At 1% the LP does not (its bound lies 14% below that plan: the sub-MIPs find
-    the optimum); at a 20% gap it does. Here no formulation starts from ZeRO-Offload's plan:
-    at a 20% gap a sync solve from that point ends there at once, its plan (every copy
-    synchronous) above ZeRO-Offload's own, which it then falls back to; async-rc cannot hold
-    that plan (no point of its model)."""
+    the optimum); at a 20% gap it does."""
     monkeypatch.setitem(nesting.STARTS, F.ASYNC_RC, ())
-    monkeypatch.setattr(rounds, "outside_start", lambda cost, model, plans, start: (start, ""))
     opts = replace(settings(), gap=0.2)
     out = plan_milp_chain(gpt1(), H100, opts, "async-rc")
     rc, held = out[F.ASYNC_RC], out[F.SYNC_RC]

@@ -326,9 +326,8 @@ def test_the_better_of_a_start_and_the_outside_plans_is_the_start(
 
 def test_a_solve_stopped_at_once_is_zero_offloads_plan_under_its_own_name() -> None:
     """LLaMA-7B b1 on the H100: nothing fits statically, so the synchronous formulation has no
-    start of its own; ZeRO-Offload's plan is its warm start, and a solve stopped before its
-    first node returns it as the formulation's plan, at ZeRO's step time to the bit (the host
-    stream sets the step)."""
+    start of its own; a solve stopped before its first node returns ZeRO-Offload's point as the
+    formulation's plan, at ZeRO's step time to the bit (the host stream sets the step)."""
     graph = tmsim.graph("llama_7b", batch=1)
     zero = tmsim.plan(graph, H100, "zero-offload")
     plan = tmsim.plan(graph, H100, "sync", settings=PlanSettings(time_limit_s=1e-9))

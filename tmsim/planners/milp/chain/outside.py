@@ -7,10 +7,11 @@ copies run at gadgets of the formulation, its nearest point where not). A point 
 model's limits and whose objective is below the start's replaces it: the solve then never ends
 above that point. ZeRO-Offload's plan of LLaMA-7B b1 is a point of every formulation that moves
 tensors on ``h100-host-nvme`` and ``gh200``, at its own step time; on GPT-2 small the point is
-up to 1.8% slower than the plan (copies moved to gadgets, the model's host order). Where the
-gap is loose a solve may end at once on that point, and the formulation then returns the
-outside plan itself (a fallback, which a larger formulation cannot start from: it projects the
-plan itself).
+up to 1.8% slower than the plan (copies moved to gadgets, the model's host order). A
+formulation without a start of its own takes the point only as the plan of a solve stopped
+before its own (:mod:`~tmsim.planners.milp.chain.rounds`): a search from it may end on it within
+the gap, and then on the outside plan itself (a fallback, which a larger formulation cannot
+start from).
 """
 
 from __future__ import annotations
