@@ -6,6 +6,7 @@ an LP that is no longer wanted stopped."""
 
 from __future__ import annotations
 
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -17,6 +18,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from tiny_graphs import MB, tiny_step
 
 import tmsim
@@ -371,3 +374,37 @@ def test_the_watch_ends_a_process_whose_parent_is_another() -> None:
         timeout=30,
     )
     assert kept.returncode == 0
+
+
+@given(
+    before=st.binary(max_size=64),
+    reply=st.tuples(st.sampled_from(["ok", "error"]), st.binary(max_size=64)),
+)
+def test_an_answer_is_read_after_whatever_came_before_it(
+    before: bytes, reply: tuple[str, bytes]
+) -> None:
+    """Bytes a module printed before the answer, even the mark itself, are passed over; a cut
+    answer or none is a ValueError."""
+    framed = remote_module.frame(reply)
+    assert remote_module.unframe(before + framed) == reply
+    assert remote_module.unframe(before + remote_module.MARK + framed) == reply
+    for cut in (framed[:-1], framed[: len(remote_module.MARK) + 3], b"", before):
+        with pytest.raises(ValueError):
+            remote_module.unframe(cut)
+
+
+def test_an_lp_process_whose_imports_print_still_answers() -> None:
+    """The process's side with output on its standard output before ``main`` runs."""
+    import highspy
+
+    model, _ = async_model()
+    request = remote_module.Request(
+        LpData.of(compile_problem(highspy, model.problem).lp), {}, False, None
+    )
+    code = "print('imported'); from tmsim.planners.milp.solver.remote import main; main()"
+    done = subprocess.run(
+        [sys.executable, "-c", code], input=pickle.dumps(request), capture_output=True, timeout=120
+    )
+    assert done.stdout.startswith(b"imported")
+    kind, value = remote_module.unframe(done.stdout)
+    assert kind == "ok" and value.status == "kOptimal"

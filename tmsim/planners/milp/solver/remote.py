@@ -6,8 +6,9 @@ interior point run asks it in every inner iteration: 110.7k times on LLaMA-7B b1
 asynchronous LP on h100-host-nvme, each a wait for Python's GIL, which took that LP from 28 s
 to 399 s beside a thread running Python. Run in a process of its own
 (a new interpreter that calls :func:`main`, its model and settings in on standard
-input and the :class:`~tmsim.planners.milp.solver.presolved.Relaxed` out, pickled, on a copy
-of its standard output; HiGHS's own output goes to standard error) the LP needs no callback
+input and the :class:`~tmsim.planners.milp.solver.presolved.Relaxed` out, pickled behind a
+mark and its length (:func:`frame`: what a module prints as it is imported is passed over), on
+a copy of its standard output; HiGHS's own output goes to standard error) the LP needs no callback
 and no GIL, and :meth:`RemoteLp.stop` ends it by ending the process. A new interpreter is
 started rather than a fork of this one (whose HiGHS and solver threads a fork would copy
 half-way) or a ``multiprocessing`` spawn (which runs the caller's main script again). The
@@ -45,6 +46,8 @@ IntArray = npt.NDArray[np.int64]
 WATCH_S = 1.0
 #: The exit status of an LP process that ended because the one that started it had.
 ORPHANED = 3
+#: What precedes the answer on the LP process's stream (:func:`frame`).
+MARK = b"\x00tmsim-lp-answer\x00"
 
 
 @dataclass(frozen=True)
@@ -183,8 +186,8 @@ class RemoteLp:
             if self._stopped:
                 raise TmsimError("the LP's process was stopped")
         try:
-            kind, value = pickle.loads(out)
-        except Exception:  # an empty or cut answer: the process died
+            kind, value = unframe(out)
+        except ValueError:  # an empty or cut answer: the process died
             raise TmsimError(
                 f"the LP's process ended without an answer (exit status {self._process.returncode})"
             ) from None
@@ -226,7 +229,33 @@ def main(parent: int | None = None) -> None:
     except Exception as exc:
         reply = ("error", f"{type(exc).__name__}: {exc}")
     with answer:
-        answer.write(pickle.dumps(reply))
+        answer.write(frame(reply))
+
+
+def frame(reply: tuple[str, Any]) -> bytes:
+    """``reply`` pickled behind :data:`MARK` and its length in bytes (8, little-endian), so
+    that whatever else reached the same stream before it (a module printing as it is
+    imported) is passed over."""
+    body = pickle.dumps(reply)
+    return MARK + len(body).to_bytes(8, "little") + body
+
+
+def unframe(out: bytes) -> tuple[str, Any]:
+    """The reply :func:`frame` wrote into ``out``, after anything before it. Raises
+    ``ValueError`` where there is none whole."""
+    at = out.find(MARK)
+    while at >= 0:  # the first mark whose length reaches the end exactly
+        start = at + len(MARK) + 8
+        if int.from_bytes(out[at + len(MARK) : start], "little") == len(out) - start:
+            break
+        at = out.find(MARK, at + 1)
+    if at < 0:
+        raise ValueError("no whole answer")
+    try:
+        kind, value = pickle.loads(out[start:])
+    except Exception as exc:
+        raise ValueError(f"an answer that does not unpickle: {exc}") from None
+    return str(kind), value
 
 
 def watch_parent(parent: int, every_s: float) -> None:
@@ -239,13 +268,16 @@ def watch_parent(parent: int, every_s: float) -> None:
 
 
 __all__ = [
+    "MARK",
     "ORPHANED",
     "WATCH_S",
     "LpData",
     "RemoteLp",
     "Request",
     "compiled_for_highs",
+    "frame",
     "main",
     "solve_request",
+    "unframe",
     "watch_parent",
 ]
