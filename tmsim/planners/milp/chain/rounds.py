@@ -323,9 +323,8 @@ def _solve_formulation(
         seconds = (build_total, solve_total)
         # a heuristic's plan may lie outside this formulation's space, below its bound: its
         # gap is against the kernel-time bound, which holds for every plan
-        own_bound = (
-            (held_bound if base is held_base else None) if first is None else bound_of(first)
-        )
+        # (a held stop ends the first round, so ``first`` is then None)
+        own_bound = held_bound if base is held_base else bound_of(first)
         return relabel(
             base,
             opts,

@@ -247,7 +247,7 @@ def solve_within(
     ``prepared``: ``model`` compiled and its LP first solved ahead
     (:mod:`~tmsim.planners.milp.chain.ahead`), ``held_s``: the objective of a plan of a
     formulation the model contains, which the solve's LP may prove within the gap (status
-    :data:`~tmsim.planners.milp.solver.outcome.CUT_OFF`: :func:`solve`'s ``held``).
+    :data:`~tmsim.planners.milp.solver.outcome.HELD`: :func:`solve`'s ``held``).
 
     Returns the outcome where it has a solution or was cut off or stopped on ``held_s``
     (with or without one).

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -52,7 +53,7 @@ from tmsim.planners.milp.formulation.model import Model
 from tmsim.planners.milp.formulation.states import Catalogue, Kind, is_prefetch
 from tmsim.plans.parse import Errors, Parsed, parse_plan
 from tmsim.plans.values import Plan, Recompute
-from tmsim.workload.graph import PERSISTENT_ROLES, PREEXISTING_ROLES
+from tmsim.workload.graph import PERSISTENT_ROLES
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -107,14 +108,17 @@ def project(cost: CostModel, model: Model, plan: Plan) -> BoolArray:
             "not offer it"
         )
     x[var.host_first + where[offered]] = True
-    changes = _changes(cost, model, plan, parsed)
+    initial: dict[int, frozenset[int]] = defaultdict(frozenset)
+    for t, tier in zip(parsed.init_tensor.tolist(), parsed.init_tier.tolist(), strict=True):
+        initial[t] = initial[t] | {tier}
+    changes = _changes(cost, model, plan, parsed, initial)
     uses = _uses(cost, parsed)
     for t in np.flatnonzero(var.init_index.max(axis=1) >= 0).tolist():
-        x[_start(model, parsed, t, graph.tensors[t].name)] = True
+        x[_start(model, initial[t], t, graph.tensors[t].name)] = True
     firsts = np.flatnonzero(gad.first).tolist()
     for lo, hi in zip(firsts, [*firsts[1:], gad.tensor.size], strict=True):
         t = int(gad.tensor[lo])
-        _tensor(cost, model, parsed, t, range(lo, hi), changes.get(t), uses[t], host, x)
+        _tensor(cost, model, initial[t], t, range(lo, hi), changes.get(t), uses[t], host, x)
     return x
 
 
@@ -147,8 +151,15 @@ def _uses(cost: CostModel, p: Parsed) -> dict[int, dict[int, int]]:
     return out
 
 
-def _changes(cost: CostModel, model: Model, plan: Plan, p: Parsed) -> dict[int, _Changes]:
-    """Each tensor's changes given to its gadgets (see the module documentation)."""
+def _changes(
+    cost: CostModel,
+    model: Model,
+    plan: Plan,
+    p: Parsed,
+    initial: Mapping[int, frozenset[int]],
+) -> dict[int, _Changes]:
+    """Each tensor's changes given to its gadgets (see the module documentation;
+    ``initial``: the tiers each tensor starts on)."""
     graph, gad = cost.graph, model.gadgets
     n_k = len(graph.kernels)
     constrained = model.catalogue.constrained
@@ -161,9 +172,6 @@ def _changes(cost: CostModel, model: Model, plan: Plan, p: Parsed) -> dict[int, 
         core[t].append(c)
     out: dict[int, _Changes] = defaultdict(_Changes)
     refreshing = _refreshing(cost, plan, p)
-    initial: dict[int, set[int]] = defaultdict(set)
-    for t, tier in zip(p.init_tensor.tolist(), p.init_tier.tolist(), strict=True):
-        initial[t].add(tier)
 
     def name(t: int) -> str:
         return graph.tensors[t].name
@@ -206,7 +214,7 @@ def _changes(cost: CostModel, model: Model, plan: Plan, p: Parsed) -> dict[int, 
         # of a network that support gadgets extend past it
         persistent = graph.tensors[t].role in PERSISTENT_ROLES
         end = n_k - 1 if persistent else max(int(graph.live_last[t]), kernels[t][-1])
-        if last < end or (persistent and tier not in initial[t]):
+        if last < end or (persistent and tier not in initial.get(t, ())):
             j = at_or_before(t, last)
             # an events-only gadget frees nothing but the copy its write-drop makes
             while j > 0 and not core[t][j] and not out[t].write.get(j):
@@ -222,9 +230,12 @@ def _remade(cost: CostModel, r: Recompute) -> int:
     """The tensor recompute ``r`` makes again, which the model makes on the fastest tier only
     (raises :class:`NotAPoint` for a tensor it does not know or another tier)."""
     graph = cost.graph
-    if r.tensor not in {t.name for t in graph.tensors}:
-        raise NotAPoint(f"a recompute of tensor {r.tensor!r}, which the graph does not hold")
-    t = graph.tensor_index(r.tensor)
+    try:
+        t = graph.tensor_index(r.tensor)
+    except KeyError:
+        raise NotAPoint(
+            f"a recompute of tensor {r.tensor!r}, which the graph does not hold"
+        ) from None
     p = int(graph.producers[t])
     if p < 0:
         raise NotAPoint(
@@ -263,7 +274,7 @@ def _refreshing(cost: CostModel, plan: Plan, p: Parsed) -> dict[tuple[int, int, 
 def _tensor(
     cost: CostModel,
     model: Model,
-    p: Parsed,
+    start: frozenset[int],
     t: int,
     gadgets: range,
     ch: _Changes | None,
@@ -271,13 +282,12 @@ def _tensor(
     host: frozenset[int],
     x: BoolArray,
 ) -> None:
-    """Set ``x`` for tensor ``t``'s ``gadgets`` (raises :class:`NotAPoint`)."""
+    """Set ``x`` for tensor ``t``'s ``gadgets``, from the tiers ``start`` it begins the step
+    on (none for a tensor a kernel makes; raises :class:`NotAPoint`)."""
     gad = model.gadgets
     ch = ch or _Changes()
     name = cost.graph.tensors[t].name
-    state: frozenset[int] = frozenset()
-    if cost.graph.tensors[t].role in PREEXISTING_ROLES:
-        state = frozenset(p.init_tier[p.init_tensor == t].tolist())
+    state = start
     for i, g in enumerate(gadgets):
         k = int(gad.kernel[g])
         created = int(gad.kind[g]) == GadgetKind.CREATE
@@ -314,10 +324,9 @@ def _tensor(
         state = frozenset(after)
 
 
-def _start(model: Model, p: Parsed, t: int, name: str) -> int:
-    """The variable of pre-existing tensor ``t``'s state at the start."""
+def _start(model: Model, tiers: frozenset[int], t: int, name: str) -> int:
+    """The variable of pre-existing tensor ``t``'s state at the start (on ``tiers``)."""
     cat = model.catalogue
-    tiers = frozenset(p.init_tier[p.init_tensor == t].tolist())
     col = int(model.vars.init_index[t, _state(cat, tiers, f"{name!r} at the start")])
     if col < 0:
         raise NotAPoint(f"tensor {name!r}: the model cannot start it on {_names(cat, tiers)}")
