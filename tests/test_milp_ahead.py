@@ -38,7 +38,8 @@ from tmsim.planners.milp.formulation.gadgets import Formulation, GadgetKind
 from tmsim.planners.milp.solver import remote as remote_module
 from tmsim.planners.milp.solver.compiled import compile_problem
 from tmsim.planners.milp.solver.first_lp import Prepared
-from tmsim.planners.milp.solver.remote import LpData, RemoteLp
+from tmsim.planners.milp.solver.lp_arrays import LpData
+from tmsim.planners.milp.solver.remote import RemoteLp
 from tmsim.planners.settings import PlanSettings
 from tmsim.plans.values import Plan
 from tmsim.profiles import cost_model
@@ -168,7 +169,7 @@ def remote_lp(model: Any, opts: PlanSettings) -> tuple[Any, RemoteLp]:
 
     compiled = compile_problem(highspy, model.problem)
     options = solver_options(opts.solver, opts.gap, None, opts.node_limit)
-    return compiled, RemoteLp(compiled.lp, options, False, opts.lp_iterations)
+    return compiled, RemoteLp(compiled.arrays, options, False, opts.lp_iterations)
 
 
 def test_a_solve_from_the_lp_made_ahead_ends_as_one_that_makes_it() -> None:
@@ -203,21 +204,25 @@ def test_an_lp_stopped_answers_with_an_error_and_its_process_ends() -> None:
 def test_an_lp_that_does_not_answer_in_time_is_ended() -> None:
     model, _ = async_model()
     compiled, _ = remote_lp(model, settings())
-    slow = RemoteLp(compiled.lp, {}, False, None, wait_s=1e-3)
+    slow = RemoteLp(compiled.arrays, {}, False, None, wait_s=1e-3)
     with pytest.raises(TmsimError, match="had not answered"):
         slow.result()
     assert slow._process.returncode is not None
 
 
-def test_a_process_that_cannot_start_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    import highspy
+def empty_lp() -> LpData:
+    """An LP of no columns and no rows (HiGHS takes it)."""
+    none, indices = np.zeros(0), np.zeros(0, dtype=np.int64)
+    return LpData(none, none, none, none, none, np.zeros(1, dtype=np.int64), indices, none)
 
+
+def test_a_process_that_cannot_start_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("sys.executable", "/nonexistent/python")
     with pytest.raises(TmsimError, match="did not start"):
-        RemoteLp(highspy.HighsLp(), {}, False, None)
+        RemoteLp(empty_lp(), {}, False, None)
     monkeypatch.setattr("sys.executable", "")
     with pytest.raises(TmsimError, match="no Python interpreter"):
-        RemoteLp(highspy.HighsLp(), {}, False, None)
+        RemoteLp(empty_lp(), {}, False, None)
 
 
 def test_a_contained_plan_the_lp_proves_within_the_gap_ends_the_solve(
@@ -247,25 +252,27 @@ def test_a_contained_plan_the_lp_proves_within_the_gap_ends_the_solve(
 
 
 def test_a_process_that_fails_says_why() -> None:
-    import highspy
-
-    lp = highspy.HighsLp()  # an empty model HiGHS takes; a refused option fails it
-    remote = RemoteLp(lp, {"no_such_option": 1}, False, None)
+    remote = RemoteLp(empty_lp(), {"no_such_option": 1}, False, None)  # a refused option
     with pytest.raises(TmsimError, match="failed: TmsimError: HiGHS refused option"):
         remote.result()
 
 
-def test_the_lp_data_round_trips() -> None:
+def test_the_lp_sent_ahead_is_the_compiled_model_without_its_integrality() -> None:
+    """The HiGHS model the LP's process builds from the compiled arrays has the compiled
+    model's arrays, every column continuous."""
     import highspy
 
     model, _ = async_model()
-    lp = compile_problem(highspy, model.problem).lp
-    data = LpData.of(lp)
-    again = LpData.of(data.model(highspy))
-    for name in ("cost", "col_lower", "col_upper", "row_lower", "row_upper", "start", "index"):
-        assert np.array_equal(getattr(data, name), getattr(again, name)), name
-    assert np.array_equal(data.value, again.value) and data.offset == again.offset
-    assert data.cost.size == lp.num_col_ and data.row_lower.size == lp.num_row_
+    compiled = compile_problem(highspy, model.problem)
+    built = compiled.arrays.model(highspy)
+    for name in ("col_cost_", "col_lower_", "col_upper_", "row_lower_", "row_upper_"):
+        assert np.array_equal(getattr(built, name), getattr(compiled.lp, name)), name
+    for name in ("start_", "index_", "value_"):
+        mine, theirs = getattr(built.a_matrix_, name), getattr(compiled.lp.a_matrix_, name)
+        assert np.array_equal(mine, theirs), name
+    assert built.offset_ == compiled.lp.offset_ == 0.0
+    assert built.num_col_ == compiled.lp.num_col_ and built.num_row_ == compiled.lp.num_row_
+    assert len(compiled.lp.integrality_) == built.num_col_ and len(built.integrality_) == 0
 
 
 def test_what_is_solved_ahead_and_handed_over_once() -> None:
@@ -315,6 +322,7 @@ def test_the_lp_process_ends_once_the_process_that_started_it_has() -> None:
     script = textwrap.dedent(
         """
         import numpy as np, scipy.sparse as sp, highspy
+        from tmsim.planners.milp.solver.lp_arrays import LpData
         from tmsim.planners.milp.solver.remote import RemoteLp
         rng = np.random.default_rng(0)
         m, n = 60000, 80000
@@ -322,14 +330,10 @@ def test_the_lp_process_ends_once_the_process_that_started_it_has() -> None:
             (rng.random(8 * n), (rng.integers(0, m, 8 * n), np.repeat(np.arange(n), 8))),
             shape=(m, n),
         )
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = n, m
-        lp.col_cost_ = rng.random(n) - 0.3
-        lp.col_lower_, lp.col_upper_ = np.zeros(n), np.ones(n)
-        lp.row_lower_, lp.row_upper_ = np.full(m, -highspy.kHighsInf), np.ones(m)
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_, lp.a_matrix_.index_ = a.indptr, a.indices
-        lp.a_matrix_.value_ = a.data
+        lp = LpData(
+            rng.random(n) - 0.3, np.zeros(n), np.ones(n), np.full(m, -highspy.kHighsInf),
+            np.ones(m), a.indptr, a.indices, a.data,
+        )
         remote = RemoteLp(lp, {"time_limit": 120.0}, False, None)
         print(remote._process.pid, flush=True)
         remote.result()
@@ -398,9 +402,7 @@ def test_an_lp_process_whose_imports_print_still_answers() -> None:
     import highspy
 
     model, _ = async_model()
-    request = remote_module.Request(
-        LpData.of(compile_problem(highspy, model.problem).lp), {}, False, None
-    )
+    request = remote_module.Request(compile_problem(highspy, model.problem).arrays, {}, False, None)
     code = "print('imported'); from tmsim.planners.milp.solver.remote import main; main()"
     done = subprocess.run(
         [sys.executable, "-c", code], input=pickle.dumps(request), capture_output=True, timeout=120

@@ -180,7 +180,7 @@ class Ahead:
         with self._lock:
             if self._stop.is_set():
                 raise TmsimError("stopped")
-            remote = RemoteLp(compiled.lp, options, opts.verbose, opts.lp_iterations, wait_s)
+            remote = RemoteLp(compiled.arrays, options, opts.verbose, opts.lp_iterations, wait_s)
             self._running.append(remote)
         relaxed = remote.result()
         return Made(

@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from cvxpy import settings as cps
 
 from tmsim.errors import TmsimError
+from tmsim.planners.milp.solver.lp_arrays import LpData
 
 #: The cvxpy releases (major, minor) whose problem data (``var_id_to_col``) has been tested.
 CVXPY_TESTED = ((1, 9), (1, 9))
@@ -39,13 +40,15 @@ class Compiled:
     (by variable id: ``columns``), the HiGHS model ``lp`` and its constraint ``matrix`` (by
     columns), and its ``key``: a digest of the matrix's shape and pattern and of the costs,
     under which an LP basis of it is kept (values left out: a layout round scales its
-    capacity rows anew)."""
+    capacity rows anew); ``arrays``: its LP (integrality left out) as the arrays ``lp`` was
+    built from."""
 
     data: dict[str, Any] = field(repr=False)
     columns: Mapping[int, int] = field(repr=False)
     lp: Any = field(repr=False)
     key: str
     matrix: sp.csc_matrix = field(repr=False)
+    arrays: LpData = field(repr=False)
 
 
 def check_cvxpy_version(found: str | None = None) -> None:
@@ -77,8 +80,9 @@ def compile_problem(highspy: Any, problem: cp.Problem) -> Compiled:
     if dims.exp or dims.soc or dims.psd or dims.p3d:
         raise TmsimError("HiGHS solves linear problems only")
     a = data[cps.A].tocsc()
-    lp = _lp(highspy, data, a, dims.zero, dims.nonneg, highspy.kHighsInf)
-    return Compiled(data, data[cps.PARAM_PROB].var_id_to_col, lp, _key(a, data[cps.C]), a)
+    arrays = _arrays(data, a, dims.zero, dims.nonneg, highspy.kHighsInf)
+    lp = _lp(highspy, data, arrays)
+    return Compiled(data, data[cps.PARAM_PROB].var_id_to_col, lp, _key(a, data[cps.C]), a, arrays)
 
 
 def objective_shift(data: Mapping[str, Any], sign: float) -> float | None:
@@ -133,39 +137,40 @@ def write_values(
     return objective, objective - sign * float(np.dot(data[cps.C], x))
 
 
-def _lp(
-    highspy: Any,
-    data: Mapping[str, Any],
-    a: sp.csc_matrix,
-    equalities: int,
-    inequalities: int,
-    inf: float,
-) -> Any:
-    """The HiGHS model of cvxpy's ``data`` (``a``: its matrix, by columns): ``A x = b`` on
-    its first ``equalities`` rows, ``A x <= b`` on the next ``inequalities``; boolean columns
-    bounded to [0, 1]."""
+def _arrays(
+    data: Mapping[str, Any], a: sp.csc_matrix, equalities: int, inequalities: int, inf: float
+) -> LpData:
+    """The LP of cvxpy's ``data`` (``a``: its matrix, by columns): ``A x = b`` on its first
+    ``equalities`` rows, ``A x <= b`` on the next ``inequalities``; boolean columns bounded to
+    [0, 1]."""
     n = a.shape[1]
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n, a.shape[0]
-    lp.offset_ = 0.0
-    lp.col_cost_ = np.asarray(data[cps.C], dtype=np.float64)
     b = np.asarray(data[cps.B], dtype=np.float64)
-    lp.row_upper_ = b
-    lp.row_lower_ = np.concatenate([b[:equalities], np.full(inequalities, -inf)])
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = a.indptr
-    lp.a_matrix_.index_ = a.indices
-    lp.a_matrix_.value_ = a.data
     low, high = data[cps.LOWER_BOUNDS], data[cps.UPPER_BOUNDS]
     col_lower = np.full(n, -inf) if low is None else np.array(low, dtype=np.float64)
     col_upper = np.full(n, inf) if high is None else np.array(high, dtype=np.float64)
     booleans = np.asarray(data[cps.BOOL_IDX], dtype=np.int64)
-    integers = np.concatenate([booleans, np.asarray(data[cps.INT_IDX], dtype=np.int64)])
     col_lower[booleans] = np.maximum(col_lower[booleans], 0.0)
     col_upper[booleans] = np.minimum(col_upper[booleans], 1.0)
-    lp.col_lower_, lp.col_upper_ = col_lower, col_upper
+    return LpData(
+        np.asarray(data[cps.C], dtype=np.float64),
+        col_lower,
+        col_upper,
+        np.concatenate([b[:equalities], np.full(inequalities, -inf)]),
+        b,
+        a.indptr,
+        a.indices,
+        a.data,
+    )
+
+
+def _lp(highspy: Any, data: Mapping[str, Any], arrays: LpData) -> Any:
+    """The HiGHS model of ``arrays``, its boolean and integer columns (cvxpy's ``data``)
+    integral."""
+    lp = arrays.model(highspy)
+    booleans = np.asarray(data[cps.BOOL_IDX], dtype=np.int64)
+    integers = np.concatenate([booleans, np.asarray(data[cps.INT_IDX], dtype=np.int64)])
     if integers.size:
-        kinds = [highspy.HighsVarType.kContinuous] * n
+        kinds = [highspy.HighsVarType.kContinuous] * arrays.cost.size
         for i in integers.tolist():
             kinds[i] = highspy.HighsVarType.kInteger
         lp.integrality_ = kinds

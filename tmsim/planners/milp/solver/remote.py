@@ -29,18 +29,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
-
 from tmsim.errors import TmsimError
 from tmsim.planners.milp.solver.instance import run_model
+from tmsim.planners.milp.solver.lp_arrays import LpData
 from tmsim.planners.milp.solver.presolved import Relaxed, relaxation_of
 
 if TYPE_CHECKING:
     from tmsim.planners.milp.solver.compiled import Compiled
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 #: Seconds between the LP process's checks that the process that started it still runs.
 WATCH_S = 1.0
@@ -48,58 +44,6 @@ WATCH_S = 1.0
 ORPHANED = 3
 #: What precedes the answer on the LP process's stream (:func:`frame`).
 MARK = b"\x00tmsim-lp-answer\x00"
-
-
-@dataclass(frozen=True)
-class LpData:
-    """A HiGHS model's LP (its integrality left out) as arrays: costs, column and row bounds
-    and the constraint matrix by columns (``start``, ``index``, ``value``)."""
-
-    cost: FloatArray
-    col_lower: FloatArray
-    col_upper: FloatArray
-    row_lower: FloatArray
-    row_upper: FloatArray
-    start: IntArray
-    index: IntArray
-    value: FloatArray
-    offset: float
-
-    @classmethod
-    def of(cls, lp: Any) -> LpData:
-        """The arrays of ``highspy.HighsLp`` ``lp`` (its matrix by columns)."""
-        a = lp.a_matrix_
-
-        def floats(v: Any) -> FloatArray:
-            return np.array(v, dtype=np.float64)
-
-        def ints(v: Any) -> IntArray:
-            return np.array(v, dtype=np.int64)
-
-        return cls(
-            floats(lp.col_cost_),
-            floats(lp.col_lower_),
-            floats(lp.col_upper_),
-            floats(lp.row_lower_),
-            floats(lp.row_upper_),
-            ints(a.start_),
-            ints(a.index_),
-            floats(a.value_),
-            float(lp.offset_),
-        )
-
-    def model(self, highspy: Any) -> Any:
-        """The ``highspy.HighsLp`` of these arrays."""
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = self.cost.size, self.row_lower.size
-        lp.offset_ = self.offset
-        lp.col_cost_, lp.col_lower_, lp.col_upper_ = self.cost, self.col_lower, self.col_upper
-        lp.row_lower_, lp.row_upper_ = self.row_lower, self.row_upper
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = self.start
-        lp.a_matrix_.index_ = self.index
-        lp.a_matrix_.value_ = self.value
-        return lp
 
 
 @dataclass(frozen=True)
@@ -134,20 +78,21 @@ def solve_request(request: Request) -> Relaxed:
 
 
 class RemoteLp:
-    """An interior point run of ``lp`` (a ``highspy.HighsLp``; its integrality is left out)
-    with :class:`Request`'s settings in a process started now (:class:`TmsimError` where it
-    cannot start). :meth:`result` waits for it, up to ``wait_s`` seconds (None: no limit);
-    :meth:`stop`, from any thread, ends it."""
+    """An interior point run of the LP ``arrays`` (a problem's as compiled,
+    :attr:`~tmsim.planners.milp.solver.compiled.Compiled.arrays`) with :class:`Request`'s
+    settings in a process started now (:class:`TmsimError` where it cannot start).
+    :meth:`result` waits for it, up to ``wait_s`` seconds (None: no limit); :meth:`stop`, from
+    any thread, ends it."""
 
     def __init__(
         self,
-        lp: Any,
+        arrays: LpData,
         options: Mapping[str, Any],
         verbose: bool,
         lp_iterations: int | None,
         wait_s: float | None = None,
     ) -> None:
-        request = Request(LpData.of(lp), dict(options), verbose, lp_iterations)
+        request = Request(arrays, dict(options), verbose, lp_iterations)
         self._payload = pickle.dumps(request)
         self._wait_s = wait_s
         self._lock = threading.Lock()
@@ -271,7 +216,6 @@ __all__ = [
     "MARK",
     "ORPHANED",
     "WATCH_S",
-    "LpData",
     "RemoteLp",
     "Request",
     "compiled_for_highs",
